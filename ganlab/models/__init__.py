@@ -1,0 +1,8 @@
+"""Generator/discriminator pairs. See :mod:`ganlab.models.base` for the contract."""
+
+from ganlab.models.base import Discriminator, Generator, has_batch_norm
+from ganlab.models.dcgan import DCGANDiscriminator, DCGANGenerator
+from ganlab.models.mlp import MLPDiscriminator, MLPGenerator
+
+__all__ = ["Generator", "Discriminator", "has_batch_norm", "MLPGenerator", "MLPDiscriminator",
+           "DCGANGenerator", "DCGANDiscriminator"]

@@ -1,0 +1,50 @@
+"""The contract every generator/discriminator pair in ganlab follows.
+
+Strategies rely on it: minibatch discrimination replaces ``Discriminator.head``, PacGAN rebuilds the
+discriminator with more input channels, spectral norm walks its layers. Keep new models to this shape.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+class Generator(nn.Module):
+    """Maps latent codes ``z`` of shape (B, z_dim) to samples of shape (B, *data_shape).
+
+    Attributes:
+        z_dim: latent dimension.
+        data_shape: shape of one sample, e.g. (2,) for 2-D points or (C, H, W) for images in [-1, 1].
+    """
+
+    z_dim: int
+    data_shape: tuple[int, ...]
+
+    def sample_z(self, n: int, generator: torch.Generator | None = None, device: torch.device | None = None) -> Tensor:
+        """Standard normal latent codes, shape (n, z_dim), drawn from ``generator`` when given."""
+        device = device if device is not None else next(self.parameters()).device
+        return torch.randn(n, self.z_dim, generator=generator, device=device)
+
+
+class Discriminator(nn.Module):
+    """Scores samples: ``forward(x) = head(features(x)).squeeze(1)``, shape (B,).
+
+    Attributes:
+        features: module mapping (B, *data_shape) to penultimate features (B, feature_dim).
+        head: module mapping (B, feature_dim) to (B, 1) raw scores (logits, or critic values).
+        feature_dim: width of the penultimate features.
+        in_channels: channels (images) or coordinates (points) of one input sample.
+    """
+
+    features: nn.Module
+    head: nn.Module
+    feature_dim: int
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(self.features(x)).squeeze(1)  # (B,)
+
+
+def has_batch_norm(module: nn.Module) -> bool:
+    """True when ``module`` contains any batch-norm layer (which mixes samples in a batch)."""
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())

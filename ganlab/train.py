@@ -1,0 +1,44 @@
+"""``ganlab-train``: one Hydra-configured GAN experiment (``-m`` for a sweep). See ``conf/train.yaml``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from ganlab import CONFIG_DIR
+from ganlab.build import build_trainer
+
+log = logging.getLogger("ganlab")
+
+
+def format_scores(scores: dict[str, float]) -> str:
+    """One line ``name=value`` per score, model scores first, then the ``data/`` baseline."""
+    keys = sorted(scores, key=lambda k: (k.startswith("data/"), k))
+    return "\n".join(f"  {k:<28} {scores[k]:.4g}" for k in keys)
+
+
+def run(cfg: DictConfig) -> dict:
+    """Train one configuration into Hydra's output directory and return ``metrics.json``'s content."""
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    trainer = build_trainer(cfg, run_dir)
+    log.info("run directory: %s", run_dir)
+    metrics = trainer.fit()
+    log.info("finished %d steps (%.1f steps/s); final scores:\n%s", metrics["step"], metrics["steps_per_s"],
+             format_scores(metrics["scores"]))
+    return metrics
+
+
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    """Entry point of ``ganlab-train``; returns the sweep objective (``cfg.objective``) when set."""
+    metrics = run(cfg)
+    objective = cfg.get("objective")
+    return metrics["scores"].get(objective) if objective else None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Checkpoints: atomic writes, every RNG stream, loadable with ``torch.load(..., weights_only=True)``.
+
+A checkpoint is a dict of plain containers and tensors:
+``{"format": 1, "step", "generator", "discriminator", "opt_g", "opt_d", "g_ema" (or None), "strategies":
+{name: state}, "batcher", "noise_rng", "rng": {"python", "numpy", "torch", "cuda"}, "config", "scores"}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import torch
+
+FORMAT = 1
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path`` for writing; on success fsync it and rename it over ``path``.
+
+    A crash or interrupt at any moment leaves either the old file or the new one, never a partial file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_save(obj: Any, path: str | Path) -> None:
+    """``torch.save`` through :func:`atomic_open`."""
+    with atomic_open(path, "wb") as f:
+        torch.save(obj, f)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write text through :func:`atomic_open`."""
+    with atomic_open(path, "w") as f:
+        f.write(text)
+
+
+def rng_state() -> dict[str, Any]:
+    """The python, numpy, torch (CPU) and CUDA global RNG states, as tensors and plain values."""
+    version, py_state, gauss = random.getstate()
+    _, keys, pos, has_gauss, cached = np.random.get_state()
+    return {"python": {"version": version, "state": torch.tensor(py_state, dtype=torch.int64), "gauss": gauss},
+            "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos), "has_gauss": int(has_gauss),
+                      "cached": float(cached)},
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`rng_state` returned."""
+    py = state["python"]
+    random.setstate((py["version"], tuple(int(v) for v in py["state"].tolist()), py["gauss"]))
+    npy = state["numpy"]
+    np.random.set_state(("MT19937", npy["keys"].numpy().astype(np.uint32), npy["pos"], npy["has_gauss"],
+                         npy["cached"]))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A run directory (-> its ``checkpoints/last.pt``) or a checkpoint file, checked to exist.
+
+    Raises:
+        FileNotFoundError: neither a checkpoint file nor a run directory holding ``checkpoints/last.pt``.
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / "checkpoints" / "last.pt"
+    if not p.is_file():
+        raise FileNotFoundError(f"trainer.resume={path}: no checkpoint at {p}; give a run directory that holds "
+                                "checkpoints/last.pt or a checkpoint file")
+    return p
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load a checkpoint on the CPU with ``weights_only=True``; raises ValueError for an unknown format."""
+    ckpt = torch.load(resolve_checkpoint(path), map_location="cpu", weights_only=True)
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a ganlab checkpoint of format {FORMAT}")
+    return ckpt

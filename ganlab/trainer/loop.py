@@ -1,0 +1,244 @@
+"""The GAN training loop. It reads top to bottom and never branches on a component's name: strategies act
+only through the hooks of :class:`ganlab.strategies.Strategy`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from ganlab.data.base import Batcher, GANData
+from ganlab.losses import AdversarialLoss
+from ganlab.metrics.evaluator import Evaluator
+from ganlab.strategies.base import StepContext, Strategy, TrainState
+from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer import visuals
+from ganlab.trainer.loggers import NullLogger
+
+log = logging.getLogger("ganlab")
+
+
+@dataclass
+class TrainerConfig:
+    """Keys of ``conf/trainer/*.yaml`` (``trainer.<key>=`` on the command line)."""
+
+    steps: int = 5000          # generator updates in the whole run
+    batch_size: int = 256      # samples per D and per G update
+    n_critic: int = 1          # D updates per G update (a strategy such as wgan_gp may raise it)
+    eval_every: int = 1000     # evaluate (scores, sample grid) every this many G steps, and at the end
+    ckpt_every: int = 1000     # write checkpoints/step_XXXXXXX.pt every this many G steps (last.pt at every eval)
+    log_every: int = 50        # TensorBoard scalars and progress-bar losses every this many G steps
+    grid_size: int = 64        # fixed-z samples drawn at every eval (image grid / scatter)
+    resume: str | None = None  # run directory or checkpoint file to continue from
+    progress: bool = True      # show a progress bar
+
+    def validate(self) -> None:
+        """Raise ValueError naming the key when a count is not positive."""
+        for key in ("steps", "batch_size", "n_critic", "eval_every", "ckpt_every", "log_every", "grid_size"):
+            if int(getattr(self, key)) <= 0:
+                raise ValueError(f"trainer.{key} must be a positive integer, got {getattr(self, key)}")
+
+
+def grad_norm(module: nn.Module) -> float:
+    """Global L2 norm of all parameter gradients of ``module`` (0 when none)."""
+    grads = [p.grad.detach().flatten() for p in module.parameters() if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.cat(grads))) if grads else 0.0
+
+
+class Trainer:
+    """Alternating D/G updates with strategies, evaluation, TensorBoard logging and resumable checkpoints.
+
+    Args:
+        data: the training data, already on ``device``.
+        generator, discriminator: built (and configured by strategies) networks on ``device``.
+        loss: adversarial loss.
+        opt_g, opt_d: optimisers over G's and D's parameters.
+        strategies: selected strategies (already ``configure``d).
+        evaluator: scores the generator at each evaluation.
+        run_dir: output folder (checkpoints/, samples/, metrics.json, metrics.jsonl, event files).
+        cfg: loop settings; ``n_critic`` here is the effective value after strategies.
+        seed: seeds the batch order and the latent-code stream.
+        logger: where scalars/images go.
+        config: the resolved run config, stored in checkpoints.
+    """
+
+    def __init__(self, *, data: GANData, generator: nn.Module, discriminator: nn.Module, loss: AdversarialLoss,
+                 opt_g: torch.optim.Optimizer, opt_d: torch.optim.Optimizer, strategies: list[Strategy],
+                 evaluator: Evaluator, run_dir: str | Path, cfg: TrainerConfig, seed: int,
+                 logger: NullLogger | None = None, config: dict[str, Any] | None = None) -> None:
+        cfg.validate()
+        self.data, self.G, self.D, self.loss = data, generator, discriminator, loss
+        self.strategies, self.evaluator, self.cfg, self.seed = strategies, evaluator, cfg, seed
+        self.run_dir, self.config = Path(run_dir), config or {}
+        self.logger = logger or NullLogger()
+        self.device = data.x.device
+        self.batcher = Batcher(len(data), cfg.batch_size, seed)
+        self.noise = torch.Generator(device=self.device).manual_seed(seed + 1)
+        self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text)
+        self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
+        self.last_scores: dict[str, float] = {}
+
+    # ---------------------------------------------------------------- one D update and one G update
+    def _sum_terms(self, base: Tensor, extra: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+        terms = {"adv": base}
+        for contribution in extra:
+            for name, value in contribution.items():
+                if name in terms:
+                    raise ValueError(f"two loss terms are both named {name!r}; rename one in its strategy")
+                terms[name] = value
+        return terms
+
+    def d_step(self) -> tuple[dict[str, Tensor], Tensor, Tensor, Tensor]:
+        """One discriminator update on a fresh real batch; returns (terms, real, d_real, d_fake)."""
+        real = self.data.x[self.batcher.next().to(self.device)]  # (B, *shape)
+        z = self.G.sample_z(self.cfg.batch_size, self.noise)  # (B, z_dim)
+        with torch.no_grad():
+            fake = self.G(z)
+        d_real, d_fake = self.D(real), self.D(fake)  # (B,), (B,)
+        ctx = StepContext(self.state.step, real, fake, z, d_real, d_fake, self.G, self.D)
+        terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
+        self.state.opt_d.zero_grad(set_to_none=True)
+        sum(terms.values()).backward()
+        self.state.opt_d.step()
+        return terms, real, d_real.detach(), d_fake.detach()
+
+    def g_step(self, real: Tensor) -> dict[str, Tensor]:
+        """One generator update; D's parameters are frozen meanwhile (no gradient is stored for them)."""
+        z = self.G.sample_z(self.cfg.batch_size, self.noise)
+        fake = self.G(z)
+        self.D.requires_grad_(False)
+        try:
+            d_fake = self.D(fake)
+            ctx = StepContext(self.state.step, real, fake, z, None, d_fake, self.G, self.D)
+            terms = self._sum_terms(self.loss.g_loss(d_fake), [s.g_terms(ctx) for s in self.strategies])
+            self.state.opt_g.zero_grad(set_to_none=True)
+            sum(terms.values()).backward()
+        finally:
+            self.D.requires_grad_(True)
+        self.state.opt_g.step()
+        return terms
+
+    # ---------------------------------------------------------------- the run
+    def fit(self) -> dict[str, Any]:
+        """Train until ``cfg.steps`` generator updates; write checkpoints and ``metrics.json``; return it."""
+        for s in self.strategies:
+            s.on_start(self.state)
+        start_step, t0 = self.state.step, time.perf_counter()
+        bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not self.cfg.progress, dynamic_ncols=True,
+                   unit="step", desc="train")
+        while self.state.step < self.cfg.steps:
+            for _ in range(self.cfg.n_critic):
+                d_terms, real, d_real, d_fake = self.d_step()
+            g_terms = self.g_step(real)
+            self.state.step += 1
+            step = self.state.step
+            strategy_scalars = {f"strategy/{s.name}/{k}": v for s in self.strategies for k, v in s.after_step(self.state).items()}
+            if step % self.cfg.log_every == 0 or step == self.cfg.steps:
+                self._log_step(step, d_terms, g_terms, d_real, d_fake, strategy_scalars, bar)
+            if step % self.cfg.eval_every == 0 or step == self.cfg.steps:
+                self.evaluate()
+            if step % self.cfg.ckpt_every == 0:
+                self.save(self.run_dir / "checkpoints" / f"step_{step:07d}.pt")
+            bar.update(1)
+        bar.close()
+        elapsed = time.perf_counter() - t0
+        return self._finish(start_step, elapsed)
+
+    def _log_step(self, step: int, d_terms: dict[str, Tensor], g_terms: dict[str, Tensor], d_real: Tensor,
+                  d_fake: Tensor, extra: dict[str, float], bar: Any) -> None:
+        scalars = {f"loss/D/{k}": float(v.detach()) for k, v in d_terms.items()}
+        scalars |= {f"loss/G/{k}": float(v.detach()) for k, v in g_terms.items()}
+        scalars |= {"D/real": float(d_real.mean()), "D/fake": float(d_fake.mean()),
+                    "grad_norm/D": grad_norm(self.D), "grad_norm/G": grad_norm(self.G), **extra}
+        for i, group in enumerate(self.state.opt_d.param_groups[:1] + self.state.opt_g.param_groups[:1]):
+            scalars[f"lr/{'DG'[i]}"] = float(group["lr"])
+        self.logger.scalars(scalars, step)
+        bar.set_postfix(D=f"{scalars['loss/D/adv']:.3f}", G=f"{scalars['loss/G/adv']:.3f}", refresh=False)
+
+    def evaluate(self) -> dict[str, float]:
+        """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt."""
+        step, G = self.state.step, self.state.g_ema or self.G
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            scores, samples = self.evaluator(G, self.data)
+            self._log_pictures(G, samples, step)
+        self.logger.scalars({f"eval/{k}": v for k, v in scores.items()}, step)
+        extra = {f"strategy/{s.name}/{k}": v for s in self.strategies for k, v in s.after_eval(self.state, scores).items()}
+        self.logger.scalars(extra, step)
+        self.last_scores = scores
+        self._append_jsonl({"step": step, "scores": scores})
+        self.save(self.run_dir / "checkpoints" / "last.pt")
+        self.logger.flush()
+        return scores
+
+    @torch.no_grad()
+    def _log_pictures(self, G: nn.Module, samples: Tensor, step: int) -> None:
+        """Images: a grid from the fixed latent codes. Points: a scatter of the scored samples vs real data."""
+        out = self.run_dir / "samples" / f"step_{step:07d}.png"
+        if self.data.is_image:
+            was_training = G.training
+            G.eval()
+            grid = visuals.image_grid(G(self.fixed_z))
+            G.train(was_training)
+            self.logger.image("samples", grid, step)
+            visuals.save_grid_png(grid, out)
+        else:
+            means = self.data.mixture.means if self.data.mixture is not None else None
+            fig = visuals.scatter_figure(self.data.x[: len(samples)], samples, means,
+                                         title=f"{self.data.name}, step {step}")
+            visuals.save_figure_png(fig, out)
+            self.logger.figure("samples", fig, step)
+
+    def _log_text(self, tag: str, message: str) -> None:
+        log.info("[%s] step %d: %s", tag, self.state.step, message)
+        self.logger.text(tag, message, self.state.step)
+
+    def _append_jsonl(self, record: dict[str, Any]) -> None:
+        with open(self.run_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def _finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
+        steps_done = self.state.step - start_step
+        metrics = {"step": self.state.step, "scores": self.last_scores, "dataset": self.data.name,
+                   "strategies": [s.name for s in self.strategies], "seed": self.seed,
+                   "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed}
+        ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
+        self.logger.close()
+        return metrics
+
+    # ---------------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a bitwise-identical resume needs (see :mod:`ganlab.trainer.checkpoint`)."""
+        st = self.state
+        return {"format": ckpt_io.FORMAT, "step": st.step, "generator": self.G.state_dict(),
+                "discriminator": self.D.state_dict(), "opt_g": st.opt_g.state_dict(), "opt_d": st.opt_d.state_dict(),
+                "g_ema": st.g_ema.state_dict() if st.g_ema is not None else None,
+                "strategies": {s.name: s.state_dict() for s in self.strategies}, "batcher": self.batcher.state_dict(),
+                "noise_rng": self.noise.get_state(), "rng": ckpt_io.rng_state(), "config": self.config,
+                "scores": self.last_scores}
+
+    def save(self, path: Path) -> None:
+        ckpt_io.atomic_save(self.state_dict(), path)
+
+    def load_state_dict(self, ckpt: dict[str, Any]) -> None:
+        """Restore a checkpoint made by :meth:`state_dict` (weights, optimisers, strategies, data order, RNGs)."""
+        st = self.state
+        self.G.load_state_dict(ckpt["generator"])
+        self.D.load_state_dict(ckpt["discriminator"])
+        st.opt_g.load_state_dict(ckpt["opt_g"])
+        st.opt_d.load_state_dict(ckpt["opt_d"])
+        if st.g_ema is not None and ckpt.get("g_ema") is not None:
+            st.g_ema.load_state_dict(ckpt["g_ema"])
+        for s in self.strategies:
+            s.load_state_dict(ckpt["strategies"].get(s.name, {}))
+        self.batcher.load_state_dict(ckpt["batcher"])
+        self.noise.set_state(ckpt["noise_rng"])
+        ckpt_io.set_rng_state(ckpt["rng"])
+        st.step, self.last_scores = int(ckpt["step"]), dict(ckpt.get("scores", {}))

@@ -1,0 +1,53 @@
+"""Pictures of the generator at each evaluation: an image grid, or a scatter of real vs generated points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from torchvision.utils import make_grid, save_image
+
+from ganlab.trainer.checkpoint import atomic_open
+
+
+def image_grid(samples: Tensor, nrow: int = 8) -> Tensor:
+    """(N, C, H, W) images in [-1, 1] -> one (3, H', W') grid in [0, 1] (torchvision ``make_grid``)."""
+    return make_grid(samples.detach().float().cpu(), nrow=nrow, normalize=True, value_range=(-1, 1), padding=2)
+
+
+def scatter_figure(real: Tensor, fake: Tensor, means: Tensor | None = None, title: str = "") -> Any:
+    """A matplotlib figure of real (N, 2) and generated (M, 2) points, with mode means when known."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5), dpi=100)
+    r, f = real.detach().float().cpu(), fake.detach().float().cpu()
+    ax.scatter(r[:, 0], r[:, 1], s=2, c="tab:blue", alpha=0.3, label="real")
+    ax.scatter(f[:, 0], f[:, 1], s=2, c="tab:red", alpha=0.5, label="generated")
+    if means is not None:
+        m = means.detach().cpu()
+        ax.scatter(m[:, 0], m[:, 1], s=40, marker="x", c="black", label="modes")
+    lim = float(torch.cat([r, m if means is not None else r]).abs().max()) * 1.3
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_aspect("equal")
+    ax.legend(loc="upper right", markerscale=4, fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def save_grid_png(grid: Tensor, path: Path) -> None:
+    """Save a (3, H, W) grid in [0, 1] as PNG, atomically."""
+    with atomic_open(path) as f:
+        save_image(grid, f, format="png")
+
+
+def save_figure_png(fig: Any, path: Path) -> None:
+    """Save a matplotlib figure as PNG, atomically (the figure stays open)."""
+    with atomic_open(path) as f:
+        fig.savefig(f, format="png")
