@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
@@ -23,6 +24,20 @@ from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer, TrainerConfig
 
 log = logging.getLogger("ganlab")
+
+
+def make(node: Any, **kwargs: Any) -> Any:
+    """``hydra.utils.instantiate`` that re-raises our own ValueError/FileNotFoundError unwrapped.
+
+    Hydra wraps every error of a target in ``InstantiationException``; the clear message a component
+    raised for bad input (naming the config key) is more useful to the user than the wrapper.
+    """
+    try:
+        return instantiate(node, **kwargs)
+    except InstantiationException as err:
+        if isinstance(err.__cause__, (ValueError, FileNotFoundError)):
+            raise err.__cause__ from None
+        raise
 
 
 def resolve_device(device: str) -> torch.device:
@@ -60,14 +75,14 @@ def check_config(cfg: DictConfig) -> None:
 
 def load_data(cfg: DictConfig, device: torch.device) -> GANData:
     """Instantiate ``cfg.dataset``, refuse NaN/Inf samples, move it to ``device``."""
-    data: GANData = instantiate(cfg.dataset)
+    data: GANData = make(cfg.dataset)
     data.check_finite()
     return data.to(device)
 
 
 def build_strategies(cfg: DictConfig) -> list[Strategy]:
     """One strategy per entry under ``cfg.strategy`` (``strategy=[a,b]``), refused when incompatible."""
-    strategies = [instantiate(node) for node in (cfg.get("strategy") or {}).values()]
+    strategies = [make(node) for node in (cfg.get("strategy") or {}).values()]
     check_compatible(strategies)
     return strategies
 
@@ -80,10 +95,10 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     seed_everything(int(cfg.seed))
     data = data if data is not None else load_data(cfg, device)
     shape = data.sample_shape
-    build_d = functools.partial(instantiate, cfg.model.discriminator, data_shape=shape)
-    spec = GANSpec(generator=instantiate(cfg.model.generator, data_shape=shape), discriminator=build_d(),
-                   loss=instantiate(cfg.loss), g_optim=instantiate(cfg.optim.generator),
-                   d_optim=instantiate(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
+    build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape)
+    spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape), discriminator=build_d(),
+                   loss=make(cfg.loss), g_optim=make(cfg.optim.generator),
+                   d_optim=make(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
                    data_shape=shape, build_discriminator=build_d)
     for s in strategies:
         s.configure(spec)
@@ -91,9 +106,9 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     tcfg = TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True))  # type: ignore[arg-type]
     tcfg.n_critic = spec.n_critic
     ckpt = ckpt_io.load_checkpoint(tcfg.resume) if tcfg.resume else None
-    logger = instantiate(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None)
+    logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None)
     trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=spec.g_optim(G.parameters()),
-                      opt_d=spec.d_optim(D.parameters()), strategies=strategies, evaluator=instantiate(cfg.metrics),
+                      opt_d=spec.d_optim(D.parameters()), strategies=strategies, evaluator=make(cfg.metrics),
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     if ckpt is not None:
