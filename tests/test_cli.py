@@ -1,0 +1,65 @@
+"""The three console scripts as a user runs them: ganlab-train, ganlab-eval, ganlab-compare."""
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ganlab.compare import collect_runs, markdown_table, summarise
+
+TINY = ["device=cpu", "trainer.steps=30", "trainer.batch_size=64", "trainer.eval_every=15", "trainer.log_every=5",
+        "metrics.num_samples=300", "dataset.num_samples=2000"]
+
+
+def cli(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name(name)
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two seeds of the default experiment, trained through the real ganlab-train command."""
+    root = tmp_path_factory.mktemp("sweep")
+    for seed in (0, 1):
+        res = cli("ganlab-train", *TINY, f"seed={seed}", f"hydra.run.dir={root / f'seed{seed}'}", cwd=root)
+        assert res.returncode == 0, res.stderr[-2000:]
+        (root / f"seed{seed}" / "stdout.txt").write_text(res.stdout + res.stderr)
+    return root
+
+
+def test_train_prints_final_scores_once(sweep: Path) -> None:
+    out = (sweep / "seed0" / "stdout.txt").read_text()
+    metrics = json.loads((sweep / "seed0" / "metrics.json").read_text())
+    assert "final scores" in out and f"{metrics['scores']['reverse_kl']:.4g}" in out
+    log_lines = [ln for ln in out.splitlines() if ln.startswith("[") and "][ganlab][" in ln]
+    assert log_lines and not [ln for ln, n in Counter(log_lines).items() if n > 1]  # no log line printed twice
+    assert (sweep / "seed0" / ".hydra" / "config.yaml").exists()  # the resolved config is kept
+
+
+def test_eval_recomputes_the_final_scores(sweep: Path) -> None:
+    res = cli("ganlab-eval", str(sweep / "seed0"), cwd=sweep)
+    assert res.returncode == 0, res.stderr[-2000:]
+    evaluated = json.loads((sweep / "seed0" / "eval" / "last" / "metrics.json").read_text())
+    trained = json.loads((sweep / "seed0" / "metrics.json").read_text())
+    assert evaluated["step"] == 30
+    assert evaluated["scores"] == pytest.approx(trained["scores"])  # same weights, same evaluation codes
+
+
+def test_eval_reports_a_missing_checkpoint(tmp_path: Path) -> None:
+    res = cli("ganlab-eval", str(tmp_path / "nope"), cwd=tmp_path)
+    assert res.returncode == 2 and "no checkpoint" in res.stderr
+
+
+def test_compare_table_equals_the_jobs_metrics(sweep: Path) -> None:
+    runs, failed = collect_runs(sweep)
+    assert len(runs) == 2 and failed == []
+    values = [r["scores"]["hq_fraction"] for r in runs]
+    mean, std, n = summarise(runs)["ring8 [plain]"]["hq_fraction"]
+    assert n == 2 and mean == pytest.approx(sum(values) / 2)
+    assert std == pytest.approx(abs(values[0] - values[1]) / 2 ** 0.5)
+    assert f"{mean:.3g} ± {std:.2g}" in markdown_table(summarise(runs))
+    res = cli("ganlab-compare", str(sweep), cwd=sweep)
+    assert res.returncode == 0 and "ring8 [plain] | 2 |" in res.stdout
