@@ -46,7 +46,7 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
     with tempfile.TemporaryDirectory() as scratch:
         trainer = build_trainer(cfg, scratch)
         G = trainer.state.g_ema or trainer.G
-        scores, _ = trainer.evaluator(G, trainer.data)
+        scores = trainer.evaluator(G, trainer.data).scores
     result = {"checkpoint": str(ckpt_path), "step": trainer.state.step, "scores": scores}
     out = ckpt_path.parent.parent / "eval" / ckpt_path.stem / "metrics.json"
     ckpt_io.atomic_write_text(out, json.dumps(result, indent=2))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,9 @@ from ganlab import CONFIG_DIR
 
 #: Overrides that make any run tiny: few steps, small batches, CPU, no progress bar.
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=16", "trainer.eval_every=3", "trainer.ckpt_every=3",
-        "trainer.log_every=2", "trainer.grid_size=16", "trainer.progress=false", "metrics.num_samples=200"]
+        "trainer.log_every=2", "trainer.grid_size=16", "trainer.progress=false", "metrics.num_samples=200",
+        "metrics.num_real=400", "metrics.embedder.max_train=2000", "metrics.embedder.epochs=1",
+        "metrics.scorers.ndb.k=20"]
 
 
 def compose_cfg(overrides: list[str] | None = None, tiny: bool = True) -> DictConfig:
@@ -24,6 +26,16 @@ def compose_cfg(overrides: list[str] | None = None, tiny: bool = True) -> DictCo
         if "num_samples" in cfg.dataset and tiny:
             cfg.dataset.num_samples = min(int(cfg.dataset.num_samples), 2000)
     return cfg
+
+
+@pytest.fixture(scope="session", autouse=True)
+def classifier_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Classifiers trained by the tests are cached in a temporary folder, never in the user's cache."""
+    path = tmp_path_factory.mktemp("ganlab-cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GANLAB_CACHE", str(path))
+    yield path
+    mp.undo()
 
 
 @pytest.fixture

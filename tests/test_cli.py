@@ -11,6 +11,7 @@ import pytest
 from ganlab.compare import collect_runs, markdown_table, summarise
 
 TINY = ["device=cpu", "trainer.steps=30", "trainer.batch_size=64", "trainer.eval_every=15", "trainer.log_every=5",
+        "metrics.num_real=500", "metrics.scorers.ndb.k=20",
         "metrics.num_samples=300", "dataset.num_samples=2000"]
 
 

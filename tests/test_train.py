@@ -66,12 +66,12 @@ def test_tensorboard_events_read_back(tmp_path: Path) -> None:
     acc.Reload()
     tags = acc.Tags()
     for tag in ("loss/D/adv", "loss/G/adv", "D/real", "D/fake", "grad_norm/D", "grad_norm/G", "lr/D",
-                "eval/modes_covered", "eval/hq_fraction", "eval/reverse_kl", "eval/data/modes_covered"):
+                "diversity/modes_covered", "diversity/hq_fraction", "diversity/reverse_kl", "diversity/data/modes_covered"):
         assert tag in tags["scalars"], tag
     assert [e.step for e in acc.Scalars("loss/D/adv")] == [2, 4, 6]
-    assert [e.step for e in acc.Scalars("eval/reverse_kl")] == [3, 6]
+    assert [e.step for e in acc.Scalars("diversity/reverse_kl")] == [3, 6]
     jsonl = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [e.value for e in acc.Scalars("eval/reverse_kl")] == pytest.approx([r["scores"]["reverse_kl"] for r in jsonl])
+    assert [e.value for e in acc.Scalars("diversity/reverse_kl")] == pytest.approx([r["scores"]["reverse_kl"] for r in jsonl])
     assert "samples" in tags["images"]  # the real-vs-generated scatter
 
 

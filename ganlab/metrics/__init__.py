@@ -1,6 +1,7 @@
-"""Scores of sample quality and diversity: pure functions on tensors, plus the evaluation hook."""
+"""Scores of sample quality and diversity: pure functions on tensors, scorers over them, the evaluation hook."""
 
-from ganlab.metrics.evaluator import Evaluator, MixtureScorer
+from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.metrics.mixture import mixture_scores
+from ganlab.metrics.scorers import EvalBatch, MixtureScorer, Scorer
 
-__all__ = ["Evaluator", "MixtureScorer", "mixture_scores"]
+__all__ = ["EvalResult", "Evaluator", "EvalBatch", "MixtureScorer", "Scorer", "mixture_scores"]

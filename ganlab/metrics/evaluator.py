@@ -1,58 +1,59 @@
-"""The evaluation hook: sample the generator, run every scorer that applies to the data set.
+"""The evaluation hook: sample the generator, embed, run every scorer that applies to the data set.
 
-Scorers are small objects configured under ``metrics.scorers`` (one entry each, built by Hydra). Each has
-``applies_to(data) -> bool`` and ``__call__(samples, data) -> dict[str, float]``; the evaluator never
-branches on a scorer's or data set's name. Every scorer also runs once on the held-out real data, so
-a user can tell a model problem from a data problem: those scores carry the prefix ``data/``.
+Scorers (``metrics.scorers``, one entry each) and the embedder (``metrics.embedder``) are built by Hydra;
+the evaluator never branches on a scorer's or data set's name. Every scorer also runs once on held-out
+real data, so a user can tell a model problem from a data problem: those scores carry the prefix ``data/``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
 
 from ganlab.data.base import GANData
-from ganlab.metrics.mixture import mixture_scores
+from ganlab.metrics.embedders import AutoEmbedder, Embedder
+from ganlab.metrics.kmeans import assign, kmeans
+from ganlab.metrics.scorers import EvalBatch, Scorer
 
 
-class MixtureScorer:
-    """``modes_covered``, ``hq_fraction``, ``reverse_kl`` for data sets with a known mixture (ring8, grid25).
+@dataclass
+class EvalResult:
+    """One evaluation: ``scores`` (model and ``data/`` baseline), the generated ``samples``, their
+    ``embeddings`` and mode ``labels``, and ``histograms`` (name -> (counts, edges)) for TensorBoard."""
 
-    Args:
-        threshold: high-quality radius in standard deviations (PacGAN/VEEGAN: 3).
-    """
-
-    def __init__(self, threshold: float = 3.0) -> None:
-        self.threshold = threshold
-
-    def applies_to(self, data: GANData) -> bool:
-        return data.mixture is not None
-
-    def __call__(self, samples: Tensor, data: GANData) -> dict[str, float]:
-        assert data.mixture is not None
-        return mixture_scores(samples, data.mixture.means, data.mixture.std, self.threshold)
+    scores: dict[str, float]
+    samples: Tensor
+    embeddings: Tensor
+    labels: Tensor | None = None
+    histograms: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
 
 
 class Evaluator:
     """Scores a generator on ``num_samples`` samples drawn from fixed latent codes.
 
     Args:
-        num_samples: samples to score (PacGAN protocol: 2,500).
-        scorers: name -> scorer (see module docstring).
+        num_samples: generated samples to score (PacGAN mixture protocol: 2,500).
+        num_real: real training samples embedded once as the reference (seeded subset).
+        scorers: name -> :class:`~ganlab.metrics.scorers.Scorer`.
+        embedder: maps samples to embeddings (default: identity for points, classifier for images).
         batch_size: samples generated per forward pass.
-        seed: seed of the evaluation latent codes; the same codes are used at every evaluation, and the
-            training RNG streams are never touched.
+        seed: seed of the evaluation latent codes and the reference subset; the training RNG streams are
+            never touched.
     """
 
-    def __init__(self, num_samples: int = 2500, scorers: Mapping[str, object] | None = None,
-                 batch_size: int = 1000, seed: int = 0) -> None:
-        if num_samples <= 0:
-            raise ValueError(f"metrics.num_samples must be positive, got {num_samples}")
-        self.num_samples, self.batch_size, self.seed = num_samples, batch_size, seed
+    def __init__(self, num_samples: int = 2500, num_real: int = 10_000, scorers: Mapping[str, Scorer] | None = None,
+                 embedder: Embedder | None = None, batch_size: int = 1000, seed: int = 0) -> None:
+        if num_samples <= 1 or num_real <= 1:
+            raise ValueError(f"metrics.num_samples and metrics.num_real must be at least 2, got {num_samples}, {num_real}")
+        self.num_samples, self.num_real, self.batch_size, self.seed = num_samples, num_real, batch_size, seed
         self.scorers = dict(scorers or {})
-        self._data_scores: dict[str, float] | None = None
+        self.embedder = embedder or AutoEmbedder()
+        self._prepared_for: int | None = None
+        self._real: tuple[Tensor, Tensor] | None = None
+        self._baseline: dict[str, float] = {}
 
     @torch.no_grad()
     def sample(self, generator: nn.Module, n: int, device: torch.device) -> Tensor:
@@ -67,23 +68,56 @@ class Evaluator:
             generator.train(was_training)
         return torch.cat(out)
 
-    def score(self, samples: Tensor, data: GANData) -> dict[str, float]:
-        """Run every applicable scorer on ``samples`` (N, *data_shape); returns the merged dict."""
+    def prepare(self, data: GANData) -> None:
+        """Once per data set: prepare the embedder, embed the real reference, score the held-out baseline."""
+        if self._prepared_for == id(data):
+            return
+        self.embedder.prepare(data)
+        gen = torch.Generator().manual_seed(self.seed)
+        idx = torch.randperm(len(data), generator=gen)[: self.num_real].to(data.x.device)
+        real = data.x[idx]
+        self._real = (real, self.embedder(real))
+        self._prepared_for = id(data)
+        held = data.holdout if data.holdout is not None else data.x
+        baseline = self.score(held[: self.num_samples], data)
+        self._baseline = {f"data/{k}": v for k, v in baseline.scores.items()}
+        if self.embedder.test_accuracy is not None:
+            self._baseline["data/classifier_accuracy"] = float(self.embedder.test_accuracy)
+
+    def score(self, samples: Tensor, data: GANData) -> EvalResult:
+        """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`)."""
+        self.prepare(data)
+        assert self._real is not None
+        batch = EvalBatch(samples=samples, embeddings=self.embedder(samples), labels=self.embedder.mode_labels(samples),
+                          real_embeddings=self._real[1], real_samples=self._real[0], data=data)
         scores: dict[str, float] = {}
         for scorer in self.scorers.values():
-            if scorer.applies_to(data):  # type: ignore[attr-defined]
-                scores.update(scorer(samples, data))  # type: ignore[operator]
-        return scores
+            if scorer.applies_to(data):
+                scores.update(scorer(batch))
+        return EvalResult(scores, samples, batch.embeddings, batch.labels, batch.histograms)
 
-    def data_baseline(self, data: GANData) -> dict[str, float]:
-        """The same scores on up to ``num_samples`` held-out real samples (cached), keys prefixed ``data/``."""
-        if self._data_scores is None:
-            real = data.holdout if data.holdout is not None else data.x
-            self._data_scores = {f"data/{k}": v for k, v in self.score(real[: self.num_samples], data).items()}
-        return self._data_scores
+    def __call__(self, generator: nn.Module, data: GANData) -> EvalResult:
+        """Score ``generator``; the result's scores include the ``data/`` baseline."""
+        self.prepare(data)
+        samples = self.sample(generator, self.num_samples, next(generator.parameters()).device)
+        result = self.score(samples, data)
+        result.scores.update(self._baseline)
+        return result
 
-    def __call__(self, generator: nn.Module, data: GANData) -> tuple[dict[str, float], Tensor]:
-        """Score ``generator``; returns (scores incl. the ``data/`` baseline, the generated samples)."""
-        device = next(generator.parameters()).device
-        samples = self.sample(generator, self.num_samples, device)
-        return {**self.score(samples, data), **self.data_baseline(data)}, samples
+    def projector(self, result: EvalResult, data: GANData, n: int = 500) -> tuple[Tensor, list[list[str]], list[str], Tensor | None]:
+        """Points for TensorBoard's projector: ``n`` real and ``n`` generated embeddings with metadata
+        (source, k-means cluster of the real reference) and, for images, sprites in [0, 1].
+
+        Returns:
+            (mat (2n, D), metadata rows, header ``["source", "cluster"]``, sprites (2n, C, H, W) or None).
+        """
+        assert self._real is not None, "call the evaluator first"
+        real_x, real_emb = self._real[0][:n], self._real[1][:n]
+        fake_x, fake_emb = result.samples[:n], result.embeddings[:n]
+        k = min(int(data.num_modes or 10), 100, len(self._real[1]) - 1)
+        fit = kmeans(self._real[1], k, n_init=1, generator=torch.Generator(device=real_emb.device).manual_seed(self.seed))
+        clusters = torch.cat([assign(real_emb, fit.centers)[0], assign(fake_emb, fit.centers)[0]]).tolist()
+        sources = ["real"] * len(real_emb) + ["generated"] * len(fake_emb)
+        metadata = [[src, str(c)] for src, c in zip(sources, clusters)]
+        sprites = torch.cat([real_x, fake_x]).add(1).div(2).clamp(0, 1) if data.is_image else None
+        return torch.cat([real_emb, fake_emb]), metadata, ["source", "cluster"], sprites

@@ -7,50 +7,19 @@ A checkpoint is a dict of plain containers and tensors:
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import torch
 
+from ganlab.io import atomic_open, atomic_save, atomic_write_text
+
+__all__ = ["FORMAT", "atomic_open", "atomic_save", "atomic_write_text", "rng_state", "set_rng_state",
+           "resolve_checkpoint", "load_checkpoint"]
+
 FORMAT = 1
-
-
-@contextlib.contextmanager
-def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
-    """Open a temporary file beside ``path`` for writing; on success fsync it and rename it over ``path``.
-
-    A crash or interrupt at any moment leaves either the old file or the new one, never a partial file.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_save(obj: Any, path: str | Path) -> None:
-    """``torch.save`` through :func:`atomic_open`."""
-    with atomic_open(path, "wb") as f:
-        torch.save(obj, f)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write text through :func:`atomic_open`."""
-    with atomic_open(path, "w") as f:
-        f.write(text)
 
 
 def rng_state() -> dict[str, Any]:

@@ -26,8 +26,21 @@ class NullLogger:
     def histogram(self, tag: str, values: Tensor, step: int) -> None:
         """Log the distribution of ``values``."""
 
+    def histogram_counts(self, tag: str, counts: Tensor, edges: Tensor, step: int) -> None:
+        """Log a histogram already binned: ``counts`` (B,) over ``edges`` (B+1,)."""
+
+    def embedding(self, mat: Tensor, metadata: list[list[str]], header: list[str], label_img: Tensor | None,
+                  tag: str, step: int) -> None:
+        """Log points (N, D) for TensorBoard's projector, with metadata rows and optional (N, C, H, W) sprites."""
+
     def text(self, tag: str, text: str, step: int) -> None:
         """Log a text event (alerts, rollbacks)."""
+
+    def hparams(self, hparams: dict[str, str | int | float], metric_tags: list[str]) -> None:
+        """Log the run's HParams session: hyperparameter values, and the scalar tags to show as metrics."""
+
+    def custom_scalars(self, layout: dict[str, dict[str, list[Any]]]) -> None:
+        """Log a custom-scalars layout ``{category: {chart title: ["Multiline", [tag regexes]]}}``."""
 
     def flush(self) -> None:
         """Write buffered events to disk."""
@@ -63,8 +76,33 @@ class TensorBoardLogger(NullLogger):
     def histogram(self, tag: str, values: Tensor, step: int) -> None:
         self.writer.add_histogram(tag, values, step)
 
+    def histogram_counts(self, tag: str, counts: Tensor, edges: Tensor, step: int) -> None:
+        c, e = counts.detach().double().cpu(), edges.detach().double().cpu()
+        centres = (e[:-1] + e[1:]) / 2
+        nz = (c > 0).nonzero()
+        lo, hi = (float(e[nz[0, 0]]), float(e[nz[-1, 0] + 1])) if len(nz) else (0.0, 0.0)
+        self.writer.add_histogram_raw(tag, min=lo, max=hi, num=int(c.sum()), sum=float((c * centres).sum()),
+                                      sum_squares=float((c * centres**2).sum()), bucket_limits=e[1:].tolist(),
+                                      bucket_counts=c.tolist(), global_step=step)
+
+    def embedding(self, mat: Tensor, metadata: list[list[str]], header: list[str], label_img: Tensor | None,
+                  tag: str, step: int) -> None:
+        self.writer.add_embedding(mat.detach().float().cpu(), metadata=metadata, metadata_header=header,
+                                  label_img=None if label_img is None else label_img.detach().float().cpu(),
+                                  global_step=step, tag=tag)
+
     def text(self, tag: str, text: str, step: int) -> None:
         self.writer.add_text(tag, text, step)
+
+    def hparams(self, hparams: dict[str, str | int | float], metric_tags: list[str]) -> None:
+        # Into this run's own event file: SummaryWriter.add_hparams would make a sub-run folder (a duplicate run).
+        from ganlab.hparams import hparams_summaries
+
+        for summary in hparams_summaries(hparams, metric_tags):  # experiment, session start, session end
+            self.writer.file_writer.add_summary(summary)
+
+    def custom_scalars(self, layout: dict[str, dict[str, list[Any]]]) -> None:
+        self.writer.add_custom_scalars(layout)
 
     def flush(self) -> None:
         self.writer.flush()

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 from torchvision.utils import make_grid, save_image
 
-from ganlab.trainer.checkpoint import atomic_open
+from ganlab.io import atomic_open
 
 
 def image_grid(samples: Tensor, nrow: int = 8) -> Tensor:

@@ -1,0 +1,84 @@
+"""Near-duplicate and memorisation rates of generated samples (cosine similarity, blocked).
+
+Both rates use cosine similarity of embeddings, which ignores the embedding scale (so one
+threshold works across feature extractors) and is what the pairwise-similarity histogram
+of :mod:`ganlab.metrics.similarity` uses. A pair is a (near-)duplicate when its similarity
+is ``>= threshold`` (default 0.99). By convention an all-zero embedding has similarity 0
+with everything, so it is never a duplicate for ``threshold > 0``.
+
+These are thresholded nearest-neighbour rates defined here, not formulas from a paper.
+Related tests: near-duplicates among generated samples underlie the birthday-paradox
+support-size test of Arora, Risteski & Zhang 2018 ("Do GANs learn the distribution? Some
+theory and empirics", ICLR); memorisation is usually checked via the nearest training
+neighbour of each generated sample (e.g. Carlini et al. 2023, "Extracting Training Data
+from Diffusion Models", USENIX Security), here in embedding space with cosine similarity.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from ganlab.metrics.kmeans import DEFAULT_BLOCK_SIZE, validate_embeddings
+from ganlab.metrics.similarity import cross_similarity
+
+__all__ = ["DEFAULT_DUPLICATE_THRESHOLD", "duplicate_fraction", "memorization_fraction"]
+
+#: Cosine similarity at or above which two embeddings count as the same sample.
+DEFAULT_DUPLICATE_THRESHOLD = 0.99
+
+
+def _check_threshold(threshold: float) -> None:
+    if not -1.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold is a cosine similarity and must lie in [-1, 1], got {threshold}")
+
+
+def duplicate_fraction(fake: Tensor, threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
+                       block_size: int = DEFAULT_BLOCK_SIZE) -> float:
+    """Share of generated samples with a near-duplicate among the *other* generated samples.
+
+    ``(1/M) sum_i 1[max_{j != i} cos(y_i, y_j) >= threshold]``; the pair ``(i, i)`` is
+    excluded by index. Both members of a duplicate pair count. Lower is better; a fully
+    collapsed generator scores 1.
+
+    Args:
+        fake: Generated embeddings, shape ``(M, D)`` with ``M >= 2``.
+        threshold: Cosine-similarity threshold in ``[-1, 1]``.
+        block_size: Maximum number of similarities materialised at once.
+
+    Returns:
+        A float in ``[0, 1]``.
+
+    Raises:
+        ValueError: If ``fake`` is not a finite ``(M, D)`` tensor with ``M >= 2`` or
+            ``threshold`` is outside ``[-1, 1]``.
+    """
+    _check_threshold(threshold)
+    fake = validate_embeddings(fake, "fake", min_rows=2)
+    best, _ = cross_similarity(fake, fake, exclude_self=True, block_size=block_size)
+    return float((best >= threshold).sum()) / fake.shape[0]
+
+
+def memorization_fraction(fake: Tensor, train: Tensor, threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
+                          block_size: int = DEFAULT_BLOCK_SIZE) -> float:
+    """Share of generated samples nearly identical to some training sample.
+
+    ``(1/M) sum_i 1[max_j cos(y_i, x_j) >= threshold]`` with ``y`` generated and ``x``
+    training embeddings. Lower is better (0 = nothing copied, 1 = everything copied).
+
+    Args:
+        fake: Generated embeddings, shape ``(M, D)``.
+        train: Training embeddings, shape ``(N, D)``, same device.
+        threshold: Cosine-similarity threshold in ``[-1, 1]``.
+        block_size: Maximum number of similarities materialised at once.
+
+    Returns:
+        A float in ``[0, 1]``.
+
+    Raises:
+        ValueError: On malformed inputs, mismatched ``D`` or ``threshold`` outside ``[-1, 1]``.
+    """
+    _check_threshold(threshold)
+    fake = validate_embeddings(fake, "fake")
+    train = validate_embeddings(train, "train")
+    best, _ = cross_similarity(fake, train, block_size=block_size)
+    return float((best >= threshold).sum()) / fake.shape[0]

@@ -1,0 +1,153 @@
+"""Embedders map samples to the vectors diversity scores are computed on (``metrics.embedder=``).
+
+Every embedder has ``prepare(data)`` (called once per data set: train or load what it needs),
+``__call__(x) -> (N, D)`` embeddings, and ``mode_labels(x) -> (N,) | None``: the mode of each sample when
+the embedder can tell (the classifier labels classes, and label triples for stacked data).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ganlab.data.base import GANData
+from ganlab.metrics.classifier import SmallCNN, channel_split, load_or_train
+
+
+class Embedder:
+    """Base class: flattens samples; no mode labels."""
+
+    test_accuracy: float | None = None
+
+    def prepare(self, data: GANData) -> None:
+        """Train or load what the embedder needs for ``data`` (no-op here)."""
+
+    @torch.no_grad()
+    def __call__(self, x: Tensor) -> Tensor:
+        """(N, *sample_shape) -> (N, D) float32 embeddings."""
+        return x.reshape(x.shape[0], -1).float()
+
+    def mode_labels(self, x: Tensor) -> Tensor | None:
+        """(N,) int64 mode of each sample, or None when this embedder cannot label modes."""
+        return None
+
+
+class IdentityEmbedder(Embedder):
+    """The samples themselves (2-D points): ``metrics.embedder=identity``."""
+
+
+class PixelEmbedder(Embedder):
+    """Flattened pixels in [-1, 1], (N, C*H*W): ``metrics.embedder=pixels``."""
+
+
+class ClassifierEmbedder(Embedder):
+    """Penultimate features of a small CNN trained on the data set's real training split.
+
+    For C-channel stacked data every channel is embedded on its own and the C feature vectors are
+    concatenated, (N, 128*C); mode labels combine the per-channel classes as ``100a + 10b + c``.
+
+    Args:
+        cache_dir: where trained classifiers are kept (default ``$GANLAB_CACHE`` or ``~/.cache/ganlab``).
+        epochs: training epochs when no cached classifier exists.
+        max_train: at most this many training images (seeded subset), or all when None.
+        seed: seed of the classifier's training (part of the cache key).
+        batch_size: images embedded per forward pass.
+    """
+
+    def __init__(self, cache_dir: str | None = None, epochs: int = 3, max_train: int | None = None, seed: int = 0,
+                 batch_size: int = 2000) -> None:
+        self.cache_dir = Path(cache_dir or os.environ.get("GANLAB_CACHE") or "~/.cache/ganlab").expanduser() / "classifiers"
+        self.epochs, self.max_train, self.seed, self.batch_size = epochs, max_train, seed, batch_size
+        self.model: SmallCNN | None = None
+        self.channels = 1
+
+    def prepare(self, data: GANData) -> None:
+        self.channels = data.sample_shape[0]
+        self.model, self.test_accuracy = load_or_train(data, self.cache_dir, seed=self.seed, epochs=self.epochs,
+                                                       max_train=self.max_train)
+
+    def _per_channel(self, x: Tensor, head: bool) -> Tensor:
+        if self.model is None:
+            raise RuntimeError("ClassifierEmbedder.prepare(data) must be called before embedding")
+        singles, _ = channel_split(x, None, self.channels)
+        fn = self.model if head else self.model.embed
+        out = torch.cat([fn(singles[i:i + self.batch_size]) for i in range(0, len(singles), self.batch_size)])
+        return out.reshape(x.shape[0], self.channels, -1)  # (N, C, F)
+
+    @torch.no_grad()
+    def __call__(self, x: Tensor) -> Tensor:
+        return self._per_channel(x, head=False).reshape(x.shape[0], -1)  # (N, C*128)
+
+    @torch.no_grad()
+    def mode_labels(self, x: Tensor) -> Tensor:
+        classes = self._per_channel(x, head=True).argmax(dim=2)  # (N, C)
+        powers = 10 ** torch.arange(self.channels - 1, -1, -1, device=x.device)
+        return (classes * powers).sum(dim=1)
+
+
+class InceptionEmbedder(Embedder):
+    """2048-d pool features of torchvision's Inception-v3, from a local weights file (never downloaded).
+
+    Scores on these features are FID-like; they equal the published FID only with the original
+    TF-Inception weights (pytorch-fid / torch-fidelity), which this embedder does not ship.
+
+    Args:
+        weights_path: a torchvision ``inception_v3`` state dict (``inception_v3_google-*.pth``).
+
+    Raises:
+        FileNotFoundError: no weights file at ``weights_path`` (in ``prepare``).
+    """
+
+    def __init__(self, weights_path: str | None = None, batch_size: int = 200) -> None:
+        self.weights_path, self.batch_size = weights_path, batch_size
+        self.model: torch.nn.Module | None = None
+
+    def prepare(self, data: GANData) -> None:
+        path = Path(self.weights_path or "").expanduser()
+        if not self.weights_path or not path.is_file():
+            raise FileNotFoundError(f"metrics.embedder.weights_path={self.weights_path!r} is not a file: the inception "
+                                    "embedder needs torchvision's inception_v3 weights on disk (ganlab never "
+                                    "downloads them); or use metrics.embedder=classifier")
+        import torchvision
+
+        model = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=False)
+        model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        model.fc = torch.nn.Identity()
+        self.model = model.eval().to(data.x.device)
+
+    @torch.no_grad()
+    def __call__(self, x: Tensor) -> Tensor:
+        assert self.model is not None, "call prepare(data) first"
+        out = []
+        for i in range(0, len(x), self.batch_size):
+            b = x[i:i + self.batch_size]
+            b = b.expand(-1, 3, -1, -1) if b.shape[1] == 1 else b
+            b = torch.nn.functional.interpolate(b, size=(299, 299), mode="bilinear", align_corners=False)
+            out.append(self.model(b))
+        return torch.cat(out)
+
+
+class AutoEmbedder(Embedder):
+    """Identity for points, the classifier for labelled images, pixels for other images (the default)."""
+
+    def __init__(self, **classifier_kwargs: Any) -> None:
+        self.classifier_kwargs = classifier_kwargs
+        self.inner: Embedder = IdentityEmbedder()
+
+    def prepare(self, data: GANData) -> None:
+        if data.is_image and data.labels is not None and data.holdout_labels is not None:
+            self.inner = ClassifierEmbedder(**self.classifier_kwargs)
+        elif data.is_image:
+            self.inner = PixelEmbedder()
+        self.inner.prepare(data)
+        self.test_accuracy = self.inner.test_accuracy
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return self.inner(x)
+
+    def mode_labels(self, x: Tensor) -> Tensor | None:
+        return self.inner.mode_labels(x)

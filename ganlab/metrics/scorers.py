@@ -1,0 +1,212 @@
+"""Scorers: thin wrappers that run one family of pure score functions on an :class:`EvalBatch`.
+
+Each scorer has ``applies_to(data) -> bool`` and ``__call__(batch) -> dict[str, float]``; configured under
+``metrics.scorers`` (one entry each). Scorers that fit something on the real data (k-means) cache it per
+data set. Directions (higher or lower is better) are in :data:`ganlab.metrics.directions.DIRECTIONS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from ganlab.data.base import GANData
+from ganlab.metrics.clusters import cluster_scores, ndb
+from ganlab.metrics.duplicates import duplicate_fraction, memorization_fraction
+from ganlab.metrics.frechet import frechet_distance
+from ganlab.metrics.kmeans import KMeansResult, kmeans
+from ganlab.metrics.mixture import mixture_scores
+from ganlab.metrics.prdc import prdc
+from ganlab.metrics.similarity import similarity_histogram
+from ganlab.metrics.vendi import vendi_score
+
+
+@dataclass
+class EvalBatch:
+    """What every scorer sees at one evaluation.
+
+    Attributes:
+        samples: (N, *sample_shape) scored samples (generated, or held-out real for the data baseline).
+        embeddings: (N, D) their embeddings.
+        labels: (N,) mode labels from the embedder, or None.
+        real_embeddings: (M, D) embeddings of real training samples (the reference).
+        real_samples: (M, *sample_shape) those real samples.
+        data: the data set.
+        histograms: scorers may add ``name -> (counts, edges)`` here for TensorBoard.
+    """
+
+    samples: Tensor
+    embeddings: Tensor
+    labels: Tensor | None
+    real_embeddings: Tensor
+    real_samples: Tensor
+    data: GANData
+    histograms: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
+
+
+class Scorer:
+    """Base class; applies to every data set."""
+
+    def applies_to(self, data: GANData) -> bool:
+        return True
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        raise NotImplementedError
+
+
+class MixtureScorer(Scorer):
+    """``modes_covered``, ``hq_fraction``, ``reverse_kl`` for known mixtures (see :mod:`ganlab.metrics.mixture`)."""
+
+    def __init__(self, threshold: float = 3.0) -> None:
+        self.threshold = threshold
+
+    def applies_to(self, data: GANData) -> bool:
+        return data.mixture is not None
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        mix = batch.data.mixture
+        assert mix is not None
+        return mixture_scores(batch.samples, mix.means, mix.std, self.threshold)
+
+
+class ModeScorer(Scorer):
+    """Labelled image data: ``modes_covered`` (distinct classifier labels, out of ``data.num_modes``: 1,000 for
+    stacked data) and ``kl_uniform`` = KL(p_gen || Uniform_K) = sum_k p_k log(K p_k) nats (VEEGAN Table 2
+    protocol; lower is better)."""
+
+    def applies_to(self, data: GANData) -> bool:
+        return data.is_image and data.num_modes is not None and data.mixture is None
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        if batch.labels is None:
+            return {}
+        k = int(batch.data.num_modes or 0)
+        p = torch.bincount(batch.labels, minlength=k).double()
+        p = p / p.sum()
+        nz = p > 0
+        return {"modes_covered": float(nz.sum()), "kl_uniform": max(float((p[nz] * torch.log(k * p[nz])).sum()), 0.0)}
+
+
+class _FitCache:
+    """k-means fits on the real reference embeddings, one per (data set, k)."""
+
+    def __init__(self) -> None:
+        self._fits: dict[tuple[int, int], KMeansResult] = {}
+
+    def fit(self, batch: EvalBatch, k: int, seed: int) -> KMeansResult:
+        key = (id(batch.real_embeddings), k)
+        if key not in self._fits:
+            gen = torch.Generator(device=batch.real_embeddings.device).manual_seed(seed)
+            self._fits[key] = kmeans(batch.real_embeddings, k, n_init=3, generator=gen)
+        return self._fits[key]
+
+
+class ClusterScorer(Scorer):
+    """``clusters_covered``, ``cluster_kl``, ``cluster_jsd``: k-means on real embeddings, generated samples
+    assigned to the nearest centre. ``k`` defaults to the number of modes/classes (at most 100)."""
+
+    def __init__(self, k: int | None = None, min_share: float | None = None, seed: int = 0) -> None:
+        self.k, self.min_share, self.seed, self.cache = k, min_share, seed, _FitCache()
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        k = self.k or min(int(batch.data.num_modes or 10), 100)
+        fit = self.cache.fit(batch, k, self.seed)
+        return cluster_scores(batch.real_embeddings, batch.embeddings, k, min_share=self.min_share, fit=fit)
+
+
+class NDBScorer(Scorer):
+    """``ndb``, ``ndb_fraction``, ``ndb_jsd`` (Richardson & Weiss 2018: K=100 bins, alpha 0.05)."""
+
+    def __init__(self, k: int = 100, alpha: float = 0.05, seed: int = 0) -> None:
+        self.k, self.alpha, self.seed, self.cache = k, alpha, seed, _FitCache()
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        fit = self.cache.fit(batch, self.k, self.seed)
+        out = ndb(batch.real_embeddings, batch.embeddings, k=self.k, alpha=self.alpha, fit=fit)
+        return {("ndb_jsd" if key == "jsd" else key): v for key, v in out.items()}
+
+
+class SimilarityScorer(Scorer):
+    """``high_similarity_fraction`` among ``num_samples`` embeddings (pairs with cosine > tau) and
+    ``collapsed`` (1.0 when it exceeds ``collapse_threshold``); the histogram goes to TensorBoard."""
+
+    def __init__(self, num_samples: int = 1000, bins: int = 100, tau: float = 0.9,
+                 collapse_threshold: float = 0.30) -> None:
+        self.num_samples, self.bins, self.tau, self.collapse_threshold = num_samples, bins, tau, collapse_threshold
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        h = similarity_histogram(batch.embeddings[: self.num_samples], bins=self.bins, tau=self.tau)
+        batch.histograms["similarity"] = (h.counts, h.edges)
+        return {"high_similarity_fraction": h.high_similarity_fraction,
+                "collapsed": float(h.high_similarity_fraction > self.collapse_threshold)}
+
+
+class PRDCScorer(Scorer):
+    """``precision``, ``recall`` (k=3, Kynkaanniemi 2019), ``density``, ``coverage`` (k=5, Naeem 2020)."""
+
+    def __init__(self, k_pr: int = 3, k_dc: int = 5) -> None:
+        self.k_pr, self.k_dc = k_pr, k_dc
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        real = batch.real_embeddings[: len(batch.embeddings)]  # equal set sizes, as Naeem et al. recommend
+        return prdc(real, batch.embeddings, k_pr=self.k_pr, k_dc=self.k_dc)
+
+
+class VendiScorer(Scorer):
+    """``vendi``: effective number of distinct samples (Friedman & Dieng 2023, eq. 1).
+
+    ``kernel="auto"``: for a known mixture an RBF kernel of bandwidth ``3 * std`` on the points (so the
+    score reads as an effective number of modes), else the cosine kernel on the embeddings. A set whose
+    cosine kernel is undefined (an all-zero embedding) scores NaN rather than stopping the run.
+    """
+
+    def __init__(self, kernel: str = "auto", bandwidth: float | None = None, max_rbf_samples: int = 2500) -> None:
+        self.kernel, self.bandwidth, self.max_rbf_samples = kernel, bandwidth, max_rbf_samples
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        kernel, bandwidth, x = self.kernel, self.bandwidth, batch.embeddings
+        if kernel == "auto":
+            mix = batch.data.mixture
+            kernel, bandwidth = ("rbf", 3.0 * mix.std) if mix is not None else ("cosine", None)
+        if kernel == "rbf":
+            x = x[: self.max_rbf_samples]
+        if kernel == "cosine" and bool((x.norm(dim=1) == 0).any()):
+            return {"vendi": float("nan")}
+        return {"vendi": vendi_score(x, kernel=kernel, bandwidth=bandwidth, max_rbf_samples=self.max_rbf_samples)}
+
+
+class FrechetScorer(Scorer):
+    """``fd``: Frechet distance between Gaussians fitted to real and generated embeddings (FID with Inception)."""
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        return {"fd": frechet_distance(batch.real_embeddings, batch.embeddings)}
+
+
+class DuplicateScorer(Scorer):
+    """``duplicate_fraction`` (generated samples with a near-identical other generated sample) and
+    ``memorization_fraction`` (generated samples nearly identical to a training sample): cosine similarity
+    >= ``threshold`` in pixel space (``space="pixels"``, default) or in the embedding space.
+
+    Pixel space is the default because a classifier's features make every sample of a class look alike
+    (on digits, 75% of held-out images are within cosine 0.99 of a training image in classifier space,
+    0.3% in pixel space).
+    """
+
+    def __init__(self, threshold: float = 0.99, num_samples: int = 2500, space: str = "pixels") -> None:
+        if space not in ("pixels", "embedding"):
+            raise ValueError(f"metrics.scorers.duplicates.space must be 'pixels' or 'embedding', got {space!r}")
+        self.threshold, self.num_samples, self.space = threshold, num_samples, space
+
+    def applies_to(self, data: GANData) -> bool:
+        return data.is_image  # 2-D points: cosine near-duplicates are meaningless (a whole mode is "one" direction)
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        if self.space == "pixels":
+            fake, real = batch.samples.flatten(1), batch.real_samples.flatten(1)
+        else:
+            fake, real = batch.embeddings, batch.real_embeddings
+        fake = fake[: self.num_samples]
+        return {"duplicate_fraction": duplicate_fraction(fake, self.threshold),
+                "memorization_fraction": memorization_fraction(fake, real, self.threshold)}

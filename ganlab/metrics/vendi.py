@@ -1,0 +1,110 @@
+"""Vendi score: the effective number of distinct samples (Friedman & Dieng 2023).
+
+Friedman & Dieng, "The Vendi Score: A Diversity Evaluation Metric for Machine Learning",
+TMLR 2023, definition of the score: ``VS = exp(-sum_i lambda_i log lambda_i)``, where
+``lambda_i`` are the eigenvalues of ``K / n`` and ``K`` is a positive semi-definite similarity kernel with
+``k(x, x) = 1`` (so the eigenvalues sum to 1). It ranges from 1 (all samples identical)
+to ``n`` (all samples mutually dissimilar); higher means more diverse.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ganlab.metrics.kmeans import (DEFAULT_BLOCK_SIZE, WorkerPool, pairwise_sq_dists,
+                                   rows_per_block, validate_embeddings)
+from ganlab.metrics.similarity import normalize_rows
+
+__all__ = ["vendi_from_eigenvalues", "vendi_score"]
+
+#: Largest N accepted by the RBF kernel, whose N x N float64 Gram matrix must be built
+#: (5,000 samples = 200 MB); subsample larger sets.
+DEFAULT_MAX_RBF_SAMPLES = 5_000
+
+
+def vendi_from_eigenvalues(eigenvalues: Tensor) -> float:
+    """``exp`` of the Shannon entropy (natural log) of non-negative eigenvalues.
+
+    Eigenvalues are clamped at 0 (rounding) and renormalised to sum to 1; ``0 log 0 = 0``.
+
+    Raises:
+        ValueError: If all eigenvalues are (numerically) zero.
+    """
+    lam = eigenvalues.to(torch.float64).clamp(min=0)
+    total = lam.sum()
+    if float(total) <= 0:
+        raise ValueError("all kernel eigenvalues are zero; the kernel matrix is empty")
+    lam = lam / total
+    entropy = -torch.special.xlogy(lam, lam).sum()
+    return float(torch.exp(entropy))
+
+
+def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = None,
+                max_rbf_samples: int = DEFAULT_MAX_RBF_SAMPLES,
+                block_size: int = DEFAULT_BLOCK_SIZE) -> float:
+    """Vendi score of a set of embeddings (Friedman & Dieng 2023, see the module docstring).
+
+    Kernels (both satisfy ``k(x, x) = 1``):
+
+    * ``"cosine"`` (default): ``k(x, y) = <x, y> / (||x|| ||y||)``. With ``X`` the
+      row-normalised data, ``K / n = X X^T / n`` has the same non-zero eigenvalues as the
+      ``D x D`` matrix ``X^T X / n``, so the smaller of the two (``min(N, D)^2`` entries) is
+      built, in float64, by accumulating row blocks. Cost ``O(N D min(N, D))``.
+    * ``"rbf"``: ``k(x, y) = exp(-||x - y||^2 / (2 bandwidth^2))``. This needs the full
+      ``N x N`` kernel (float64), so ``N`` is capped by ``max_rbf_samples``.
+
+    Args:
+        x: Embeddings, shape ``(N, D)``, any device. For ``"cosine"`` no row may be all zero.
+        kernel: ``"cosine"`` or ``"rbf"``.
+        bandwidth: RBF length scale ``sigma > 0`` (required for ``"rbf"``).
+        max_rbf_samples: Largest ``N`` accepted with ``"rbf"``.
+        block_size: Maximum number of entries of a distance/data block held at once
+            (the eigen-decomposed matrix itself is ``min(N, D)^2`` or ``N^2``).
+
+    Returns:
+        The Vendi score, a float in ``[1, N]`` (higher = more diverse).
+
+    Raises:
+        ValueError: If ``x`` is malformed, ``kernel`` is unknown, ``bandwidth`` is missing
+            or not positive for ``"rbf"``, ``N > max_rbf_samples`` for ``"rbf"``, or a row is
+            all zero for ``"cosine"``.
+    """
+    x = validate_embeddings(x, "x")
+    n, d = x.shape
+    if kernel == "cosine":
+        if bool((x.norm(dim=1) == 0).any()):
+            raise ValueError("x has all-zero rows, whose cosine similarity is undefined "
+                             "(k(x, x) would be 0, not 1); drop them or use kernel='rbf'")
+        if n > d:  # D x D "covariance" X^T X, accumulated over float64 row blocks
+            rows = rows_per_block(d, block_size)
+
+            def scatter(start: int, end: int) -> Tensor:
+                out = torch.zeros(d, d, dtype=torch.float64, device=x.device)
+                for s in range(start, end, rows):
+                    xb = normalize_rows(x[s:min(s + rows, end)].to(torch.float64))
+                    out.addmm_(xb.T, xb)
+                return out
+
+            with WorkerPool(x.device) as pool:
+                gram = sum(pool.map_rows(scatter, n))
+        else:  # N x N Gram matrix, N <= D
+            xn = normalize_rows(x.to(torch.float64))
+            gram = xn @ xn.T
+    elif kernel == "rbf":
+        if bandwidth is None or not bandwidth > 0:
+            raise ValueError(f"kernel='rbf' needs a positive bandwidth, got {bandwidth!r}")
+        if n > max_rbf_samples:
+            raise ValueError(f"kernel='rbf' builds an N x N matrix; N={n} exceeds "
+                             f"max_rbf_samples={max_rbf_samples}. Subsample x or raise the limit")
+        x64 = x.to(torch.float64)
+        sq = x64.pow(2).sum(1)
+        gram = torch.empty(n, n, dtype=torch.float64, device=x.device)
+        rows = rows_per_block(n, block_size)
+        for s in range(0, n, rows):
+            blk = pairwise_sq_dists(x64[s:s + rows], x64, sq[s:s + rows], sq)
+            gram[s:s + rows] = blk.mul_(-0.5 / bandwidth ** 2).exp_()
+        gram.fill_diagonal_(1.0)
+    else:
+        raise ValueError(f"unknown kernel {kernel!r}; use 'cosine' or 'rbf'")
+    return vendi_from_eigenvalues(torch.linalg.eigvalsh(gram / n))

@@ -1,0 +1,73 @@
+"""Tests for ganlab.metrics.vendi: closed-form cases and an explicit eigen-decomposition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ganlab.metrics.vendi import vendi_from_eigenvalues, vendi_score
+
+
+def _explicit(k: np.ndarray) -> float:
+    lam = np.clip(np.linalg.eigvalsh(k / k.shape[0]), 0, None)
+    lam = lam[lam > 0]
+    return float(np.exp(-(lam * np.log(lam)).sum()))
+
+
+def test_three_tight_groups_with_narrow_rbf_give_three():
+    x = torch.tensor([[0.0], [0.0], [10.0], [10.0], [20.0], [20.0]])
+    assert vendi_score(x, kernel="rbf", bandwidth=1.0) == pytest.approx(3.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("n", [5, 50])  # N <= D (Gram) and N > D (D x D covariance trick)
+def test_identical_samples_give_one(n):
+    x = torch.arange(1.0, 11.0).repeat(n, 1)
+    assert vendi_score(x) == pytest.approx(1.0, abs=1e-9)
+    assert vendi_score(x, kernel="rbf", bandwidth=1.0) == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("d", [7, 12])
+def test_orthogonal_samples_give_n(d):
+    x = torch.zeros(7, d)
+    x[torch.arange(7), torch.arange(7)] = torch.arange(1.0, 8.0)  # scale does not matter
+    assert vendi_score(x) == pytest.approx(7.0, rel=1e-9)
+
+
+def test_covariance_trick_matches_full_gram():
+    x = np.random.default_rng(0).standard_normal((200, 6))
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    want = _explicit(xn @ xn.T)
+    assert vendi_score(torch.from_numpy(x)) == pytest.approx(want, rel=1e-9)
+    assert vendi_score(torch.from_numpy(x).float(), block_size=60) == pytest.approx(want, rel=1e-5)
+    assert 1.0 < want < 6.0  # at most D distinct directions
+
+
+def test_rbf_matches_explicit_kernel():
+    x = np.random.default_rng(1).standard_normal((80, 3))
+    sq = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    want = _explicit(np.exp(-sq / (2 * 0.7**2)))
+    assert vendi_score(torch.from_numpy(x), "rbf", bandwidth=0.7, block_size=100) == pytest.approx(want, rel=1e-9)
+
+
+def test_vendi_from_eigenvalues():
+    assert vendi_from_eigenvalues(torch.tensor([0.25, 0.25, 0.25, 0.25, 0.0])) == pytest.approx(4.0)
+    assert vendi_from_eigenvalues(torch.tensor([2.0, 0.0, -1e-12])) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="zero"):
+        vendi_from_eigenvalues(torch.zeros(3))
+
+
+@pytest.mark.parametrize(
+    ("x", "kwargs", "match"),
+    [
+        (torch.tensor([[1.0, 0.0], [0.0, 0.0]]), {}, "all-zero rows"),
+        (torch.randn(4, 2), {"kernel": "rbf"}, "bandwidth"),
+        (torch.randn(4, 2), {"kernel": "rbf", "bandwidth": -1.0}, "bandwidth"),
+        (torch.randn(11, 2), {"kernel": "rbf", "bandwidth": 1.0, "max_rbf_samples": 10}, "max_rbf_samples"),
+        (torch.randn(4, 2), {"kernel": "linear"}, "unknown kernel"),
+        (torch.randn(4), {}, "2-d"),
+    ],
+)
+def test_rejects_bad_input(x, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        vendi_score(x, **kwargs)

@@ -1,0 +1,104 @@
+"""The evaluation hook: embedders, scorers on hand-built sets, the data baseline, TensorBoard outputs."""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from ganlab.data import GANData, digits, stacked_digits
+from ganlab.metrics import Evaluator
+from ganlab.metrics.classifier import channel_split, train_classifier
+from ganlab.metrics.embedders import ClassifierEmbedder, InceptionEmbedder, PixelEmbedder
+from ganlab.metrics.scorers import (ClusterScorer, DuplicateScorer, EvalBatch, ModeScorer, SimilarityScorer,
+                                    VendiScorer)
+
+
+class ConstantG(nn.Module):
+    """A fully collapsed generator: every latent code gives the same sample."""
+
+    def __init__(self, sample: torch.Tensor) -> None:
+        super().__init__()
+        self.z_dim, self.sample = 4, nn.Parameter(sample.clone())
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.sample.expand(z.shape[0], *self.sample.shape)
+
+
+def scorers() -> dict:
+    return {"modes": ModeScorer(), "clusters": ClusterScorer(), "similarity": SimilarityScorer(num_samples=300),
+            "duplicates": DuplicateScorer(), "vendi": VendiScorer()}
+
+
+def test_channel_split_recovers_the_label_triple() -> None:
+    x = torch.arange(2 * 3 * 4).float().view(2, 3, 2, 2)
+    singles, labels = channel_split(x, torch.tensor([123, 905]), 3)
+    assert singles.shape == (6, 1, 2, 2) and torch.equal(singles[4, 0], x[1, 1])
+    assert labels.tolist() == [1, 2, 3, 9, 0, 5]
+
+
+def test_mode_scorer_hand_worked() -> None:
+    data = GANData("toy", x=torch.zeros(4, 1, 8, 8), num_modes=4)
+    batch = EvalBatch(samples=data.x, embeddings=torch.zeros(4, 2), labels=torch.tensor([0, 0, 1, 1]),
+                      real_embeddings=torch.zeros(4, 2), real_samples=data.x, data=data)
+    out = ModeScorer()(batch)
+    assert out["modes_covered"] == 2 and out["kl_uniform"] == pytest.approx(math.log(2))  # 2 * 1/2 log(4/2)
+
+
+def test_digits_classifier_reaches_97_percent() -> None:
+    _, acc = train_classifier(digits(seed=0), epochs=5, batch_size=64, seed=0)
+    assert acc >= 0.97
+
+
+@pytest.mark.slow
+def test_fashion_mnist_classifier_reaches_90_percent() -> None:
+    from ganlab.data import fashion_mnist
+    from ganlab.data import images as images_mod
+
+    if not Path(images_mod.DEBIAN_FASHION_MNIST).exists():
+        pytest.skip("Fashion-MNIST not installed")
+    _, acc = train_classifier(fashion_mnist(image_size=32), epochs=3, seed=0)
+    assert acc >= 0.90
+
+
+def test_stacked_labels_from_the_classifier(classifier_cache: Path) -> None:
+    data = stacked_digits(num_samples=3000, holdout_samples=600, seed=0)
+    emb = ClassifierEmbedder(epochs=5)
+    emb.prepare(data)
+    assert emb(data.holdout[:10]).shape == (10, 3 * 128)
+    triple_acc = float((emb.mode_labels(data.holdout) == data.holdout_labels).double().mean())
+    assert triple_acc >= 0.9  # about the single-digit accuracy cubed
+    assert (classifier_cache / "classifiers" / "digits_8px_seed0.pt").exists()  # cached under the base data set
+
+
+def test_a_collapsed_generator_scores_as_collapsed() -> None:
+    data = digits(seed=0)
+    ev = Evaluator(num_samples=300, num_real=500, scorers=scorers(), embedder=ClassifierEmbedder(epochs=3))
+    result = ev(ConstantG(data.x[0]), data)
+    s = result.scores
+    assert s["high_similarity_fraction"] == 1.0 and s["collapsed"] == 1.0
+    assert s["clusters_covered"] == 1 and s["modes_covered"] == 1
+    assert s["kl_uniform"] == pytest.approx(math.log(10))
+    assert s["duplicate_fraction"] == 1.0 and s["vendi"] == pytest.approx(1.0, abs=1e-6)
+    # the data baseline: held-out digits are diverse and cover every class
+    assert s["data/modes_covered"] == 10 and s["data/collapsed"] == 0.0 and s["data/vendi"] > 2
+    assert s["data/classifier_accuracy"] >= 0.9
+    counts, edges = result.histograms["similarity"]
+    assert int(counts.sum()) == 300 * 299 // 2 and edges.shape == (101,)
+
+
+def test_pixel_embedder_and_projector() -> None:
+    data = digits(seed=0)
+    ev = Evaluator(num_samples=50, num_real=100, scorers={"clusters": ClusterScorer()}, embedder=PixelEmbedder())
+    result = ev(ConstantG(data.x[3]), data)
+    mat, meta, header, sprites = ev.projector(result, data, n=20)
+    assert mat.shape == (40, 64) and header == ["source", "cluster"] and sprites.shape == (40, 1, 8, 8)
+    assert [m[0] for m in meta] == ["real"] * 20 + ["generated"] * 20
+    assert len({m[1] for m in meta[20:]}) == 1  # identical samples fall in one cluster
+    assert 0 <= float(sprites.min()) and float(sprites.max()) <= 1
+
+
+def test_inception_without_weights_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="never downloads"):
+        InceptionEmbedder(weights_path=str(tmp_path / "missing.pth")).prepare(digits())
