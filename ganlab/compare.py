@@ -1,72 +1,224 @@
-"""``ganlab-compare <sweep dir>``: a table of final scores per configuration, mean ± std over seeds.
+"""``ganlab-compare <sweep dir>``: final scores per configuration, mean ± std over seeds, best value marked.
 
-Every ``metrics.json`` below the folder is one job; jobs that differ only in ``seed`` form one row
-(grouped by data set and strategies). Jobs without ``metrics.json`` are listed as failed.
+Every job folder below the sweep directory (one holding ``.hydra/``, ``checkpoints/`` or ``failure.json``)
+is one job; jobs that differ only in ``seed`` form one row, labelled ``dataset [strategies]`` plus any other
+override that varies across the sweep. Jobs with ``failure.json`` or without ``metrics.json`` are listed as
+failed, with the path of their log. The functions are importable (a notebook reuses them)::
+
+    runs, failed = collect_runs("runs/multirun/2026-11-29_10-00-00")
+    summary = summarise(runs)
+    print(markdown_table(summary))
+    plot_scores(runs, "plots/")
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
+import math
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+#: Direction of every score: True when higher is better. The one place this is defined.
+HIGHER_IS_BETTER: dict[str, bool] = {
+    "modes_covered": True, "hq_fraction": True, "reverse_kl": False, "kl_uniform": False,
+    "clusters_covered": True, "clusters_covered_fraction": True, "cluster_kl": False, "cluster_jsd": False,
+    "ndb": False, "ndb_fraction": False, "ndb_jsd": False,
+    "precision": True, "recall": True, "density": True, "coverage": True, "vendi": True, "fd": False,
+    "high_similarity_fraction": False, "collapsed": False, "duplicate_fraction": False,
+    "memorization_fraction": False,
+}
 
-def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[Path]]:
-    """All finished jobs (their ``metrics.json`` plus ``run_dir``) under ``root``, and unfinished job folders.
+#: One row's scores: score name -> (mean, std over seeds, number of seeds).
+Summary = dict[str, dict[str, tuple[float, float, int]]]
 
-    A job folder is one holding ``.hydra/`` or ``checkpoints/``; it failed when it has no ``metrics.json``.
+
+@dataclass(frozen=True)
+class FailedJob:
+    """A job that raised (``failure.json``) or never wrote ``metrics.json``."""
+
+    run_dir: Path
+    log: Path                  # the job's log, holding the traceback
+    error: str                 # ``Type: message`` from failure.json, or why the job counts as failed
+    status: str = "failed"     # "failed" (it raised) or "unfinished" (killed, or still running)
+
+
+def higher_is_better(name: str) -> bool | None:
+    """Direction of a score (``data/`` prefix ignored); None when unknown."""
+    return HIGHER_IS_BETTER.get(name.removeprefix("data/"))
+
+
+def ordered_scores(names: Iterable[str]) -> list[str]:
+    """Known scores in :data:`HIGHER_IS_BETTER`'s order, then the others alphabetically."""
+    rank = {k: i for i, k in enumerate(HIGHER_IS_BETTER)}
+    return sorted(set(names), key=lambda k: (rank.get(k, len(rank)), k))
+
+
+def _overrides(job: Path) -> list[str]:
+    path = job / ".hydra" / "overrides.yaml"
+    if not path.exists():
+        return []
+    from omegaconf import OmegaConf
+
+    return [str(o) for o in OmegaConf.load(path)]
+
+
+def _label(run: dict[str, Any], extra: list[str]) -> str:
+    strategies = ",".join(run.get("strategies", [])) or "plain"
+    return " ".join([f"{run.get('dataset', '?')} [{strategies}]", *extra])
+
+
+def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob]]:
+    """All finished jobs under ``root`` and the failed ones.
+
+    Returns:
+        ``(runs, failed)``: each run is its ``metrics.json`` plus ``run_dir`` and ``label`` (the row it
+        belongs to); ``failed`` lists jobs with ``failure.json`` or without ``metrics.json``.
+
+    Raises:
+        FileNotFoundError: ``root`` is not a folder.
     """
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a folder; give a sweep or runs directory")
-    runs = [{**json.loads(p.read_text()), "run_dir": str(p.parent)} for p in sorted(root.rglob("metrics.json"))
-            if p.parent.parent.name != "eval"]  # ganlab-eval's re-scores live in <run>/eval/<ckpt>/
-    done = {r["run_dir"] for r in runs}
-    jobs = {p.parent for marker in (".hydra", "checkpoints") for p in root.rglob(marker) if p.is_dir()}
-    return runs, sorted(j for j in jobs if str(j) not in done)
+    markers = (".hydra", "checkpoints", "failure.json", "metrics.json")
+    jobs = sorted({p.parent for m in markers for p in root.rglob(m) if p.parent.parent.name != "eval"})
+    overrides = {job: _overrides(job) for job in jobs}
+    finished = [job for job in jobs if (job / "metrics.json").exists() and not (job / "failure.json").exists()]
+    common = set.intersection(*(set(overrides[j]) for j in finished)) if finished else set()
+    runs, failed = [], []
+    for job in jobs:
+        log = next(iter(sorted(job.glob("*.log"))), job / "train.log")
+        failure = job / "failure.json"
+        if failure.exists():
+            info = json.loads(failure.read_text())
+            failed.append(FailedJob(job, Path(info.get("log", log)), f"{info['type']}: {info['message']}"))
+        elif not (job / "metrics.json").exists():
+            failed.append(FailedJob(job, log, "no metrics.json (killed, or still running)", "unfinished"))
+        else:
+            run = {**json.loads((job / "metrics.json").read_text()), "run_dir": str(job)}
+            extra = sorted(o for o in overrides[job] if o not in common
+                           and o.lstrip("+~").split("=")[0] not in ("seed", "strategy", "dataset", "experiment"))
+            runs.append({**run, "label": _label(run, extra)})
+    return runs, failed
 
 
-def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, tuple[float, float, int]]]:
-    """Row label (``dataset [strategies]``) -> score -> (mean, std over seeds, number of seeds)."""
+def summarise(runs: list[dict[str, Any]]) -> Summary:
+    """Row label -> score -> (mean, sample std over seeds (0 for one seed), number of seeds)."""
     groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
-        label = f"{r.get('dataset', '?')} [{','.join(r.get('strategies', [])) or 'plain'}]"
         for k, v in r.get("scores", {}).items():
-            groups[label][k].append(float(v))
+            groups[r.get("label") or _label(r, [])][k].append(float(v))
     return {label: {k: (statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0, len(v))
                     for k, v in scores.items()} for label, scores in groups.items()}
 
 
-def markdown_table(summary: dict[str, dict[str, tuple[float, float, int]]], keys: list[str] | None = None) -> str:
-    """A markdown table of ``mean ± std`` per row and score (model scores only, not the ``data/`` baseline)."""
-    keys = keys or sorted({k for s in summary.values() for k in s if not k.startswith("data/")})
-    lines = ["| run | seeds | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
+def table_keys(summary: Summary) -> list[str]:
+    """The model's scores present in ``summary`` (not the ``data/`` baseline), in :func:`ordered_scores` order."""
+    return ordered_scores(k for s in summary.values() for k in s if not k.startswith("data/"))
+
+
+def best_rows(summary: Summary, keys: list[str]) -> dict[str, set[str]]:
+    """Score -> the row labels whose mean is best in that score's direction (ties all marked; NaN skipped)."""
+    best: dict[str, set[str]] = {}
+    for k in keys:
+        means = {lab: s[k][0] for lab, s in summary.items() if k in s and not math.isnan(s[k][0])}
+        if means and higher_is_better(k) is not None:
+            target = (max if higher_is_better(k) else min)(means.values())
+            best[k] = {lab for lab, m in means.items() if m == target}
+    return best
+
+
+def _rows(summary: Summary, keys: list[str], mark: str) -> list[list[str]]:
+    best = best_rows(summary, keys)
+    rows = []
     for label, scores in sorted(summary.items()):
-        n = max((v[2] for v in scores.values()), default=0)
-        cells = [f"{scores[k][0]:.3g} ± {scores[k][1]:.2g}" if k in scores else "" for k in keys]
-        lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
+        cells = [label, str(max((v[2] for v in scores.values()), default=0))]
+        for k in keys:
+            cell = f"{scores[k][0]:.3g} ± {scores[k][1]:.2g}" if k in scores else ""
+            cells.append(mark.format(cell) if label in best.get(k, ()) else cell)
+        rows.append(cells)
+    return rows
+
+
+def _header(keys: list[str]) -> list[str]:
+    arrows = {True: " ↑", False: " ↓", None: ""}
+    return ["run", "seeds", *(k + arrows[higher_is_better(k)] for k in keys)]
+
+
+def markdown_table(summary: Summary, keys: list[str] | None = None) -> str:
+    """A markdown table of ``mean ± std`` per row and score; the best of each column in bold."""
+    keys = keys or table_keys(summary)
+    lines = ["| " + " | ".join(_header(keys)) + " |", "|---|---|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(row) + " |" for row in _rows(summary, keys, "**{}**")]
     return "\n".join(lines)
 
 
+def terminal_table(summary: Summary, keys: list[str] | None = None) -> str:
+    """The same table with aligned columns for a terminal; the best of each column marked ``*``."""
+    keys = keys or table_keys(summary)
+    rows = [_header(keys), *_rows(summary, keys, "{} *")]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def csv_table(summary: Summary, keys: list[str] | None = None) -> str:
+    """CSV: ``run, seeds`` then ``<score>_mean, <score>_std, <score>_best`` (1 for the best row) per score."""
+    keys = keys or table_keys(summary)
+    best = best_rows(summary, keys)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "seeds", *(f"{k}_{c}" for k in keys for c in ("mean", "std", "best"))])
+    for label, scores in sorted(summary.items()):
+        row: list[Any] = [label, max((v[2] for v in scores.values()), default=0)]
+        for k in keys:
+            mean, std, _ = scores.get(k, ("", "", 0))
+            row += [mean, std, int(label in best.get(k, ()))] if k in scores else ["", "", ""]
+        writer.writerow(row)
+    return out.getvalue()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point of ``ganlab-compare``."""
+    """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished)."""
     parser = argparse.ArgumentParser(prog="ganlab-compare", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", help="a sweep directory (runs/multirun/...) or any folder of runs")
+    parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default="markdown",
+                        help="how the table is printed (default: markdown)")
+    parser.add_argument("--out", help="folder for table.md, table.csv, <score>.png (default: <sweep_dir>/comparison)")
+    parser.add_argument("--no-files", action="store_true", help="only print; write no table or plot files")
+    parser.add_argument("--keys", nargs="+", help="scores to show (default: every model score)")
     args = parser.parse_args(argv)
     try:
         runs, failed = collect_runs(args.sweep_dir)
     except FileNotFoundError as err:
         print(f"ganlab-compare: {err}", file=sys.stderr)
         return 2
-    print(markdown_table(summarise(runs)))
+    summary = summarise(runs)
+    keys = args.keys or table_keys(summary)
+    print({"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[args.format](summary, keys))
+    if runs and not args.no_files:
+        out = Path(args.out or Path(args.sweep_dir) / "comparison")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "table.md").write_text(markdown_table(summary, keys) + "\n")
+        (out / "table.csv").write_text(csv_table(summary, keys))
+        plots = plot_scores(runs, out, keys)
+        print(f"\nwrote {out / 'table.md'}, {out / 'table.csv'} and {len(plots)} plots in {out}")
     for job in failed:
-        print(f"failed or unfinished: {job} (log: {job / 'train.log'})")
-    return 0
+        print(f"{job.status.upper()} {job.run_dir}: {job.error} (log: {job.log})")
+    print(f"{len(runs)} finished, {len(failed)} failed or unfinished")
+    return 0 if runs else 1
 
+
+# The curves need this module's helpers; imported last so ``from ganlab.compare import plot_scores`` works.
+from ganlab.compare_plots import plot_scores, score_curves  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

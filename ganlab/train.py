@@ -9,7 +9,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ganlab import CONFIG_DIR
+from ganlab import CONFIG_DIR, sweep
 from ganlab.build import build_trainer
 
 log = logging.getLogger("ganlab")
@@ -25,6 +25,7 @@ def run(cfg: DictConfig) -> dict:
     """Train one configuration into Hydra's output directory and return ``metrics.json``'s content."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     trainer = build_trainer(cfg, run_dir)
+    sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
     metrics = trainer.fit()
     log.info("finished %d steps (%.1f steps/s); final scores:\n%s", metrics["step"], metrics["steps_per_s"],
@@ -34,8 +35,19 @@ def run(cfg: DictConfig) -> dict:
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    """Entry point of ``ganlab-train``; returns the sweep objective (``cfg.objective``) when set."""
-    metrics = run(cfg)
+    """Entry point of ``ganlab-train``; returns the sweep objective (``cfg.objective``) when set.
+
+    In a multirun (``-m``) a job that raises does not stop the sweep: its traceback goes into the job's log,
+    ``failure.json`` and ``FAILED`` into its folder, and it returns the worst objective (+-inf). A single run
+    re-raises.
+    """
+    try:
+        metrics = run(cfg)
+    except Exception as err:
+        if not sweep.is_multirun():
+            raise
+        sweep.record_failure(HydraConfig.get().runtime.output_dir, err)
+        return sweep.failed_objective() if cfg.get("objective") else None
     objective = cfg.get("objective")
     return metrics["scores"].get(objective) if objective else None
 

@@ -15,7 +15,7 @@ from ganlab.metrics import Evaluator
 from ganlab.models import Discriminator, Generator
 from ganlab.trainer.loggers import NullLogger
 
-from conftest import compose_cfg
+from tiny_config import compose_cfg
 
 
 def options(group: str) -> list[str]:

@@ -12,7 +12,7 @@ from ganlab.data import GANData
 from ganlab.data import images as images_mod
 from ganlab.trainer import checkpoint as ckpt_io
 
-from conftest import compose_cfg
+from tiny_config import compose_cfg
 
 PAIRS = [("ring8", "mlp"), ("grid25", "mlp"), ("digits", "dcgan"), ("stacked_digits", "dcgan"),
          ("fashion_mnist", "dcgan"), ("stacked_fashion_mnist", "dcgan")]

@@ -11,6 +11,9 @@ this order (every hook has a no-op default, so a strategy overrides just what it
 3. ``d_terms(ctx)`` at every discriminator update and ``g_terms(ctx)`` at every generator update: named
    scalar loss terms added to the adversarial loss. The loop sums them and logs each as
    ``loss/D/<term>`` / ``loss/G/<term>``. Two strategies returning the same term name is an error.
+   Before the generator's adversarial term, ``g_discriminator(discriminator, real, fake)`` may swap the
+   function that scores the fakes in the G step (unrolled GANs score them with a look-ahead copy of D);
+   strategies chain, each receiving the previous result. The default returns ``discriminator`` unchanged.
 4. ``after_step(state)`` after each generator update (``state.step`` already counts it) and
    ``after_eval(state, scores)`` after each evaluation (``scores``: the dict written to ``metrics.jsonl``).
    Both return scalars to log under ``strategy/<name>/<key>``.
@@ -124,6 +127,16 @@ class Strategy:
     def g_terms(self, ctx: StepContext) -> dict[str, Tensor]:
         """Extra generator loss terms, each a scalar tensor to minimise."""
         return {}
+
+    def g_discriminator(self, discriminator: Callable[[Tensor], Tensor], real: Tensor,
+                        fake: Tensor) -> Callable[[Tensor], Tensor]:
+        """The function that scores ``fake`` (B, *data_shape) for G's adversarial term; default: unchanged.
+
+        Called in every generator step while D's parameters are frozen; ``real`` is the last D step's batch
+        and ``fake`` is attached to G. A strategy that overrides it should declare ``"g_discriminator"`` in
+        ``replaces``.
+        """
+        return discriminator
 
     def after_step(self, state: TrainState) -> dict[str, float]:
         """Act after each generator update; return scalars to log under ``strategy/<name>/``."""

@@ -16,8 +16,9 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from ganlab.data.base import Batcher, GANData
+from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
-from ganlab.metrics.evaluator import Evaluator
+from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import visuals
@@ -39,6 +40,7 @@ class TrainerConfig:
     grid_size: int = 64        # fixed-z samples drawn at every eval (image grid / scatter)
     resume: str | None = None  # run directory or checkpoint file to continue from
     progress: bool = True      # show a progress bar
+    projector: bool = True     # at the end, real and generated embeddings for TensorBoard's projector
 
     def validate(self) -> None:
         """Raise ValueError naming the key when a count is not positive."""
@@ -85,6 +87,7 @@ class Trainer:
         self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text)
         self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
+        self.last_result: EvalResult | None = None
 
     # ---------------------------------------------------------------- one D update and one G update
     def _sum_terms(self, base: Tensor, extra: list[dict[str, Tensor]]) -> dict[str, Tensor]:
@@ -116,7 +119,10 @@ class Trainer:
         fake = self.G(z)
         self.D.requires_grad_(False)
         try:
-            d_fake = self.D(fake)
+            critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
+            for s in self.strategies:
+                critic = s.g_discriminator(critic, real, fake)
+            d_fake = critic(fake)
             ctx = StepContext(self.state.step, real, fake, z, None, d_fake, self.G, self.D)
             terms = self._sum_terms(self.loss.g_loss(d_fake), [s.g_terms(ctx) for s in self.strategies])
             self.state.opt_g.zero_grad(set_to_none=True)
@@ -167,12 +173,15 @@ class Trainer:
         """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt."""
         step, G = self.state.step, self.state.g_ema or self.G
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
-            scores, samples = self.evaluator(G, self.data)
-            self._log_pictures(G, samples, step)
-        self.logger.scalars({f"eval/{k}": v for k, v in scores.items()}, step)
+            result = self.evaluator(G, self.data)
+            self._log_pictures(G, result.samples, step)
+        scores = result.scores
+        self.logger.scalars({f"diversity/{k}": v for k, v in scores.items()}, step)
+        for name, (counts, edges) in result.histograms.items():
+            self.logger.histogram_counts(f"diversity/{name}", counts, edges, step)
         extra = {f"strategy/{s.name}/{k}": v for s in self.strategies for k, v in s.after_eval(self.state, scores).items()}
         self.logger.scalars(extra, step)
-        self.last_scores = scores
+        self.last_scores, self.last_result = scores, result
         self._append_jsonl({"step": step, "scores": scores})
         self.save(self.run_dir / "checkpoints" / "last.pt")
         self.logger.flush()
@@ -210,6 +219,11 @@ class Trainer:
                    "strategies": [s.name for s in self.strategies], "seed": self.seed,
                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed}
         ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
+        if self.last_result is not None and self.cfg.projector:
+            with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+                mat, meta, header, sprites = self.evaluator.projector(self.last_result, self.data)
+            self.logger.embedding(mat, meta, header, sprites, tag="real_vs_generated", step=self.state.step)
+        log_run_summary(self.logger, metrics, self)  # TensorBoard: HParams row, custom-scalars layout
         self.logger.close()
         return metrics
 

@@ -1,0 +1,90 @@
+"""Score-against-step curves of a sweep: one PNG per score, one line per row (mean over seeds).
+
+Reads each job's ``metrics.jsonl`` (one ``{"step", "scores"}`` line per evaluation). Figures are made with
+``matplotlib.figure.Figure`` directly, so importing this module never changes a notebook's backend.
+
+Example:
+    >>> from ganlab.compare import collect_runs
+    >>> runs, _ = collect_runs("runs/multirun/2026-11-29_10-00-00")  # doctest: +SKIP
+    >>> plot_scores(runs, "plots/", ["modes_covered", "reverse_kl"])  # doctest: +SKIP
+    [PosixPath('plots/modes_covered.png'), PosixPath('plots/reverse_kl.png')]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ganlab.compare import _label, higher_is_better, table_keys, summarise
+
+
+def read_curve(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
+    """``(step, scores)`` per evaluation of one job, in step order (empty without ``metrics.jsonl``).
+
+    A resumed run may repeat a step; the last record of a step wins.
+    """
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    by_step: dict[int, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            by_step[int(record["step"])] = record["scores"]
+    return sorted(by_step.items())
+
+
+def score_curves(runs: list[dict[str, Any]], key: str) -> dict[str, tuple[list[int], list[float]]]:
+    """Row label -> (steps, mean of ``key`` over the row's seeds at each step).
+
+    At a step where only some seeds have the score, the mean is over those; NaN values are skipped.
+    """
+    values: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        label = run.get("label") or _label(run, [])
+        for step, scores in read_curve(run["run_dir"]):
+            if key in scores and not math.isnan(float(scores[key])):
+                values[label][step].append(float(scores[key]))
+    return {label: (sorted(by_step), [statistics.fmean(by_step[s]) for s in sorted(by_step)])
+            for label, by_step in sorted(values.items())}
+
+
+def plot_scores(runs: list[dict[str, Any]], out_dir: str | Path, keys: list[str] | None = None,
+                dpi: int = 110) -> list[Path]:
+    """Write ``<out_dir>/<score>.png`` per score: the score against step, one line per row (mean over seeds).
+
+    Args:
+        runs: from :func:`ganlab.compare.collect_runs`.
+        out_dir: created when missing.
+        keys: scores to plot (default: every model score of the runs, not the ``data/`` baseline).
+        dpi: resolution of the PNGs.
+
+    Returns:
+        The paths written, in ``keys`` order (a score no run has is skipped).
+    """
+    from matplotlib.figure import Figure
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for key in keys or table_keys(summarise(runs)):
+        curves = score_curves(runs, key)
+        if not curves:
+            continue
+        fig = Figure(figsize=(7, 4.2))
+        ax = fig.add_subplot()
+        for label, (steps, means) in curves.items():
+            ax.plot(steps, means, marker="o", markersize=3, label=label)
+        direction = {True: " (higher is better)", False: " (lower is better)", None: ""}[higher_is_better(key)]
+        ax.set(xlabel="generator step", ylabel=key, title=f"{key}, mean over seeds{direction}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+        fig.tight_layout()
+        path = out / f"{key.replace('/', '_')}.png"
+        fig.savefig(path, dpi=dpi)
+        paths.append(path)
+    return paths

@@ -1,0 +1,129 @@
+"""TensorBoard's HParams rows and custom-scalars layout for one finished run.
+
+Each job of a sweep writes, into its *own* event files (never a sub-run folder, unlike
+``SummaryWriter.add_hparams``), one HParams session: a fixed set of hyperparameters (strategy, data set,
+seed, model, loss, lrs, ...) and its final scores as metrics (the last value of each ``diversity/<score>``
+tag). The hyperparameter names are the same for every run, so whichever run's experiment summary TensorBoard
+picks, every row has every column. A custom-scalars layout puts one score of every run in one chart.
+
+Example:
+    >>> hp = run_hparams({"model": {"generator": {"_target_": "ganlab.models.MLPGenerator", "z_dim": 16}}},
+    ...                  {"dataset": "ring8", "strategies": ["wgan_gp"], "seed": 0}, n_critic=5)
+    >>> hp["strategy"], hp["model"], hp["n_critic"]
+    ('wgan_gp', 'MLP', 5)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganlab.compare import ordered_scores
+
+#: Prefix of the loop's score scalars (``Trainer.evaluate`` logs ``diversity/<score>``); keep the two in step.
+SCORE_TAG_PREFIX = "diversity/"
+
+#: Hyperparameters flagged as varying, so TensorBoard's HParams table shows them first.
+DIFFERS = ("strategy", "seed", "dataset")
+
+#: The hyperparameters every run reports, in the column order of the HParams table.
+HPARAM_KEYS = ("strategy", "dataset", "seed", "model", "loss", "steps", "batch_size", "n_critic", "lr_G", "lr_D",
+               "z_dim")
+
+
+def strategy_label(names: list[str]) -> str:
+    """``plain`` for no strategy, else the names joined by ``+`` (``rollback+d_lr_damping``)."""
+    return "+".join(names) or "plain"
+
+
+def _target_name(node: Any, suffixes: tuple[str, ...]) -> str:
+    """``ganlab.models.MLPGenerator`` -> ``MLP`` (class name less the first matching suffix); ``?`` if absent."""
+    target = str((node or {}).get("_target_", "?")).rsplit(".", 1)[-1]
+    for suffix in suffixes:
+        if target.endswith(suffix) and target != suffix:
+            return target[: -len(suffix)]
+    return target
+
+
+def run_hparams(config: dict[str, Any], metrics: dict[str, Any], n_critic: int | None = None,
+                lrs: tuple[float, float] | None = None, loss: str | None = None) -> dict[str, str | int | float]:
+    """The HParams row of one run: every key of :data:`HPARAM_KEYS`, never None (TensorBoard drops None).
+
+    Args:
+        config: the resolved run config (``Trainer.config``).
+        metrics: ``metrics.json``'s content (``dataset``, ``strategies``, ``seed``).
+        n_critic: the effective D updates per G update (a strategy may change ``trainer.n_critic``).
+        lrs: the effective (G, D) learning rates at the end of the run; else the configured ones.
+        loss: the class name of the loss in use (WGAN-GP replaces the configured one); else from the config.
+    """
+    trainer, optim = config.get("trainer", {}), config.get("optim", {})
+    model = config.get("model", {})
+    lr_g, lr_d = lrs or (optim.get("generator", {}).get("lr"), optim.get("discriminator", {}).get("lr"))
+    row: dict[str, Any] = {
+        "strategy": strategy_label(list(metrics.get("strategies", []))),
+        "dataset": metrics.get("dataset", "?"),
+        "seed": metrics.get("seed", config.get("seed")),
+        "model": _target_name(model.get("generator"), ("Generator",)),
+        "loss": _target_name({"_target_": loss} if loss else config.get("loss"), ("Loss",)),
+        "steps": trainer.get("steps"),
+        "batch_size": trainer.get("batch_size"),
+        "n_critic": n_critic if n_critic is not None else trainer.get("n_critic"),
+        "lr_G": lr_g,
+        "lr_D": lr_d,
+        "z_dim": (model.get("generator") or {}).get("z_dim"),
+    }
+    return {k: (v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else str(v))
+            for k, v in row.items()}
+
+
+def metric_tags(scores: dict[str, float]) -> list[str]:
+    """``diversity/<score>`` for the model's scores (not the ``data/`` baseline), in the comparison's order."""
+    return [f"{SCORE_TAG_PREFIX}{k}" for k in ordered_scores(k for k in scores if not k.startswith("data/"))]
+
+
+def scores_layout(scores: dict[str, float]) -> dict[str, dict[str, list[Any]]]:
+    """Custom-scalars layout: one multi-line chart per score, holding that score of every run.
+
+    TensorBoard merges the layouts of all runs by category title and drops duplicate charts, so every
+    job of a sweep may write the same layout.
+    """
+    charts = {tag.removeprefix(SCORE_TAG_PREFIX): ["Multiline", [f"^{tag}$"]] for tag in metric_tags(scores)}
+    return {"scores (every run)": charts}
+
+
+def hparams_summaries(hparams: dict[str, str | int | float], tags: list[str],
+                      differs: tuple[str, ...] = DIFFERS) -> list[Any]:
+    """The three HParams summaries (experiment, session start, session end) for one run's own event file.
+
+    ``tags`` are the scalar tags shown as metrics (their last value).
+
+    ``torch.utils.tensorboard.summary.hparams`` makes them; the hyperparameters named in ``differs`` are
+    flagged as varying, so TensorBoard's HParams table shows them among its first five columns.
+    """
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+    from torch.utils.tensorboard.summary import hparams as torch_hparams
+
+    exp, ssi, sei = torch_hparams(hparams, dict.fromkeys(tags, 0.0))
+    plugin_data = exp.value[0].metadata.plugin_data
+    content = HParamsPluginData.FromString(plugin_data.content)
+    for info in content.experiment.hparam_infos:
+        info.differs = info.name in differs
+    plugin_data.content = content.SerializeToString()
+    return [exp, ssi, sei]
+
+
+def log_run_summary(logger: Any, metrics: dict[str, Any], trainer: Any) -> None:
+    """Write the run's HParams session and the custom-scalars layout through ``logger`` (at the end of a run).
+
+    Args:
+        logger: a :class:`ganlab.trainer.loggers.NullLogger` (or subclass).
+        metrics: ``metrics.json``'s content; its ``scores`` decide the metric columns.
+        trainer: the :class:`ganlab.trainer.loop.Trainer`, for the resolved config and the effective
+            n_critic, loss and learning rates (strategies may change all three).
+    """
+    state = trainer.state
+    lrs = (float(state.opt_g.param_groups[0]["lr"]), float(state.opt_d.param_groups[0]["lr"]))
+    row = run_hparams(trainer.config, metrics, n_critic=trainer.cfg.n_critic, lrs=lrs,
+                      loss=type(trainer.loss).__name__)
+    scores = metrics.get("scores", {})
+    logger.hparams(row, metric_tags(scores))
+    logger.custom_scalars(scores_layout(scores))

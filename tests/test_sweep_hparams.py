@@ -1,0 +1,69 @@
+"""HParams session and custom-scalars layout written into the run's own event file at the end of a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.plugins.custom_scalar import layout_pb2
+from tensorboard.plugins.hparams import metadata as hp_metadata
+
+from ganlab import CONFIG_DIR
+from ganlab.build import build_trainer
+from ganlab.hparams import DIFFERS, HPARAM_KEYS, metric_tags, run_hparams, scores_layout, strategy_label
+
+TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=16", "trainer.eval_every=3", "trainer.ckpt_every=3",
+        "trainer.log_every=2", "trainer.grid_size=16", "trainer.progress=false", "metrics.num_samples=200",
+        "dataset.num_samples=2000"]
+
+
+def compose_cfg(overrides: list[str]) -> DictConfig:
+    """``train.yaml`` with the TINY overrides, then ``overrides``."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose("train", overrides=TINY + overrides)
+
+
+def test_hparams_row_has_every_key_and_no_none() -> None:
+    cfg = compose_cfg(["strategy=[rollback,d_lr_damping]"])
+    row = run_hparams(OmegaConf.to_container(cfg, resolve=True), {"dataset": "ring8", "seed": 3,
+                                                                  "strategies": ["rollback", "d_lr_damping"]})
+    assert tuple(row) == HPARAM_KEYS and all(isinstance(v, (str, int, float)) for v in row.values())
+    assert row["strategy"] == "rollback+d_lr_damping" and row["seed"] == 3 and row["model"] == "MLP"
+    assert row["loss"] == "NonSaturating" and row["lr_D"] == pytest.approx(2e-4) and row["z_dim"] == 16
+    assert strategy_label([]) == "plain"
+
+
+def test_layout_and_metric_tags_skip_the_data_baseline() -> None:
+    scores = {"reverse_kl": 0.1, "modes_covered": 8.0, "data/modes_covered": 8.0, "new_score": 1.0}
+    assert metric_tags(scores) == ["diversity/modes_covered", "diversity/reverse_kl", "diversity/new_score"]
+    charts = scores_layout(scores)["scores (every run)"]
+    assert charts["reverse_kl"] == ["Multiline", ["^diversity/reverse_kl$"]] and len(charts) == 3
+
+
+def test_run_writes_hparams_into_its_own_event_file(run_dir: Path) -> None:
+    cfg = compose_cfg(["strategy=[wgan_gp]", "logger=tensorboard", "seed=2"])
+    metrics = build_trainer(cfg, run_dir).fit()
+    events = list(run_dir.rglob("events.out.tfevents.*"))
+    assert [p.parent for p in events] == [run_dir]  # no sub-run folder (as SummaryWriter.add_hparams would make)
+    acc = EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    content = acc.PluginTagToContent(hp_metadata.PLUGIN_NAME)
+    start = hp_metadata.parse_session_start_info_plugin_data(content[hp_metadata.SESSION_START_INFO_TAG])
+    assert start.hparams["strategy"].string_value == "wgan_gp" and start.hparams["seed"].number_value == 2
+    assert start.hparams["n_critic"].number_value == 5  # the effective value, set by the strategy
+    assert start.hparams["lr_G"].number_value == pytest.approx(1e-4)  # WGAN-GP's Adam settings
+    experiment = hp_metadata.parse_experiment_plugin_data(content[hp_metadata.EXPERIMENT_TAG])
+    assert [m.name.tag for m in experiment.metric_infos] == metric_tags(metrics["scores"])
+    assert [h.name for h in experiment.hparam_infos] == list(HPARAM_KEYS)
+    assert {h.name for h in experiment.hparam_infos if h.differs} == set(DIFFERS)  # shown first in the table
+    assert start.hparams["loss"].string_value == "Wasserstein"  # the loss in use, not the configured one
+    final = acc.Scalars("diversity/reverse_kl")[-1]  # the HParams metric is the last value of this tag
+    assert final.step == 6 and final.value == pytest.approx(metrics["scores"]["reverse_kl"], rel=1e-6)
+    layout = layout_pb2.Layout.FromString(acc.Tensors("custom_scalars__config__")[0].tensor_proto.string_val[0])
+    assert {c.title for c in layout.category[0].chart} == {t.removeprefix("diversity/")
+                                                            for t in metric_tags(metrics["scores"])}
+    assert json.loads((run_dir / "metrics.json").read_text())["strategies"] == ["wgan_gp"]
