@@ -92,6 +92,10 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     check_config(cfg)
     strategies = build_strategies(cfg)
     device = resolve_device(cfg.device)
+    if cfg.get("threads") is not None:
+        if int(cfg.threads) < 1:
+            raise ValueError(f"threads must be a positive integer or null, got {cfg.threads}")
+        torch.set_num_threads(int(cfg.threads))
     seed_everything(int(cfg.seed))
     data = data if data is not None else load_data(cfg, device)
     shape = data.sample_shape

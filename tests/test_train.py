@@ -82,6 +82,7 @@ def test_tensorboard_events_read_back(tmp_path: Path) -> None:
     ("trainer.batch_size=-4", "trainer.batch_size must be a positive integer"),
     ("trainer.batch_size=5000", "trainer.batch_size=5000 is larger than the data set"),
     ("device=cuda:7", "device=cuda:7"),
+    ("threads=0", "threads must be a positive integer"),
 ])
 def test_bad_settings_fail_before_training(override: str, message: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(")) if "cuda" not in override or not torch.cuda.is_available() else pytest.raises(Exception):
