@@ -1,0 +1,69 @@
+"""Small helpers shared by several strategies (not strategies themselves)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def head_owner(discriminator: nn.Module, strategy: str) -> nn.Module:
+    """The module holding ``features``, ``head`` and ``feature_dim``: D itself, or the D a wrapper holds as ``inner``.
+
+    Raises:
+        ValueError: no such module (the model does not follow :class:`ganlab.models.Discriminator`).
+    """
+    d = getattr(discriminator, "inner", discriminator)
+    if not all(hasattr(d, a) for a in ("features", "head", "feature_dim")):
+        raise ValueError(f"strategy {strategy!r} needs a discriminator with features, head and feature_dim "
+                         f"(ganlab.models.Discriminator); got {type(d).__name__}")
+    return d
+
+
+class LRAdjust:
+    """An optimiser factory that sets and/or scales every param group's lr right after building the optimiser.
+
+    Final lr = (``lr`` if given, else the lr the wrapped factory chose) * ``factor``. :meth:`wrap` merges
+    with an ``LRAdjust`` already present (also one under a ``functools.partial``, as made by
+    :func:`~ganlab.strategies.base.with_optim_kwargs`), so ``ttur`` (sets) and ``d_lr_damping`` (scales) give
+    the same result in either order, and both win over lrs passed as keyword arguments (``wgan_gp``). On a
+    resume the optimiser's saved param groups replace these, so a factor is never applied twice.
+
+    Args:
+        factory: ``params -> torch.optim.Optimizer``.
+        lr: absolute learning rate (> 0), or None to keep the factory's.
+        factor: multiplier (> 0).
+
+    Raises:
+        ValueError: non-positive lr or factor.
+    """
+
+    def __init__(self, factory: Callable[..., torch.optim.Optimizer], lr: float | None = None,
+                 factor: float = 1.0) -> None:
+        if not factor > 0 or (lr is not None and not lr > 0):
+            raise ValueError(f"lr and lr factor must be positive, got lr={lr}, factor={factor}")
+        self.factory, self.lr, self.factor = factory, lr, float(factor)
+
+    @classmethod
+    def wrap(cls, factory: Callable[..., torch.optim.Optimizer], lr: float | None = None,
+             factor: float = 1.0) -> LRAdjust:
+        """``factory`` with its lr set to ``lr`` (when given) and multiplied by ``factor``, merged as described."""
+        inner, kwargs = factory, {}
+        if isinstance(factory, functools.partial) and isinstance(factory.func, LRAdjust):
+            inner, kwargs = factory.func, dict(factory.keywords)
+        if isinstance(inner, LRAdjust):
+            base = functools.partial(inner.factory, **kwargs) if kwargs else inner.factory
+            return cls(base, lr if lr is not None else inner.lr, inner.factor * factor)
+        return cls(factory, lr, factor)
+
+    def __call__(self, params: Iterable[Any], *args: Any, **kwargs: Any) -> torch.optim.Optimizer:
+        opt = self.factory(params, *args, **kwargs)
+        for group in opt.param_groups:
+            group["lr"] = (self.lr if self.lr is not None else group["lr"]) * self.factor
+        return opt
+
+    def __repr__(self) -> str:
+        return f"LRAdjust({self.factory!r}, lr={self.lr}, factor={self.factor})"

@@ -1,0 +1,81 @@
+"""PacGAN (Lin et al. 2018, "PacGAN: The power of two samples in GANs", Sec. 3).
+
+D judges m samples at once: the batch (B, C, ...) is cut into B/m packs of m consecutive samples,
+concatenated along dim 1 into (B/m, m*C, ...), and a discriminator built with ``in_channels = m*C``
+scores each pack (all m real, or all m generated). Packing penalises collapse because m samples from a
+collapsed G look alike. The paper uses m = 2..4 (PacGAN2, PacGAN3, PacGAN4).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+from torch.nn.utils import parametrize
+
+from ganlab.strategies.base import GANSpec, Strategy
+
+
+def pack(x: Tensor, m: int) -> Tensor:
+    """(B, C, ...) -> (B/m, m*C, ...): samples i*m .. i*m + m - 1 side by side along dim 1.
+
+    Raises:
+        ValueError: B is not divisible by m.
+    """
+    if x.shape[0] % m:
+        raise ValueError(f"strategy pacgan packs m={m} samples, but the batch has {x.shape[0]} samples; choose "
+                         f"trainer.batch_size as a multiple of strategy.pacgan.m")
+    return x.reshape(x.shape[0] // m, m * x.shape[1], *x.shape[2:])
+
+
+class PackedDiscriminator(nn.Module):
+    """Wraps a D built for m*C input channels: (B, C, ...) -> pack -> (B/m,) scores.
+
+    Args:
+        inner: a :class:`ganlab.models.Discriminator` with ``in_channels = m*C``.
+        m: pack size (>= 2).
+    """
+
+    def __init__(self, inner: nn.Module, m: int) -> None:
+        super().__init__()
+        self.inner, self.m = inner, int(m)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.inner(pack(x, self.m))  # (B/m,)
+
+
+class PacGAN(Strategy):
+    """Rebuild D with m times the input channels and feed it packs of m samples.
+
+    List pacgan before strategies that change D's layers (``spectral_norm``), since it rebuilds the
+    features; a head already replaced (``minibatch_discrimination``, ``minibatch_stddev``) is kept.
+
+    Args:
+        m: pack size, 2..4 as in the paper (any m >= 2 is accepted).
+
+    Raises:
+        ValueError: m < 2, the discriminator cannot be rebuilt with ``in_channels``, or its layers were
+            already changed by another strategy.
+    """
+
+    name = "pacgan"
+    replaces = frozenset({"discriminator input"})
+
+    def __init__(self, m: int = 2) -> None:
+        if int(m) < 2:
+            raise ValueError(f"strategy.pacgan.m must be >= 2 (samples per pack), got {m}")
+        self.m = int(m)
+
+    def configure(self, spec: GANSpec) -> None:
+        old = spec.discriminator
+        if any(parametrize.is_parametrized(mod) for mod in old.modules()):
+            raise ValueError("strategy pacgan rebuilds D's layers, which another strategy has already changed "
+                             "(e.g. spectral_norm); list pacgan first: strategy=[pacgan,spectral_norm]")
+        channels = getattr(old, "in_channels", None)
+        if channels is None:
+            raise ValueError(f"strategy pacgan needs a discriminator with in_channels; got {type(old).__name__}")
+        inner = spec.build_discriminator(in_channels=self.m * int(channels))
+        if hasattr(old, "head"):
+            inner.head = old.head  # keep a head another strategy installed (it sees features, not inputs)
+        spec.discriminator = PackedDiscriminator(inner, self.m)
+
+    def __repr__(self) -> str:
+        return f"PacGAN(m={self.m})"

@@ -1,0 +1,145 @@
+"""Known answers of the extra strategies: minibatch stddev, PacGAN, spectral norm, R1, TTUR, unrolled, EMA,
+mode seeking."""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+import pytest
+import torch
+from torch import nn
+
+from ganlab.losses import NonSaturatingLoss
+from ganlab.models import MLPDiscriminator, MLPGenerator
+from ganlab.strategies.base import GANSpec, TrainState
+from ganlab.strategies.ema import EMA, ema_update
+from ganlab.strategies.minibatch_stddev import minibatch_stddev
+from ganlab.strategies.mode_seeking import mode_seeking_ratio
+from ganlab.strategies.pacgan import PacGAN, pack
+from ganlab.strategies.r1 import r1_penalty
+from ganlab.strategies.spectral_norm import SpectralNorm
+from ganlab.strategies.unrolled import Unrolled
+
+
+def _spec(d: nn.Module) -> GANSpec:
+    build = lambda **kw: MLPDiscriminator((2,), hidden=(16, 8), **kw)  # noqa: E731
+    adam = functools.partial(torch.optim.Adam, lr=2e-4, betas=(0.5, 0.999))
+    return GANSpec(MLPGenerator((2,)), d, NonSaturatingLoss(), adam, adam, 1, (2,), build)
+
+
+def test_minibatch_stddev_known_values_and_strided_groups() -> None:
+    f = torch.tensor([[0.0, 0.0], [5.0, 5.0], [2.0, 4.0], [5.0, 5.0]])  # groups {0, 2}, {1, 3} for G = 2
+    s = minibatch_stddev(f, group_size=2)
+    assert s.shape == (4, 1)
+    expected = (torch.sqrt(torch.tensor(1.0 + 1e-8)) + torch.sqrt(torch.tensor(4.0 + 1e-8))) / 2  # stds 1 and 2
+    assert torch.allclose(s[[0, 2]], expected.expand(2, 1)) and torch.allclose(s[[1, 3]], torch.full((2, 1), 1e-4))
+    with pytest.raises(ValueError, match="not divisible"):
+        minibatch_stddev(torch.zeros(6, 3), group_size=4)
+
+
+def test_pack_puts_m_consecutive_samples_side_by_side() -> None:
+    x = torch.arange(12.0).view(6, 2)
+    assert torch.equal(pack(x, 3), torch.tensor([[0.0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]))
+    img = torch.randn(4, 1, 8, 8)
+    packed = pack(img, 2)
+    assert packed.shape == (2, 2, 8, 8) and torch.equal(packed[1, 0], img[2, 0]) and torch.equal(packed[1, 1], img[3, 0])
+    with pytest.raises(ValueError, match="multiple of strategy.pacgan.m"):
+        pack(x, 4)
+
+
+def test_pacgan_rebuilds_d_and_refuses_layers_changed_before() -> None:
+    spec = _spec(MLPDiscriminator((2,), hidden=(16, 8)))
+    PacGAN(m=4).configure(spec)
+    assert spec.discriminator.inner.in_channels == 8 and spec.discriminator(torch.randn(12, 2)).shape == (3,)
+    spec = _spec(MLPDiscriminator((2,), hidden=(16, 8)))
+    SpectralNorm().configure(spec)
+    with pytest.raises(ValueError, match="list pacgan first"):
+        PacGAN().configure(spec)
+    with pytest.raises(ValueError, match="m must be >= 2"):
+        PacGAN(m=1)
+
+
+def test_spectral_norm_makes_every_layer_1_lipschitz() -> None:
+    d = MLPDiscriminator((2,), hidden=(32, 16))
+    spec = _spec(d)
+    SpectralNorm(n_power_iterations=50).configure(spec)
+    d(torch.randn(4, 2))  # one forward pass runs the power iterations
+    for layer in (m for m in d.modules() if isinstance(m, nn.Linear)):
+        assert float(torch.linalg.matrix_norm(layer.weight.detach(), ord=2)) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_r1_of_a_linear_critic_is_its_squared_weight_norm() -> None:
+    w = torch.randn(3, 4)
+    critic = lambda x: (x * w).flatten(1).sum(1)  # noqa: E731
+    assert float(r1_penalty(critic, torch.randn(5, 3, 4))) == pytest.approx(float(w.pow(2).sum()), rel=1e-6)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_unrolled_d_equals_k_real_optimiser_steps(optimizer: str) -> None:
+    torch.manual_seed(3)
+    d = MLPDiscriminator((2,), hidden=(16, 8)).double()
+    make = (functools.partial(torch.optim.SGD, lr=0.05) if optimizer == "sgd"
+            else functools.partial(torch.optim.Adam, lr=0.01, betas=(0.5, 0.999)))
+    opt = make(d.parameters())
+    real, fake, probe = (torch.randn(16, 2, dtype=torch.float64) for _ in range(3))
+    loss = NonSaturatingLoss()
+    for _ in range(2):  # give Adam some state to continue from
+        opt.zero_grad()
+        loss.d_loss(d(real), d(fake)).backward()
+        opt.step()
+    ref = copy.deepcopy(d)
+    ref_opt = make(ref.parameters())
+    ref_opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+    for _ in range(3):
+        ref_opt.zero_grad()
+        loss.d_loss(ref(real), ref(fake)).backward()
+        ref_opt.step()
+    s = Unrolled(k=3, optimizer=optimizer)
+    s.configure(_spec(d))
+    s.on_start(TrainState(nn.Linear(1, 1), d, opt, opt))
+    critic = s.g_discriminator(d, real, fake)
+    assert torch.allclose(critic(probe), ref(probe), atol=1e-10)
+    assert not torch.allclose(d(probe), ref(probe))  # the real D did not move
+
+
+def test_unrolled_second_order_reaches_g_through_the_unrolled_steps() -> None:
+    g, d = MLPGenerator((2,), z_dim=3, hidden=(8,)), MLPDiscriminator((2,), hidden=(8,))
+    opt_d = torch.optim.Adam(d.parameters(), lr=0.01)
+    s = Unrolled(k=2)
+    s.configure(_spec(d))
+    s.on_start(TrainState(g, d, torch.optim.Adam(g.parameters()), opt_d))
+    real, fake = torch.randn(8, 2), g(torch.randn(8, 3))
+    d.requires_grad_(False)
+    first = torch.autograd.grad(s.g_discriminator(d, real, fake)(fake.detach()).sum(), list(g.parameters()))
+    assert any(float(t.abs().sum()) > 0 for t in first)  # only through theta_D^k(fake): the eq. 8 term
+
+
+def test_ema_update_and_resume() -> None:
+    g = nn.Linear(2, 2)
+    ema = copy.deepcopy(g)
+    with torch.no_grad():
+        g.weight.add_(1.0)
+    old = ema.weight.clone()
+    ema_update(ema, g, beta=0.9)
+    assert torch.allclose(ema.weight, 0.9 * old + 0.1 * g.weight)
+    state = TrainState(g, g, torch.optim.SGD(g.parameters(), lr=0.1), torch.optim.SGD(g.parameters(), lr=0.1))
+    s = EMA(beta=0.5)
+    s.on_start(state)
+    with torch.no_grad():
+        g.weight.add_(2.0)
+    s.after_step(state)
+    saved = s.state_dict()
+    state2 = TrainState(g, g, state.opt_g, state.opt_d)
+    s2 = EMA(beta=0.5)
+    s2.load_state_dict(saved)
+    s2.on_start(state2)
+    assert torch.equal(state2.g_ema.weight, state.g_ema.weight)
+
+
+def test_mode_seeking_ratio_of_a_linear_generator() -> None:
+    z = torch.randn(10, 3)
+    assert float(mode_seeking_ratio(2.0 * z, z)) == pytest.approx(2.0, rel=1e-6)
+    assert float(mode_seeking_ratio(torch.ones(10, 3), z)) == 0.0  # a collapsed G
+    with pytest.raises(ValueError, match=">= 2 samples"):
+        mode_seeking_ratio(torch.ones(1, 3), torch.ones(1, 3))
