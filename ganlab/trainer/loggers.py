@@ -21,7 +21,10 @@ class NullLogger:
         """Log a (3, H, W) image in [0, 1]."""
 
     def figure(self, tag: str, figure: Any, step: int) -> None:
-        """Log a matplotlib figure (closed afterwards)."""
+        """Log a matplotlib figure (closed afterwards, so long runs do not pile figures up)."""
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
 
     def histogram(self, tag: str, values: Tensor, step: int) -> None:
         """Log the distribution of ``values``."""

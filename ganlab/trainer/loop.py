@@ -88,6 +88,7 @@ class Trainer:
         self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
+        self._pending_g_ema: dict[str, Tensor] | None = None
 
     # ---------------------------------------------------------------- one D update and one G update
     def _sum_terms(self, base: Tensor, extra: list[dict[str, Tensor]]) -> dict[str, Tensor]:
@@ -137,6 +138,9 @@ class Trainer:
         """Train until ``cfg.steps`` generator updates; write checkpoints and ``metrics.json``; return it."""
         for s in self.strategies:
             s.on_start(self.state)
+        if self._pending_g_ema is not None and self.state.g_ema is not None:  # created by a strategy's on_start
+            self.state.g_ema.load_state_dict(self._pending_g_ema)
+        self._pending_g_ema = None
         start_step, t0 = self.state.step, time.perf_counter()
         bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not self.cfg.progress, dynamic_ncols=True,
                    unit="step", desc="train")
@@ -248,8 +252,7 @@ class Trainer:
         self.D.load_state_dict(ckpt["discriminator"])
         st.opt_g.load_state_dict(ckpt["opt_g"])
         st.opt_d.load_state_dict(ckpt["opt_d"])
-        if st.g_ema is not None and ckpt.get("g_ema") is not None:
-            st.g_ema.load_state_dict(ckpt["g_ema"])
+        self._pending_g_ema = ckpt.get("g_ema")  # restored in fit(), once strategies have made state.g_ema
         for s in self.strategies:
             s.load_state_dict(ckpt["strategies"].get(s.name, {}))
         self.batcher.load_state_dict(ckpt["batcher"])
