@@ -19,6 +19,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab.data.base import GANData
+from ganlab.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.strategies.base import GANSpec, Strategy, check_compatible
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer, TrainerConfig
@@ -87,9 +88,22 @@ def build_strategies(cfg: DictConfig) -> list[Strategy]:
     return strategies
 
 
-def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = None) -> Trainer:
-    """Build a ready-to-``fit`` :class:`Trainer` from a composed config (resumed when ``trainer.resume``)."""
+def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = None,
+                  finished_ok: bool = False) -> Trainer:
+    """Build a ready-to-``fit`` :class:`Trainer` from a composed config (resumed when ``trainer.resume``).
+
+    On resume the experiment's settings come from the checkpoint (see :mod:`ganlab.resume`), and
+    ``trainer.steps`` must go beyond the checkpoint's step unless ``finished_ok`` (re-scoring a checkpoint).
+    """
     check_config(cfg)
+    ckpt = ckpt_io.load_checkpoint(cfg.trainer.resume) if cfg.trainer.get("resume") else None
+    if ckpt is not None:
+        if int(cfg.trainer.steps) <= int(ckpt["step"]) and not finished_ok:
+            raise ValueError(f"trainer.steps={cfg.trainer.steps} is not beyond the checkpoint's step {ckpt['step']}: "
+                             "trainer.steps is the new total number of generator steps")
+        adopted = adopt_checkpoint_config(cfg, ckpt["config"], explicit_overrides())
+        if adopted:
+            log.info("resuming with the checkpoint's %s", ", ".join(adopted))
     strategies = build_strategies(cfg)
     device = resolve_device(cfg.device)
     if cfg.get("threads") is not None:
@@ -104,15 +118,21 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                    loss=make(cfg.loss), g_optim=make(cfg.optim.generator),
                    d_optim=make(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
                    data_shape=shape, build_discriminator=build_d)
+    configured_loss = type(spec.loss)
     for s in strategies:
         s.configure(spec)
+        if type(spec.loss) is not configured_loss:
+            log.warning("strategy %s replaces loss=%s with %s", s.name, cfg.loss._target_.rsplit(".", 1)[-1],
+                        type(spec.loss).__name__)
+            configured_loss = type(spec.loss)
     G, D = spec.generator.to(device), spec.discriminator.to(device)
     tcfg = TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True))  # type: ignore[arg-type]
     tcfg.n_critic = spec.n_critic
-    ckpt = ckpt_io.load_checkpoint(tcfg.resume) if tcfg.resume else None
     logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None)
+    evaluator = make(cfg.metrics)
+    evaluator.prepare(data)  # trains/loads the embedder and scores the data baseline: bad metrics.* fail now
     trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=spec.g_optim(G.parameters()),
-                      opt_d=spec.d_optim(D.parameters()), strategies=strategies, evaluator=make(cfg.metrics),
+                      opt_d=spec.d_optim(D.parameters()), strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     if ckpt is not None:

@@ -31,10 +31,10 @@ HIGHER_IS_BETTER: dict[str, bool] = {
     "modes_covered": True, "hq_fraction": True, "reverse_kl": False, "kl_uniform": False,
     "clusters_covered": True, "clusters_covered_fraction": True, "cluster_kl": False, "cluster_jsd": False,
     "ndb": False, "ndb_fraction": False, "ndb_jsd": False,
-    "precision": True, "recall": True, "density": True, "coverage": True, "vendi": True, "fd": False,
+    "precision": True, "recall": True, "density": True, "coverage": True, "fd": False,
     "high_similarity_fraction": False, "collapsed": False, "duplicate_fraction": False,
     "memorization_fraction": False,
-}
+}  # vendi has no best: samples scattered off the data score high too; read it against data/vendi
 
 #: One row's scores: score name -> (mean, std over seeds, number of seeds).
 Summary = dict[str, dict[str, tuple[float, float, int]]]

@@ -35,7 +35,11 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
         FileNotFoundError: no checkpoint at ``path``.
         ValueError: an override is not ``key=value``.
     """
-    ckpt_path = ckpt_io.resolve_checkpoint(path)
+    try:
+        ckpt_path = ckpt_io.resolve_checkpoint(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding checkpoints/last.pt "
+                                "or a checkpoint file") from None
     bad = [o for o in overrides or [] if "=" not in o]
     if bad:
         raise ValueError(f"overrides must be key=value, got {bad}")
@@ -44,7 +48,7 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
     cfg.trainer.resume, cfg.trainer.progress = str(ckpt_path), False
     cfg.logger = {"_target_": "ganlab.trainer.loggers.NullLogger"}
     with tempfile.TemporaryDirectory() as scratch:
-        trainer = build_trainer(cfg, scratch)
+        trainer = build_trainer(cfg, scratch, finished_ok=True)
         G = trainer.state.g_ema or trainer.G
         scores = trainer.evaluator(G, trainer.data).scores
     result = {"checkpoint": str(ckpt_path), "step": trainer.state.step, "scores": scores}

@@ -26,6 +26,9 @@ def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
             yield f
             f.flush()
             os.fsync(f.fileno())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600 files; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -48,15 +48,18 @@ def is_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
-def record_failure(run_dir: str | Path, err: BaseException) -> Path:
+def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool = True) -> Path:
     """Log ``err``'s traceback (into the job's log) and write ``failure.json`` and ``FAILED`` into ``run_dir``.
+
+    ``log_traceback=False`` (a single run, which re-raises and so prints the traceback anyway) only writes the files.
 
     Returns:
         The path of ``failure.json``.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    log.error("job failed; the sweep goes on. %s: %s", type(err).__name__, err, exc_info=err)
+    if log_traceback:
+        log.error("job failed; the sweep goes on. %s: %s", type(err).__name__, err, exc_info=err)
     logs = sorted(run_dir.glob("*.log"))
     info = {"type": type(err).__name__, "message": str(err),
             "traceback": "".join(traceback.format_exception(err)),

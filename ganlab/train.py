@@ -30,6 +30,7 @@ def run(cfg: DictConfig) -> dict:
     metrics = trainer.fit()
     log.info("finished %d steps (%.1f steps/s); final scores:\n%s", metrics["step"], metrics["steps_per_s"],
              format_scores(metrics["scores"]))
+    log.info("results in %s (tensorboard --logdir %s)", run_dir, run_dir)
     return metrics
 
 
@@ -44,9 +45,10 @@ def main(cfg: DictConfig) -> float | None:
     try:
         metrics = run(cfg)
     except Exception as err:
-        if not sweep.is_multirun():
+        multirun = sweep.is_multirun()  # a single run also marks its folder, so ganlab-compare tells it from a kill
+        sweep.record_failure(HydraConfig.get().runtime.output_dir, err, log_traceback=multirun)
+        if not multirun:
             raise
-        sweep.record_failure(HydraConfig.get().runtime.output_dir, err)
         return sweep.failed_objective() if cfg.get("objective") else None
     objective = cfg.get("objective")
     return metrics["scores"].get(objective) if objective else None

@@ -63,7 +63,7 @@ def test_fashion_mnist_classifier_reaches_90_percent() -> None:
 
 
 def test_stacked_labels_from_the_classifier(classifier_cache: Path) -> None:
-    data = stacked_digits(num_samples=1000, holdout_samples=600, seed=0)
+    data = stacked_digits(num_samples=2000, holdout_samples=600, seed=0)
     emb = ClassifierEmbedder(epochs=5)
     emb.prepare(data)
     assert emb(data.holdout[:10]).shape == (10, 3 * 128)

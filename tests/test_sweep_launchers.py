@@ -56,7 +56,8 @@ def test_a_failing_job_does_not_stop_the_sweep(tmp_path: Path) -> None:
 def test_a_failing_single_run_exits_nonzero(tmp_path: Path) -> None:
     res = cli("ganlab-train", "debug.fail_at_step=2", *TINY, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert res.returncode != 0 and "InjectedFailure" in res.stderr
-    assert not (tmp_path / "run" / "failure.json").exists()
+    failure = json.loads((tmp_path / "run" / "failure.json").read_text())  # so ganlab-compare tells it from a kill
+    assert failure["type"] == "InjectedFailure" and res.stderr.count("Traceback (most recent call last)") == 1
 
 
 def test_submitit_local_launcher(tmp_path: Path) -> None:

@@ -127,3 +127,28 @@ def test_interrupted_checkpoint_write_keeps_the_good_file(tmp_path: Path, monkey
 def test_resume_from_missing_checkpoint(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="checkpoints/last.pt"):
         build_trainer(compose_cfg(["logger=none", f"trainer.resume={tmp_path / 'nope'}"]), tmp_path)
+
+
+def test_resume_takes_the_experiment_from_the_checkpoint(tmp_path: Path) -> None:
+    fit(["logger=none", "seed=1", "optim.discriminator.lr=1e-3", "trainer.steps=4"], tmp_path / "first")
+    trainer = build_trainer(compose_cfg(["logger=none", "trainer.steps=8", f"trainer.resume={tmp_path / 'first'}"]),
+                            tmp_path / "resumed")  # seed and lr not repeated on the command line
+    assert trainer.seed == 1 and trainer.state.opt_d.param_groups[0]["lr"] == 1e-3
+    assert trainer.config["seed"] == 1 and trainer.state.step == 4
+
+
+def test_resume_refuses_a_typed_change_of_experiment(tmp_path: Path) -> None:
+    from ganlab.resume import adopt_checkpoint_config
+
+    fit(["logger=none", "trainer.steps=4"], tmp_path / "first")
+    saved = torch.load(tmp_path / "first" / "checkpoints" / "last.pt", weights_only=True)["config"]
+    with pytest.raises(ValueError, match="whose dataset was"):
+        adopt_checkpoint_config(compose_cfg(["dataset=grid25"]), saved, explicit={"dataset"})
+    with pytest.raises(ValueError, match="trainer.steps=4 is not beyond the checkpoint's step 4"):
+        build_trainer(compose_cfg(["logger=none", "trainer.steps=4", f"trainer.resume={tmp_path / 'first'}"]),
+                      tmp_path / "again")
+
+
+def test_metrics_too_small_for_a_scorer_fail_before_training(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"metrics.scorers.prdc cannot score 5 samples"):
+        build_trainer(compose_cfg(["logger=none", "metrics.num_samples=5"]), tmp_path)

@@ -91,9 +91,14 @@ class Evaluator:
         batch = EvalBatch(samples=samples, embeddings=self.embedder(samples), labels=self.embedder.mode_labels(samples),
                           real_embeddings=self._real[1], real_samples=self._real[0], data=data)
         scores: dict[str, float] = {}
-        for scorer in self.scorers.values():
+        for name, scorer in self.scorers.items():
             if scorer.applies_to(data):
-                scores.update(scorer(batch))
+                try:
+                    scores.update(scorer(batch))
+                except ValueError as err:
+                    raise ValueError(f"metrics.scorers.{name} cannot score {len(samples)} samples against "
+                                     f"{len(batch.real_embeddings)} real ones: {err}. Raise metrics.num_samples / "
+                                     f"metrics.num_real, or drop the scorer with ~metrics.scorers.{name}") from err
         return EvalResult(scores, samples, batch.embeddings, batch.labels, batch.histograms)
 
     def __call__(self, generator: nn.Module, data: GANData) -> EvalResult:

@@ -31,11 +31,14 @@ def scatter_figure(real: Tensor, fake: Tensor, means: Tensor | None = None, titl
     if means is not None:
         m = means.detach().cpu()
         ax.scatter(m[:, 0], m[:, 1], s=40, marker="x", c="black", label="modes")
-    lim = float(torch.cat([r, m if means is not None else r]).abs().max()) * 1.3
+    extent = float(torch.cat([r, m if means is not None else r]).abs().max()) * 1.3
+    lim = min(max(extent, float(f.abs().max()) * 1.05), 3 * extent)  # show stray samples, up to 3x the data
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
     ax.set_aspect("equal")
-    ax.legend(loc="upper right", markerscale=4, fontsize=8)
+    legend = ax.legend(loc="upper right", fontsize=8)
+    for handle in legend.legend_handles:
+        handle.set_sizes([20])
     ax.set_title(title)
     fig.tight_layout()
     return fig

@@ -1,0 +1,59 @@
+"""What a resumed run keeps from the run it continues.
+
+A checkpoint stores the resolved config of its run. On ``trainer.resume=...`` the settings that define the
+experiment (:data:`RUN_KEYS`) are taken from the checkpoint, so a resumed run is the same experiment even
+when the command line does not repeat the original overrides. Loop-control settings (``trainer.steps``,
+``trainer.eval_every``, logging, device, threads, metrics) come from the new command. Typing a different
+value for a run key on the resuming command line is refused: it would silently become another experiment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+#: Config keys that define the experiment; a resumed run takes them from the checkpoint.
+RUN_KEYS = ("dataset", "model", "loss", "optim", "strategy", "seed", "trainer.batch_size", "trainer.n_critic")
+
+
+def explicit_overrides() -> set[str]:
+    """Keys the user typed on the command line (``dataset=grid25`` -> ``dataset``), when run under Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return set()
+    return {o.split("=", 1)[0].lstrip("+~").replace("/", ".") for o in HydraConfig.get().overrides.task}
+
+
+def adopt_checkpoint_config(cfg: DictConfig, saved: dict[str, Any], explicit: set[str] | None = None) -> list[str]:
+    """Replace ``cfg``'s :data:`RUN_KEYS` by the checkpoint's ``saved`` config, in place.
+
+    Args:
+        cfg: the composed config of the resuming run.
+        saved: the resolved config stored in the checkpoint.
+        explicit: keys typed on the command line (see :func:`explicit_overrides`).
+
+    Returns:
+        The run keys whose value was taken from the checkpoint because it differed.
+
+    Raises:
+        ValueError: a run key typed on the command line differs from the checkpoint's value.
+    """
+    explicit = explicit or set()
+    adopted = []
+    for key in RUN_KEYS:
+        old, new = OmegaConf.select(OmegaConf.create(saved), key), OmegaConf.select(cfg, key)
+        old_c = OmegaConf.to_container(old, resolve=True) if OmegaConf.is_config(old) else old
+        new_c = OmegaConf.to_container(new, resolve=True) if OmegaConf.is_config(new) else new
+        if old_c == new_c:
+            continue
+        typed = sorted(e for e in explicit if e == key or e.startswith(key + "."))
+        if typed:
+            raise ValueError(f"trainer.resume continues a run whose {key} was {old_c!r}, but the command sets "
+                             f"{', '.join(typed)} to something else; drop that override to continue the same "
+                             "experiment, or start a new run without trainer.resume")
+        with open_dict(cfg):
+            OmegaConf.update(cfg, key, old_c, merge=False)
+        adopted.append(key)
+    return adopted
