@@ -17,6 +17,7 @@ from ganlab.data.base import GANData
 from ganlab.metrics.embedders import AutoEmbedder, Embedder
 from ganlab.metrics.kmeans import assign, kmeans
 from ganlab.metrics.scorers import EvalBatch, Scorer
+from ganlab.models.base import eval_mode
 
 
 @dataclass
@@ -59,13 +60,9 @@ class Evaluator:
     def sample(self, generator: nn.Module, n: int, device: torch.device) -> Tensor:
         """(n, *data_shape) samples from the evaluation latent codes; G is put in eval mode meanwhile."""
         gen = torch.Generator(device=device).manual_seed(self.seed + 7919)
-        was_training = generator.training
-        generator.eval()
-        try:
+        with eval_mode(generator):
             out = [generator(torch.randn(min(self.batch_size, n - i), generator.z_dim, generator=gen, device=device))
                    for i in range(0, n, self.batch_size)]
-        finally:
-            generator.train(was_training)
         return torch.cat(out)
 
     def prepare(self, data: GANData) -> None:

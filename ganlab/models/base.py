@@ -6,6 +6,9 @@ discriminator with more input channels, spectral norm walks its layers. Keep new
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 from torch import Tensor, nn
 
@@ -43,6 +46,17 @@ class Discriminator(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.head(self.features(x)).squeeze(1)  # (B,)
+
+
+@contextlib.contextmanager
+def eval_mode(module: nn.Module) -> Iterator[nn.Module]:
+    """Put ``module`` in eval mode (batch norm uses running statistics) and restore its mode afterwards."""
+    was_training = module.training
+    module.eval()
+    try:
+        yield module
+    finally:
+        module.train(was_training)
 
 
 def has_batch_norm(module: nn.Module) -> bool:

@@ -19,6 +19,7 @@ from ganlab.data.base import Batcher, GANData
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.metrics.evaluator import EvalResult, Evaluator
+from ganlab.models.base import eval_mode
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import visuals
@@ -176,7 +177,7 @@ class Trainer:
     def evaluate(self) -> dict[str, float]:
         """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt."""
         step, G = self.state.step, self.state.g_ema or self.G
-        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+        with self._isolated_rng():
             result = self.evaluator(G, self.data)
             self._log_pictures(G, result.samples, step)
         scores = result.scores
@@ -191,15 +192,17 @@ class Trainer:
         self.logger.flush()
         return scores
 
+    def _isolated_rng(self) -> Any:
+        """Global RNG draws inside (evaluation, projector) leave the training streams untouched."""
+        return torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else [])
+
     @torch.no_grad()
     def _log_pictures(self, G: nn.Module, samples: Tensor, step: int) -> None:
         """Images: a grid from the fixed latent codes. Points: a scatter of the scored samples vs real data."""
         out = self.run_dir / "samples" / f"step_{step:07d}.png"
         if self.data.is_image:
-            was_training = G.training
-            G.eval()
-            grid = visuals.image_grid(G(self.fixed_z))
-            G.train(was_training)
+            with eval_mode(G):
+                grid = visuals.image_grid(G(self.fixed_z))
             self.logger.image("samples", grid, step)
             visuals.save_grid_png(grid, out)
         else:
@@ -224,7 +227,7 @@ class Trainer:
                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed}
         ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
         if self.last_result is not None and self.cfg.projector:
-            with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            with self._isolated_rng():
                 mat, meta, header, sprites = self.evaluator.projector(self.last_result, self.data)
             self.logger.embedding(mat, meta, header, sprites, tag="real_vs_generated", step=self.state.step)
         log_run_summary(self.logger, metrics, self)  # TensorBoard: HParams row, custom-scalars layout
