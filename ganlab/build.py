@@ -19,6 +19,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab.data.base import GANData
+from ganlab.health import MonitorConfig
 from ganlab.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.strategies.base import GANSpec, Strategy, check_compatible
 from ganlab.trainer import checkpoint as ckpt_io
@@ -72,6 +73,13 @@ def check_config(cfg: DictConfig) -> None:
         if lr is not None and not float(lr) > 0:
             raise ValueError(f"optim.{net}.lr must be positive, got {lr}")
     TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True)).validate()  # type: ignore[arg-type]
+    monitor_config(cfg)
+
+
+def monitor_config(cfg: DictConfig) -> MonitorConfig:
+    """The validated ``monitor`` node (defaults when the config has none). Raises ValueError naming the key."""
+    node = cfg.get("monitor")
+    return MonitorConfig.from_dict(OmegaConf.to_container(node, resolve=True) if node is not None else None)  # type: ignore[arg-type]
 
 
 def load_data(cfg: DictConfig, device: torch.device) -> GANData:
@@ -134,7 +142,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=spec.g_optim(G.parameters()),
                       opt_d=spec.d_optim(D.parameters()), strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
-                      config=OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+                      config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+                      monitor=monitor_config(cfg))
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
         log.info("resumed from %s at step %d", tcfg.resume, trainer.state.step)

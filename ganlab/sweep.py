@@ -25,6 +25,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from ganlab.health.recovery import InjectNaN
 from ganlab.hparams import strategy_label
 from ganlab.strategies.base import Strategy, TrainState
 
@@ -101,9 +102,15 @@ class FailAtStep(Strategy):
 def inject_faults(trainer: Any, debug: DictConfig | dict | None) -> None:
     """Arm the test-only faults of the ``debug:`` node on a built trainer (nothing when all are null).
 
+    ``debug.inject_nan_at_step=k`` adds a NaN to D's loss in generator step k, once (see
+    :class:`ganlab.health.recovery.InjectNaN`).
+
     Raises:
-        ValueError: ``debug.fail_at_step`` is not a positive integer.
+        ValueError: ``debug.fail_at_step`` or ``debug.inject_nan_at_step`` is not a positive integer.
     """
+    nan_step = (debug or {}).get("inject_nan_at_step")
+    if nan_step is not None:
+        trainer.strategies.append(InjectNaN(int(nan_step)))
     step = (debug or {}).get("fail_at_step")
     if step is None:
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import hydra
@@ -19,6 +20,17 @@ def format_scores(scores: dict[str, float]) -> str:
     """One line ``name=value`` per score, model scores first, then the ``data/`` baseline."""
     keys = sorted(scores, key=lambda k: (k.startswith("data/"), k))
     return "\n".join(f"  {k:<28} {scores[k]:.4g}" for k in keys)
+
+
+def preflight(cfg: DictConfig) -> bool:
+    """``preflight=true``: dry-run the experiment, print the pass/fail table; True when every check passed."""
+    from ganlab.health.preflight import format_table, run_preflight
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    rows = run_preflight(cfg, run_dir)
+    print(format_table(rows), flush=True)
+    log.info("preflight table in %s", run_dir / "preflight.json")
+    return all(r.passed is not False for r in rows)
 
 
 def run(cfg: DictConfig) -> dict:
@@ -42,6 +54,10 @@ def main(cfg: DictConfig) -> float | None:
     ``failure.json`` and ``FAILED`` into its folder, and it returns the worst objective (+-inf). A single run
     re-raises.
     """
+    if cfg.get("preflight"):
+        if not preflight(cfg):
+            sys.exit(1)
+        return None
     try:
         metrics = run(cfg)
     except Exception as err:

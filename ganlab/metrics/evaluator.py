@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from ganlab.data.base import GANData
 from ganlab.metrics.embedders import AutoEmbedder, Embedder
-from ganlab.metrics.kmeans import assign, kmeans
+from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
 from ganlab.metrics.scorers import EvalBatch, Scorer
 from ganlab.models.base import eval_mode
 
@@ -55,6 +55,7 @@ class Evaluator:
         self._prepared_for: int | None = None
         self._real: tuple[Tensor, Tensor] | None = None
         self._baseline: dict[str, float] = {}
+        self._clusters: dict[int, KMeansResult] = {}
 
     @torch.no_grad()
     def sample(self, generator: nn.Module, n: int, device: torch.device) -> Tensor:
@@ -74,12 +75,40 @@ class Evaluator:
         idx = torch.randperm(len(data), generator=gen)[: self.num_real].to(data.x.device)
         real = data.x[idx]
         self._real = (real, self.embedder(real))
+        self._clusters = {}
         self._prepared_for = id(data)
         held = data.holdout if data.holdout is not None else data.x
         baseline = self.score(held[: self.num_samples], data)
         self._baseline = {f"data/{k}": v for k, v in baseline.scores.items()}
         if self.embedder.test_accuracy is not None:
             self._baseline["data/classifier_accuracy"] = float(self.embedder.test_accuracy)
+
+    @property
+    def reference(self) -> tuple[Tensor, Tensor]:
+        """The real reference the scorers compare against: ``(samples (num_real, *data_shape), embeddings
+        (num_real, D))``, a seeded subset of the training data (images in [-1, 1]).
+
+        Raises:
+            RuntimeError: the evaluator has not been prepared (call :meth:`prepare` or score something first).
+        """
+        if self._real is None:
+            raise RuntimeError("the evaluator has no real reference yet: call evaluator.prepare(data) first")
+        return self._real
+
+    def reference_clusters(self, k: int) -> KMeansResult:
+        """k-means (k-means++, 3 inits, seeded by ``seed``) on the real reference embeddings, fitted once per k.
+
+        Raises:
+            RuntimeError: the evaluator has not been prepared.
+            ValueError: k is not in [1, num_real).
+        """
+        if self._real is None:
+            raise RuntimeError("the evaluator has no real reference yet: call evaluator.prepare(data) first")
+        if k not in self._clusters:
+            emb = self._real[1]
+            gen = torch.Generator(device=emb.device).manual_seed(self.seed)
+            self._clusters[k] = kmeans(emb, k, n_init=3, generator=gen)
+        return self._clusters[k]
 
     def score(self, samples: Tensor, data: GANData) -> EvalResult:
         """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`)."""
@@ -116,8 +145,7 @@ class Evaluator:
         assert self._real is not None, "call the evaluator first"
         real_x, real_emb = self._real[0][:n], self._real[1][:n]
         fake_x, fake_emb = result.samples[:n], result.embeddings[:n]
-        k = min(int(data.num_modes or 10), 100, len(self._real[1]) - 1)
-        fit = kmeans(self._real[1], k, n_init=1, generator=torch.Generator(device=real_emb.device).manual_seed(self.seed))
+        fit = self.reference_clusters(min(int(data.num_modes or 10), 100, len(self._real[1]) - 1))
         clusters = torch.cat([assign(real_emb, fit.centers)[0], assign(fake_emb, fit.centers)[0]]).tolist()
         sources = ["real"] * len(real_emb) + ["generated"] * len(fake_emb)
         metadata = [[src, str(c)] for src, c in zip(sources, clusters)]

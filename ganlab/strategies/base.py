@@ -72,6 +72,8 @@ class TrainState:
         g_ema: an exponential-moving-average copy of G when a strategy keeps one, else None.
         log_text: ``log_text(tag, message)`` writes an event to the log and TensorBoard.
         extra: free slots strategies may share (e.g. the latest eval scores).
+        lr_scale: the factor the NaN/Inf guard has applied to every learning rate (``monitor.nan_lr_factor``
+            per recovery); a strategy that sets learning rates from stored base values multiplies them by it.
     """
 
     generator: nn.Module
@@ -82,6 +84,7 @@ class TrainState:
     g_ema: nn.Module | None = None
     log_text: Callable[[str, str], None] = lambda tag, msg: None
     extra: dict[str, Any] = field(default_factory=dict)
+    lr_scale: float = 1.0
 
 
 @dataclass
@@ -96,6 +99,10 @@ class StepContext:
         d_real: (B,) D outputs on ``real`` (in the G step: None; the G step does not score real data).
         d_fake: (B,) D outputs on ``fake``.
         generator, discriminator: the networks.
+        grad_scale: the loss scale of this update (1.0 except under ``trainer.precision=fp16``). A term built
+            from ``autograd.grad`` (a gradient penalty) multiplies the differentiated output by it and divides
+            the gradient by it, so fp16 gradients neither underflow nor get the penalty wrong (PyTorch AMP,
+            "Gradient penalty" recipe).
     """
 
     step: int
@@ -106,6 +113,7 @@ class StepContext:
     d_fake: Tensor
     generator: nn.Module
     discriminator: nn.Module
+    grad_scale: float = 1.0
 
 
 class Strategy:

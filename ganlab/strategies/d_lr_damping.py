@@ -92,7 +92,7 @@ class DLRDamping(Strategy):
             elif self.last_signal < self.low:
                 self.scale = min(self.scale / self.decay, 1.0)
             for group, base in zip(state.opt_d.param_groups, self.base_lrs):
-                group["lr"] = base * self.scale
+                group["lr"] = base * self.scale * state.lr_scale
         out = {"lr_D": float(state.opt_d.param_groups[0]["lr"]), "lr_G": float(state.opt_g.param_groups[0]["lr"])}
         if self.mode == "adaptive":
             out["scale"] = self.scale

@@ -15,10 +15,11 @@ from torch import Tensor
 from ganlab.strategies.base import StepContext, Strategy
 
 
-def r1_penalty(discriminator: Callable[[Tensor], Tensor], real: Tensor) -> Tensor:
+def r1_penalty(discriminator: Callable[[Tensor], Tensor], real: Tensor, grad_scale: float = 1.0) -> Tensor:
     """E ||grad_x D(x)||^2 over the (B, *shape) real batch (squared L2 over all non-batch dimensions).
 
-    Computed with ``create_graph=True`` so it back-propagates into D. Returns a scalar >= 0.
+    Computed with ``create_graph=True`` so it back-propagates into D. Returns a scalar >= 0. ``grad_scale``
+    (fp16 loss scale) multiplies D's output before differentiation; the gradient is divided by it again.
 
     Raises:
         ValueError: an empty batch.
@@ -26,8 +27,10 @@ def r1_penalty(discriminator: Callable[[Tensor], Tensor], real: Tensor) -> Tenso
     if real.shape[0] == 0:
         raise ValueError("R1 penalty needs a non-empty real batch")
     x = real.detach().requires_grad_(True)
-    (grad,) = torch.autograd.grad(discriminator(x).sum(), x, create_graph=True)
-    return grad.flatten(1).pow(2).sum(1).mean()
+    out = discriminator(x)
+    out = out.to(torch.promote_types(out.dtype, torch.float32))  # a scaled fp16 sum would overflow
+    (grad,) = torch.autograd.grad(out.sum() * grad_scale, x, create_graph=True)
+    return (grad / grad_scale).flatten(1).pow(2).sum(1).mean()
 
 
 class R1(Strategy):
@@ -49,7 +52,7 @@ class R1(Strategy):
         self.gamma = float(gamma)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        return {"r1": 0.5 * self.gamma * r1_penalty(ctx.discriminator, ctx.real)}
+        return {"r1": 0.5 * self.gamma * r1_penalty(ctx.discriminator, ctx.real, grad_scale=ctx.grad_scale)}
 
     def __repr__(self) -> str:
         return f"R1(gamma={self.gamma})"

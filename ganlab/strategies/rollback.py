@@ -5,7 +5,8 @@ k * period G is restored to it ("go back ``lag`` steps every ``period`` steps").
 snapshot is taken at every healthy evaluation; when an evaluation shows a collapse signal, G is restored
 to the last healthy snapshot, at most once per ``cooldown`` steps. Collapse signals, whichever keys the
 scores have: a coverage key (``modes_covered``, ``clusters_covered``) at least ``min_drop`` below its best
-value so far, or ``high_similarity_fraction`` above ``similarity_threshold``. No controlled published
+value so far, ``high_similarity_fraction`` above ``similarity_threshold``, or the training-health collapse
+alarm (``collapse_alarm`` = 1, :class:`ganlab.health.CollapseAlarm`). No controlled published
 study of rollback exists (see PROTOCOLS.md); each rollback is logged as text and as scalars.
 """
 
@@ -46,6 +47,7 @@ class Rollback(Strategy):
         similarity_key: score key of the fraction of near-duplicate samples (higher is worse).
         similarity_threshold: triggered mode: fire when the similarity score exceeds this.
         cooldown: triggered mode: G steps after a rollback during which no other one happens (>= 0).
+        alarm_key: triggered mode: a score that signals collapse when >= 1 (the collapse alarm's); null = ignore.
 
     Raises:
         ValueError: for an unknown mode or out-of-range values.
@@ -56,7 +58,7 @@ class Rollback(Strategy):
     def __init__(self, mode: str = "periodic", period: int = 1000, lag: int = 200,
                  coverage_keys: Sequence[str] = ("modes_covered", "clusters_covered"), min_drop: float = 1.0,
                  similarity_key: str = "high_similarity_fraction", similarity_threshold: float = 0.5,
-                 cooldown: int = 1000) -> None:
+                 cooldown: int = 1000, alarm_key: str | None = "collapse_alarm") -> None:
         if mode not in ("periodic", "triggered"):
             raise ValueError(f"strategy.rollback.mode must be 'periodic' or 'triggered', got {mode!r}")
         if not 1 <= int(lag) < int(period):
@@ -66,6 +68,7 @@ class Rollback(Strategy):
         self.mode, self.period, self.lag, self.min_drop = mode, int(period), int(lag), float(min_drop)
         self.coverage_keys, self.similarity_key = tuple(coverage_keys), similarity_key
         self.similarity_threshold, self.cooldown = float(similarity_threshold), int(cooldown)
+        self.alarm_key = alarm_key
         self.snapshot: dict[str, Any] | None = None
         self.best: dict[str, float] = {}
         self.count = 0
@@ -91,6 +94,8 @@ class Rollback(Strategy):
         sim = scores.get(self.similarity_key)
         if sim is not None and sim > self.similarity_threshold:
             reasons.append(f"{self.similarity_key}={sim:.3g} > {self.similarity_threshold:g}")
+        if self.alarm_key is not None and scores.get(self.alarm_key, 0.0) >= 1.0:
+            reasons.append("the collapse alarm fired (fixed-z diversity fell at several evaluations in a row)")
         return "; ".join(reasons) or None
 
     def after_eval(self, state: TrainState, scores: dict[str, float]) -> dict[str, float]:

@@ -19,7 +19,7 @@ from ganlab.strategies.base import GANSpec, StepContext, Strategy, with_optim_kw
 
 
 def gradient_penalty(critic: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor,
-                     eps: Tensor | None = None) -> Tensor:
+                     eps: Tensor | None = None, grad_scale: float = 1.0) -> Tensor:
     """E[(||grad_x^ D(x^)||_2 - 1)^2] on random interpolates (Gulrajani et al. 2017, eq. 3).
 
     The gradient is taken with ``create_graph=True``, so the penalty back-propagates into the critic.
@@ -29,6 +29,8 @@ def gradient_penalty(critic: Callable[[Tensor], Tensor], real: Tensor, fake: Ten
         real: (B, *shape) real samples.
         fake: (B, *shape) generated samples (detached here).
         eps: (B,) interpolation weights in [0, 1]; drawn U[0, 1] from the global RNG when None.
+        grad_scale: loss scale (fp16): the critic output is multiplied by it before differentiation and the
+            gradient divided by it again, so the norm is the unscaled one.
 
     Returns:
         A scalar >= 0.
@@ -46,8 +48,10 @@ def gradient_penalty(critic: Callable[[Tensor], Tensor], real: Tensor, fake: Ten
         raise ValueError(f"eps must have shape ({b},), got {tuple(eps.shape)}")
     eps = eps.view(b, *([1] * (real.dim() - 1)))  # one weight per sample, broadcast over (C, H, W)
     x_hat = (eps * real.detach() + (1 - eps) * fake.detach()).requires_grad_(True)  # (B, *shape)
-    (grad,) = torch.autograd.grad(critic(x_hat).sum(), x_hat, create_graph=True)
-    norm = grad.flatten(1).norm(2, dim=1)  # (B,) over all non-batch dimensions
+    out = critic(x_hat)
+    out = out.to(torch.promote_types(out.dtype, torch.float32))  # a scaled fp16 sum would overflow
+    (grad,) = torch.autograd.grad(out.sum() * grad_scale, x_hat, create_graph=True)
+    norm = (grad / grad_scale).flatten(1).norm(2, dim=1)  # (B,) over all non-batch dimensions
     return ((norm - 1.0) ** 2).mean()
 
 
@@ -91,7 +95,8 @@ class WGANGP(Strategy):
         spec.g_optim = with_optim_kwargs(spec.g_optim, lr=self.lr, betas=self.betas)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        return {"gp": self.lambda_gp * gradient_penalty(ctx.discriminator, ctx.real, ctx.fake)}
+        return {"gp": self.lambda_gp * gradient_penalty(ctx.discriminator, ctx.real, ctx.fake,
+                                                        grad_scale=ctx.grad_scale)}
 
     def __repr__(self) -> str:
         return f"WGANGP(lambda_gp={self.lambda_gp}, n_critic={self.n_critic}, lr={self.lr}, betas={self.betas})"

@@ -16,6 +16,9 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from ganlab.data.base import Batcher, GANData
+from ganlab.health import (AlertLog, CollapseAlarm, HardLimitExceeded, HealthMonitor, MonitorConfig, NonFiniteStep,
+                           TrainingHealthError, parse_precision, peak_memory_mib)
+from ganlab.health import recovery
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.metrics.evaluator import EvalResult, Evaluator
@@ -42,18 +45,14 @@ class TrainerConfig:
     resume: str | None = None  # run directory or checkpoint file to continue from
     progress: bool = True      # show a progress bar
     projector: bool = True     # at the end, real and generated embeddings for TensorBoard's projector
+    precision: str = "32"      # 32 | bf16 (autocast) | fp16 (autocast + loss scaling)
 
     def validate(self) -> None:
-        """Raise ValueError naming the key when a count is not positive."""
+        """Raise ValueError naming the key when a count is not positive or the precision is unknown."""
         for key in ("steps", "batch_size", "n_critic", "eval_every", "ckpt_every", "log_every", "grid_size"):
             if int(getattr(self, key)) <= 0:
                 raise ValueError(f"trainer.{key} must be a positive integer, got {getattr(self, key)}")
-
-
-def grad_norm(module: nn.Module) -> float:
-    """Global L2 norm of all parameter gradients of ``module`` (0 when none)."""
-    grads = [p.grad.detach().flatten() for p in module.parameters() if p.grad is not None]
-    return float(torch.linalg.vector_norm(torch.cat(grads))) if grads else 0.0
+        self.precision = parse_precision(self.precision)
 
 
 class Trainer:
@@ -71,12 +70,14 @@ class Trainer:
         seed: seeds the batch order and the latent-code stream.
         logger: where scalars/images go.
         config: the resolved run config, stored in checkpoints.
+        monitor: training-health settings (:mod:`ganlab.health`); defaults when None.
     """
 
     def __init__(self, *, data: GANData, generator: nn.Module, discriminator: nn.Module, loss: AdversarialLoss,
                  opt_g: torch.optim.Optimizer, opt_d: torch.optim.Optimizer, strategies: list[Strategy],
                  evaluator: Evaluator, run_dir: str | Path, cfg: TrainerConfig, seed: int,
-                 logger: NullLogger | None = None, config: dict[str, Any] | None = None) -> None:
+                 logger: NullLogger | None = None, config: dict[str, Any] | None = None,
+                 monitor: MonitorConfig | None = None) -> None:
         cfg.validate()
         self.data, self.G, self.D, self.loss = data, generator, discriminator, loss
         self.strategies, self.evaluator, self.cfg, self.seed = strategies, evaluator, cfg, seed
@@ -90,6 +91,15 @@ class Trainer:
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
         self._pending_g_ema: dict[str, Tensor] | None = None
+        monitor = monitor or MonitorConfig()
+        self.alerts = AlertLog(self.run_dir, self.logger)
+        self.health = HealthMonitor(monitor, cfg.precision, self.device, self.alerts, self.logger)
+        alarm_z = generator.sample_z(monitor.collapse_z, torch.Generator(device=self.device).manual_seed(seed + 3)) \
+            if monitor.collapse_z else None
+        self.alarm = CollapseAlarm(alarm_z, monitor.collapse_tau, monitor.collapse_patience, self.alerts) \
+            if alarm_z is not None else None
+        self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
+        self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
 
     # ---------------------------------------------------------------- one D update and one G update
     def _sum_terms(self, base: Tensor, extra: list[dict[str, Tensor]]) -> dict[str, Tensor]:
@@ -105,53 +115,76 @@ class Trainer:
         """One discriminator update on a fresh real batch; returns (terms, real, d_real, d_fake)."""
         real = self.data.x[self.batcher.next().to(self.device)]  # (B, *shape)
         z = self.G.sample_z(self.cfg.batch_size, self.noise)  # (B, z_dim)
-        with torch.no_grad():
-            fake = self.G(z)
-        d_real, d_fake = self.D(real), self.D(fake)  # (B,), (B,)
-        ctx = StepContext(self.state.step, real, fake, z, d_real, d_fake, self.G, self.D)
-        terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
-        self.state.opt_d.zero_grad(set_to_none=True)
-        sum(terms.values()).backward()
-        self.state.opt_d.step()
+        with self.health.autocast():
+            with torch.no_grad():
+                fake = self.G(z)
+            d_real, d_fake = self.D(real).float(), self.D(fake).float()  # (B,), (B,)
+            ctx = StepContext(self.state.step, real, fake, z, d_real, d_fake, self.G, self.D,
+                              grad_scale=self.health.grad_scale("D"))
+            terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
+        self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": d_real, "d_fake": d_fake, "terms": terms}
+        self.health.update("D", self.D, self.state.opt_d, sum(terms.values()), self.state.step)
         return terms, real, d_real.detach(), d_fake.detach()
 
     def g_step(self, real: Tensor) -> dict[str, Tensor]:
         """One generator update; D's parameters are frozen meanwhile (no gradient is stored for them)."""
         z = self.G.sample_z(self.cfg.batch_size, self.noise)
-        fake = self.G(z)
         self.D.requires_grad_(False)
         try:
-            critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
-            for s in self.strategies:
-                critic = s.g_discriminator(critic, real, fake)
-            d_fake = critic(fake)
-            ctx = StepContext(self.state.step, real, fake, z, None, d_fake, self.G, self.D)
-            terms = self._sum_terms(self.loss.g_loss(d_fake), [s.g_terms(ctx) for s in self.strategies])
-            self.state.opt_g.zero_grad(set_to_none=True)
-            sum(terms.values()).backward()
+            with self.health.autocast():
+                fake = self.G(z)
+                critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
+                for s in self.strategies:
+                    critic = s.g_discriminator(critic, real, fake)
+                d_fake = critic(fake).float()
+                ctx = StepContext(self.state.step, real, fake, z, None, d_fake, self.G, self.D,
+                                  grad_scale=self.health.grad_scale("G"))
+                terms = self._sum_terms(self.loss.g_loss(d_fake), [s.g_terms(ctx) for s in self.strategies])
+            self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": None, "d_fake": d_fake, "terms": terms}
+            self.health.update("G", self.G, self.state.opt_g, sum(terms.values()), self.state.step)
         finally:
             self.D.requires_grad_(True)
-        self.state.opt_g.step()
         return terms
 
     # ---------------------------------------------------------------- the run
+    def train_step(self) -> tuple[dict[str, Tensor], dict[str, Tensor], Tensor, Tensor]:
+        """``n_critic`` D updates, then one G update; returns (D terms, G terms, d_real, d_fake) of the last ones."""
+        self.health.begin_step(self.state.step)
+        for _ in range(self.cfg.n_critic):
+            d_terms, real, d_real, d_fake = self.d_step()
+        return d_terms, self.g_step(real), d_real, d_fake
+
     def fit(self) -> dict[str, Any]:
-        """Train until ``cfg.steps`` generator updates; write checkpoints and ``metrics.json``; return it."""
+        """Train until ``cfg.steps`` generator updates; write checkpoints and ``metrics.json``; return it.
+
+        Raises:
+            TrainingHealthError: a gradient norm above ``monitor.hard_limit`` (a checkpoint is saved first), or
+                more than ``monitor.max_recoveries`` non-finite updates.
+        """
         for s in self.strategies:
             s.on_start(self.state)
         if self._pending_g_ema is not None and self.state.g_ema is not None:  # created by a strategy's on_start
             self.state.g_ema.load_state_dict(self._pending_g_ema)
         self._pending_g_ema = None
+        if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
+            self.save(self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt")
         start_step, t0 = self.state.step, time.perf_counter()
         bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not self.cfg.progress, dynamic_ncols=True,
                    unit="step", desc="train")
         while self.state.step < self.cfg.steps:
-            for _ in range(self.cfg.n_critic):
-                d_terms, real, d_real, d_fake = self.d_step()
-            g_terms = self.g_step(real)
+            try:
+                d_terms, g_terms, d_real, d_fake = self.train_step()
+            except NonFiniteStep as err:
+                self.recover(err)
+                bar.n = self.state.step
+                continue
+            except HardLimitExceeded as err:
+                bar.close()
+                self._stop_at_hard_limit(err)
             self.state.step += 1
             step = self.state.step
             strategy_scalars = {f"strategy/{s.name}/{k}": v for s in self.strategies for k, v in s.after_step(self.state).items()}
+            self.health.after_step(step)
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
                 self._log_step(step, d_terms, g_terms, d_real, d_fake, strategy_scalars, bar)
             if step % self.cfg.eval_every == 0 or step == self.cfg.steps:
@@ -163,31 +196,93 @@ class Trainer:
         elapsed = time.perf_counter() - t0
         return self._finish(start_step, elapsed)
 
+    # ---------------------------------------------------------------- training health
+    def recover(self, err: NonFiniteStep) -> None:
+        """The NaN/Inf guard: dump the batch, diagnose, roll back to the last good checkpoint, lower the lr.
+
+        The weights, optimiser states, EMA copy, strategy states and step counter come back from
+        :attr:`good_checkpoint`; the data order and latent-code streams go on (replaying them would replay the
+        failing batch). Every learning rate is then multiplied by ``monitor.nan_lr_factor``.
+
+        Raises:
+            TrainingHealthError: this was one recovery more than ``monitor.max_recoveries``, or there is no
+                good checkpoint to roll back to.
+        """
+        h, step = self.health, self.state.step
+        h.recoveries += 1
+        dump = recovery.dump_batch(self.run_dir, step + 1, err.net, self.last_batch)
+        diagnosis = recovery.diagnose(self.G, self.D, self.last_batch["real"], self.last_batch["z"])
+        terms = {k: float(v.detach()) for k, v in self.last_batch["terms"].items()}
+        details = {"net": err.net, "loss": err.loss, "grad_norm": err.grad_norm, "terms": terms,
+                   "dump": str(dump), **diagnosis}
+        if h.recoveries > h.cfg.max_recoveries or self.good_checkpoint is None:
+            why = (f"more than monitor.max_recoveries={h.cfg.max_recoveries} non-finite updates"
+                   if self.good_checkpoint is not None else "no checkpoint with finite weights to roll back to")
+            self.alerts.emit("nan_stop", step, f"stopping: {why}", severity="error", **details)
+            self.logger.flush()
+            raise TrainingHealthError(f"{err} at generator step {step + 1}; stopped after {why}. The batch is in "
+                                      f"{dump}; diagnosis: {diagnosis['verdict']}. Lower optim.*.lr, set "
+                                      "monitor.clip=1.0, or use trainer.precision=32")
+        lrs = [[g["lr"] for g in opt.param_groups] for opt in (self.state.opt_g, self.state.opt_d)]
+        lr_scale = self.state.lr_scale
+        self._load_training_state(ckpt_io.load_checkpoint(self.good_checkpoint))
+        factor = h.cfg.nan_lr_factor
+        for opt, old in zip((self.state.opt_g, self.state.opt_d), lrs):
+            for group, lr in zip(opt.param_groups, old):
+                group["lr"] = lr * factor
+        self.state.lr_scale = lr_scale * factor
+        self.alerts.emit("nan_recovery", step, f"non-finite {err.net} update at step {step + 1} ({diagnosis['verdict']}); "
+                         f"rolled back to {self.good_checkpoint.name} (step {self.state.step}), learning rates x{factor:g} "
+                         f"(recovery {h.recoveries} of at most {h.cfg.max_recoveries})", checkpoint=str(self.good_checkpoint),
+                         restored_step=self.state.step, lr_g=self.state.opt_g.param_groups[0]["lr"],
+                         lr_d=self.state.opt_d.param_groups[0]["lr"], **details)
+
+    def _stop_at_hard_limit(self, err: HardLimitExceeded) -> None:
+        """Save a checkpoint (the update was not applied), alert, and raise TrainingHealthError."""
+        step = self.state.step
+        path = self.run_dir / "checkpoints" / f"hard_limit_step_{step:07d}.pt"
+        self.save(path)
+        self.alerts.emit("hard_limit", step, f"{err} at generator step {step + 1}; checkpoint {path}", severity="error",
+                         net=err.net, grad_norm=err.grad_norm, limit=err.limit, checkpoint=str(path))
+        self.logger.flush()
+        raise TrainingHealthError(f"{err} at generator step {step + 1}: the run stopped. The weights before that "
+                                  f"update are in {path} (resume with trainer.resume={path}). Lower optim.*.lr, "
+                                  "clip with monitor.clip=1.0, or raise monitor.hard_limit")
+
     def _log_step(self, step: int, d_terms: dict[str, Tensor], g_terms: dict[str, Tensor], d_real: Tensor,
                   d_fake: Tensor, extra: dict[str, float], bar: Any) -> None:
         scalars = {f"loss/D/{k}": float(v.detach()) for k, v in d_terms.items()}
         scalars |= {f"loss/G/{k}": float(v.detach()) for k, v in g_terms.items()}
         scalars |= {"D/real": float(d_real.mean()), "D/fake": float(d_fake.mean()),
-                    "grad_norm/D": grad_norm(self.D), "grad_norm/G": grad_norm(self.G), **extra}
+                    "grad_norm/D": self.health.last["D"]["grad_norm"], "grad_norm/G": self.health.last["G"]["grad_norm"],
+                    **extra}
         for i, group in enumerate(self.state.opt_d.param_groups[:1] + self.state.opt_g.param_groups[:1]):
             scalars[f"lr/{'DG'[i]}"] = float(group["lr"])
         self.logger.scalars(scalars, step)
         bar.set_postfix(D=f"{scalars['loss/D/adv']:.3f}", G=f"{scalars['loss/G/adv']:.3f}", refresh=False)
 
     def evaluate(self) -> dict[str, float]:
-        """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt."""
+        """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt.
+
+        The collapse alarm's values and the peak memory go to TensorBoard as ``health/<key>`` and to
+        ``metrics.jsonl`` under ``"health"``; strategies' ``after_eval`` sees them merged into the scores.
+        """
         step, G = self.state.step, self.state.g_ema or self.G
         with self._isolated_rng():
             result = self.evaluator(G, self.data)
             self._log_pictures(G, result.samples, step)
+            health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
         scores = result.scores
-        self.logger.scalars({f"diversity/{k}": v for k, v in scores.items()}, step)
+        health["peak_memory_mib"] = peak_memory_mib(self.device)
+        self.logger.scalars({f"diversity/{k}": v for k, v in scores.items()}
+                            | {f"health/{k}": v for k, v in health.items()}, step)
         for name, (counts, edges) in result.histograms.items():
             self.logger.histogram_counts(f"diversity/{name}", counts, edges, step)
-        extra = {f"strategy/{s.name}/{k}": v for s in self.strategies for k, v in s.after_eval(self.state, scores).items()}
+        extra = {f"strategy/{s.name}/{k}": v for s in self.strategies
+                 for k, v in s.after_eval(self.state, scores | health).items()}
         self.logger.scalars(extra, step)
         self.last_scores, self.last_result = scores, result
-        self._append_jsonl({"step": step, "scores": scores})
+        self._append_jsonl({"step": step, "scores": scores, "health": health})
         self.save(self.run_dir / "checkpoints" / "last.pt")
         self.logger.flush()
         return scores
@@ -243,22 +338,38 @@ class Trainer:
                 "g_ema": st.g_ema.state_dict() if st.g_ema is not None else None,
                 "strategies": {s.name: s.state_dict() for s in self.strategies}, "batcher": self.batcher.state_dict(),
                 "noise_rng": self.noise.get_state(), "rng": ckpt_io.rng_state(), "config": self.config,
-                "scores": self.last_scores}
+                "scores": self.last_scores, "health": self.health.state_dict() | {"lr_scale": st.lr_scale},
+                "alarm": self.alarm.state_dict() if self.alarm is not None else {}}
 
     def save(self, path: Path) -> None:
+        """Write a checkpoint atomically; one with finite weights becomes :attr:`good_checkpoint`."""
         ckpt_io.atomic_save(self.state_dict(), path)
+        nets = [self.G, self.D] + ([self.state.g_ema] if self.state.g_ema is not None else [])
+        if all(bool(torch.isfinite(p).all()) for net in nets for p in net.parameters()):
+            self.good_checkpoint = Path(path)
 
     def load_state_dict(self, ckpt: dict[str, Any]) -> None:
         """Restore a checkpoint made by :meth:`state_dict` (weights, optimisers, strategies, data order, RNGs)."""
+        self._load_training_state(ckpt)
+        self.batcher.load_state_dict(ckpt["batcher"])
+        self.noise.set_state(ckpt["noise_rng"])
+        ckpt_io.set_rng_state(ckpt["rng"])
+        self.health.load_state_dict(ckpt.get("health", {}))
+        if self.alarm is not None:
+            self.alarm.load_state_dict(ckpt.get("alarm", {}))
+
+    def _load_training_state(self, ckpt: dict[str, Any]) -> None:
+        """Weights, optimisers, EMA copy, strategies, step and scores (what a NaN rollback restores)."""
         st = self.state
         self.G.load_state_dict(ckpt["generator"])
         self.D.load_state_dict(ckpt["discriminator"])
         st.opt_g.load_state_dict(ckpt["opt_g"])
         st.opt_d.load_state_dict(ckpt["opt_d"])
-        self._pending_g_ema = ckpt.get("g_ema")  # restored in fit(), once strategies have made state.g_ema
+        if st.g_ema is not None and ckpt.get("g_ema") is not None:
+            st.g_ema.load_state_dict(ckpt["g_ema"])
+        else:
+            self._pending_g_ema = ckpt.get("g_ema")  # restored in fit(), once strategies have made state.g_ema
         for s in self.strategies:
             s.load_state_dict(ckpt["strategies"].get(s.name, {}))
-        self.batcher.load_state_dict(ckpt["batcher"])
-        self.noise.set_state(ckpt["noise_rng"])
-        ckpt_io.set_rng_state(ckpt["rng"])
         st.step, self.last_scores = int(ckpt["step"]), dict(ckpt.get("scores", {}))
+        st.lr_scale = float(ckpt.get("health", {}).get("lr_scale", 1.0))

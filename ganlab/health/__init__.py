@@ -1,0 +1,12 @@
+"""Training health: gradient monitoring, the NaN/Inf guard with rollback, mixed precision, effective update
+ratios, the collapse alarm, memory, preflight dry runs. Alerts go to the log, TensorBoard and ``alerts.jsonl``."""
+
+from ganlab.health.alerts import ALERTS_FILE, AlertLog, TrainingHealthError, read_alerts
+from ganlab.health.collapse import CollapseAlarm
+from ganlab.health.config import MonitorConfig, PreflightConfig
+from ganlab.health.memory import peak_memory_mib
+from ganlab.health.monitor import HardLimitExceeded, HealthMonitor, NonFiniteStep, parse_precision
+
+__all__ = ["ALERTS_FILE", "AlertLog", "CollapseAlarm", "HardLimitExceeded", "HealthMonitor", "MonitorConfig",
+           "NonFiniteStep", "PreflightConfig", "TrainingHealthError", "parse_precision", "peak_memory_mib",
+           "read_alerts"]

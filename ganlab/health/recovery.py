@@ -1,0 +1,89 @@
+"""What the NaN/Inf guard does once a non-finite update was caught: dump the batch, diagnose, and the
+fault injection used to test it (``debug.inject_nan_at_step``). The rollback itself is
+:meth:`ganlab.trainer.loop.Trainer.recover`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ganlab.io import atomic_save
+from ganlab.strategies.base import StepContext, Strategy
+
+
+def _all_finite(tensors: Any) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in tensors)
+
+
+def dump_batch(run_dir: str | Path, step: int, net: str, batch: dict[str, Any]) -> Path:
+    """Save the inputs and outputs of the failed update to ``<run_dir>/nan_dumps/step_<step>_<net>.pt``.
+
+    Args:
+        batch: ``{"real": (B, *shape), "z": (B, z_dim), "fake": (B, *shape), "d_real": (B,) or None,
+            "d_fake": (B,), "terms": {name: 0-d tensor}}`` (tensors are saved detached, on the CPU).
+
+    Returns:
+        The file (written atomically; load with ``torch.load(path, weights_only=True)``).
+    """
+    def cpu(v: Any) -> Any:
+        if isinstance(v, Tensor):
+            return v.detach().cpu()
+        if isinstance(v, dict):
+            return {k: cpu(x) for k, x in v.items()}
+        return v
+
+    path = Path(run_dir) / "nan_dumps" / f"step_{step:07d}_{net}.pt"
+    atomic_save({"step": step, "net": net, **cpu(batch)}, path)
+    return path
+
+
+@torch.no_grad()
+def diagnose(generator: nn.Module, discriminator: nn.Module, real: Tensor, z: Tensor) -> dict[str, Any]:
+    """Tell corrupted weights from an overflow: check the weights, re-run G(z), D(real), D(G(z)) in float32.
+
+    Batch-norm running statistics are saved and restored around the re-run, so it changes nothing.
+
+    Returns:
+        ``{"weights_finite", "forward_fp32_finite", "verdict"}``; ``verdict`` is ``corrupted_weights`` (a weight
+        is NaN/Inf already), ``overflow`` (weights and the float32 forward pass are finite: the non-finite
+        value came from reduced precision, a loss term or the backward pass) or ``unstable_fp32`` (finite
+        weights give non-finite outputs even in float32: exploding weights or bad inputs).
+    """
+    nets = (generator, discriminator)
+    weights_ok = _all_finite(p for net in nets for p in net.parameters())
+    buffers = [{k: b.clone() for k, b in net.named_buffers()} for net in nets]
+    with torch.autocast(real.device.type, enabled=False):
+        fake = generator(z.float())
+        forward_ok = _all_finite([fake, discriminator(real.float()), discriminator(fake)])
+    for net, saved in zip(nets, buffers):
+        for k, b in net.named_buffers():
+            b.copy_(saved[k])
+    verdict = "corrupted_weights" if not weights_ok else ("overflow" if forward_ok else "unstable_fp32")
+    return {"weights_finite": weights_ok, "forward_fp32_finite": forward_ok, "verdict": verdict}
+
+
+class InjectNaN(Strategy):
+    """Test/demo fault: adds a NaN term (``injected_nan``) to D's loss in generator step ``step``, once.
+
+    ``state_dict`` is empty on purpose: a rollback to an earlier checkpoint does not re-arm the fault, so one
+    injection makes exactly one recovery.
+
+    Raises:
+        ValueError: ``step`` < 1.
+    """
+
+    name = "inject_nan"
+
+    def __init__(self, step: int) -> None:
+        if int(step) < 1:
+            raise ValueError(f"debug.inject_nan_at_step must be a positive step or null, got {step}")
+        self.step, self.fired = int(step), False
+
+    def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
+        if self.fired or ctx.step + 1 != self.step:
+            return {}
+        self.fired = True
+        return {"injected_nan": torch.full((), float("nan"), device=ctx.real.device)}

@@ -1,0 +1,143 @@
+"""The NaN/Inf guard, the hard limit, clipping and precision, through the real training loop."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from ganlab.build import build_trainer
+from ganlab.health import TrainingHealthError, read_alerts
+from ganlab.health.monitor import parse_precision
+from ganlab.strategies.wgan_gp import gradient_penalty
+from ganlab.trainer.loop import Trainer
+from ganlab.trainer.loggers import NullLogger
+
+from tiny_config import compose_cfg
+
+BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0"]
+
+
+class RecordingLogger(NullLogger):
+    def __init__(self) -> None:
+        self.logged: dict[str, list[tuple[int, float]]] = {}
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        for k, v in values.items():
+            self.logged.setdefault(k, []).append((step, v))
+
+
+def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = compose_cfg([*BASE, "debug.inject_nan_at_step=10"])
+    trainer = build_trainer(cfg, tmp_path)
+    from ganlab.sweep import inject_faults
+    inject_faults(trainer, cfg.debug)
+    lr0 = (trainer.state.opt_g.param_groups[0]["lr"], trainer.state.opt_d.param_groups[0]["lr"])
+    seen: dict = {}
+    original = Trainer.recover
+
+    def spy(self: Trainer, err) -> None:
+        original(self, err)
+        seen["path"] = self.good_checkpoint
+        seen["G"] = {k: v.clone() for k, v in self.G.state_dict().items()}
+        seen["D"] = {k: v.clone() for k, v in self.D.state_dict().items()}
+        seen["step"] = self.state.step
+
+    monkeypatch.setattr(Trainer, "recover", spy)
+    metrics = trainer.fit()
+    assert metrics["step"] == 12  # the run completed all its steps
+    recoveries = [a for a in read_alerts(tmp_path) if a["kind"] == "nan_recovery"]
+    assert len(recoveries) == 1 and recoveries[0]["step"] == 9 and recoveries[0]["net"] == "D"
+    assert recoveries[0]["terms"]["injected_nan"] == "nan" and recoveries[0]["verdict"] == "overflow"
+    # the weights right after recovery are the last good checkpoint's (step 8: last.pt of the eval at 8)
+    ckpt = torch.load(seen["path"], weights_only=True)
+    assert seen["step"] == ckpt["step"] == 8 and recoveries[0]["restored_step"] == 8
+    for net in ("G", "D"):
+        ref = ckpt["generator" if net == "G" else "discriminator"]
+        assert all(torch.equal(seen[net][k], ref[k]) for k in ref)
+    # learning rates halved, and the batch dumped
+    lr1 = (trainer.state.opt_g.param_groups[0]["lr"], trainer.state.opt_d.param_groups[0]["lr"])
+    assert lr1 == pytest.approx((lr0[0] * 0.5, lr0[1] * 0.5))
+    dump = torch.load(recoveries[0]["dump"], weights_only=True)
+    assert dump["step"] == 10 and dump["real"].shape == (16, 2) and torch.isnan(dump["terms"]["injected_nan"])
+
+
+def test_too_many_recoveries_stop_with_a_clear_error(tmp_path: Path) -> None:
+    cfg = compose_cfg([*BASE, "debug.inject_nan_at_step=5", "monitor.max_recoveries=0"])
+    trainer = build_trainer(cfg, tmp_path)
+    from ganlab.sweep import inject_faults
+    inject_faults(trainer, cfg.debug)
+    with pytest.raises(TrainingHealthError, match="max_recoveries=0"):
+        trainer.fit()
+    assert [a["kind"] for a in read_alerts(tmp_path)] == ["nan_stop"]
+
+
+def test_hard_limit_saves_a_checkpoint_and_stops(tmp_path: Path) -> None:
+    trainer = build_trainer(compose_cfg([*BASE, "monitor.hard_limit=1e-6"]), tmp_path)
+    with pytest.raises(TrainingHealthError, match="hard_limit"):
+        trainer.fit()
+    ckpt = torch.load(tmp_path / "checkpoints" / "hard_limit_step_0000000.pt", weights_only=True)
+    assert ckpt["step"] == 0
+    alert = read_alerts(tmp_path)[0]
+    assert alert["kind"] == "hard_limit" and alert["severity"] == "error" and alert["grad_norm"] > 1e-6
+
+
+def test_clip_bounds_the_applied_gradient(tmp_path: Path) -> None:
+    trainer = build_trainer(compose_cfg([*BASE, "monitor.clip=0.001"]), tmp_path)
+    trainer.train_step()
+    for net in (trainer.G, trainer.D):
+        total = torch.nn.utils.get_total_norm([p.grad for p in net.parameters() if p.grad is not None])
+        assert float(total) <= 0.001 * (1 + 1e-5)
+    assert trainer.health.last["G"]["grad_norm"] > 0.001  # the logged norm is the one before clipping
+
+
+def test_monitor_logs_rolling_stats_layers_and_update_ratios(tmp_path: Path) -> None:
+    cfg = compose_cfg([*BASE, "monitor.every=4"])
+    trainer = build_trainer(cfg, tmp_path)
+    trainer.logger = trainer.health.logger = logger = RecordingLogger()
+    trainer.fit()
+    steps = [s for s, _ in logger.logged["grad_norm/D/mean"]]
+    assert steps == [4, 8, 12]
+    assert "grad_norm/G/net.0" in logger.logged and "grad_norm/D/max" in logger.logged
+    for key in ("update_ratio/G/group0", "update_ratio/D/group0"):  # fp32 Adam applies exactly what it asks
+        assert all(v == pytest.approx(1.0, abs=1e-3) for _, v in logger.logged[key])
+    jsonl = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert all(r["health"]["peak_memory_mib"] > 10 for r in jsonl)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_trains_and_fp16_logs_the_loss_scale(precision: str, tmp_path: Path) -> None:
+    cfg = compose_cfg([*BASE, f"trainer.precision={precision}", "monitor.every=2", "strategy=[r1]"])
+    trainer = build_trainer(cfg, tmp_path)
+    trainer.logger = trainer.health.logger = logger = RecordingLogger()
+    metrics = trainer.fit()
+    assert metrics["step"] == 12 and all(torch.isfinite(p).all() for p in trainer.G.parameters())
+    if precision == "fp16":
+        scales = [v for _, v in logger.logged["health/loss_scale/D"]]
+        assert len(scales) == 6 and all(v >= 1 and float(v).is_integer() for v in scales)
+    else:
+        assert "health/loss_scale/D" not in logger.logged
+
+
+def test_gradient_penalty_is_unchanged_by_the_loss_scale() -> None:
+    torch.manual_seed(0)
+    critic = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1), torch.nn.Flatten(0))
+    real, fake, eps = torch.randn(16, 4), torch.randn(16, 4), torch.rand(16)
+    plain = gradient_penalty(critic, real, fake, eps)
+    scaled = gradient_penalty(critic, real, fake, eps, grad_scale=2.0 ** 16)
+    assert torch.allclose(plain, scaled, rtol=1e-5)
+    # under fp16 a scale of 2^8 keeps the backward pass in range (2^16 overflows here: the GradScaler's cue to
+    # skip the step and back off), and the unscaled penalty stays close to the fp32 one
+    with torch.autocast("cpu", dtype=torch.float16):
+        half = gradient_penalty(critic, real, fake, eps, grad_scale=2.0 ** 8)
+    assert torch.allclose(half, plain, rtol=2e-2)
+
+
+def test_bad_settings_are_refused_before_training(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="trainer.precision must be 32, bf16 or fp16"):
+        build_trainer(compose_cfg([*BASE, "trainer.precision=fp8"]), tmp_path)
+    with pytest.raises(ValueError, match="monitor.nan_lr_factor"):
+        build_trainer(compose_cfg([*BASE, "monitor.nan_lr_factor=2"]), tmp_path)
+    with pytest.raises(ValueError, match="monitor.clip"):
+        build_trainer(compose_cfg([*BASE, "monitor.clip=-1"]), tmp_path)
+    assert parse_precision(32) == parse_precision("fp32") == "32"
