@@ -23,6 +23,7 @@ from ganlab.health import MonitorConfig
 from ganlab.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.strategies.base import GANSpec, Strategy, check_compatible
 from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer import speed
 from ganlab.trainer.loop import Trainer, TrainerConfig
 
 log = logging.getLogger("ganlab")
@@ -136,11 +137,18 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     G, D = spec.generator.to(device), spec.discriminator.to(device)
     tcfg = TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True))  # type: ignore[arg-type]
     tcfg.n_critic = spec.n_critic
+    if tcfg.channels_last:
+        speed.to_channels_last([G, D])
+    opt_g, opt_d = spec.g_optim(G.parameters()), spec.d_optim(D.parameters())
+    if speed.wants_fused(tcfg.fused_optim, device):
+        opt_g, opt_d = speed.fused(opt_g), speed.fused(opt_d)
+    if tcfg.compile:
+        speed.compile_models([G, D], strategies)
     logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None)
     evaluator = make(cfg.metrics)
     evaluator.prepare(data)  # trains/loads the embedder and scores the data baseline: bad metrics.* fail now
-    trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=spec.g_optim(G.parameters()),
-                      opt_d=spec.d_optim(D.parameters()), strategies=strategies, evaluator=evaluator,
+    trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=opt_g,
+                      opt_d=opt_d, strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
                       monitor=monitor_config(cfg))

@@ -92,12 +92,14 @@ class Batcher:
         n: number of samples (>= batch_size).
         batch_size: samples per batch (> 0).
         seed: seed of the shuffling generator.
+        device: where the returned indices live. The permutation is drawn on the CPU (the same order on every
+            device) and copied to ``device`` once per epoch, so a step on the GPU makes no host-to-device copy.
 
     Raises:
         ValueError: batch_size not positive or larger than n.
     """
 
-    def __init__(self, n: int, batch_size: int, seed: int) -> None:
+    def __init__(self, n: int, batch_size: int, seed: int, device: torch.device | str = "cpu") -> None:
         if batch_size <= 0:
             raise ValueError(f"trainer.batch_size must be positive, got {batch_size}")
         if batch_size > n:
@@ -105,15 +107,19 @@ class Batcher:
                              "lower trainer.batch_size")
         self.n, self.batch_size = n, batch_size
         self.gen = torch.Generator().manual_seed(seed)
-        self.epoch, self.pos = 0, 0
-        self.perm = torch.randperm(n, generator=self.gen)
+        self.epoch, self.pos, self.device = 0, 0, torch.device(device)
+        self._set_perm(torch.randperm(n, generator=self.gen))
+
+    def _set_perm(self, perm: Tensor) -> None:
+        self.perm = perm
+        self._perm_on_device = perm.to(self.device)
 
     def next(self) -> Tensor:
-        """The next (batch_size,) int64 index tensor (on the CPU)."""
+        """The next (batch_size,) int64 index tensor, on ``device``."""
         if self.pos + self.batch_size > self.n:
-            self.perm = torch.randperm(self.n, generator=self.gen)
+            self._set_perm(torch.randperm(self.n, generator=self.gen))
             self.epoch, self.pos = self.epoch + 1, 0
-        idx = self.perm[self.pos:self.pos + self.batch_size]
+        idx = self._perm_on_device[self.pos:self.pos + self.batch_size]
         self.pos += self.batch_size
         return idx
 
@@ -125,4 +131,5 @@ class Batcher:
             raise ValueError(f"checkpoint's data order covers {state['perm'].numel()} samples but the data set "
                              f"has {self.n}: resume with the same dataset settings")
         self.gen.set_state(state["gen"])
-        self.perm, self.epoch, self.pos = state["perm"].clone(), int(state["epoch"]), int(state["pos"])
+        self._set_perm(state["perm"].clone())
+        self.epoch, self.pos = int(state["epoch"]), int(state["pos"])

@@ -93,7 +93,7 @@ def _dry_run(trainer: Any, steps: int) -> dict[str, list[float]]:
 def _time_full_batch(trainer: Any, batch_size: int, steps: int, seed: int) -> float:
     """Seconds per generator step at the run's real batch size (after 2 warm-up steps)."""
     trainer.cfg.batch_size = batch_size
-    trainer.batcher = Batcher(len(trainer.data), batch_size, seed)
+    trainer.batcher = Batcher(len(trainer.data), batch_size, seed, device=trainer.device)
     for _ in range(2):
         trainer.train_step()
     _sync(trainer.device)
@@ -137,8 +137,7 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     trainer = build_trainer(_dry_config(cfg), run_dir)
     if trainer.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(trainer.device)
-    for s in trainer.strategies:
-        s.on_start(trainer.state)
+    trainer.start()
     hooks = _NonFiniteOutputs({"G": trainer.G, "D": trainer.D})
     rec = _dry_run(trainer, pf.steps)
     offenders = hooks.offenders()

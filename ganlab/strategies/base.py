@@ -121,6 +121,7 @@ class Strategy:
 
     name: ClassVar[str] = "strategy"
     replaces: ClassVar[frozenset[str]] = frozenset()
+    double_backward: bool = False  # True when a loss term differentiates a gradient (torch.compile cannot)
 
     def configure(self, spec: GANSpec) -> None:
         """Change G, D, the loss, the optimiser factories or n_critic before training (in place on ``spec``)."""

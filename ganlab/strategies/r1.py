@@ -45,6 +45,7 @@ class R1(Strategy):
     """
 
     name = "r1"
+    double_backward = True  # the penalty differentiates a gradient (no torch.compile)
 
     def __init__(self, gamma: float = 1.0) -> None:
         if gamma < 0:

@@ -44,6 +44,7 @@ class Unrolled(Strategy):
         self.k, self.optimizer, self.lr, self.second_order = int(k), optimizer, lr, bool(second_order)
         self._spec: GANSpec | None = None
         self._state: TrainState | None = None
+        self.double_backward = bool(second_order)  # differentiates through D's update (no torch.compile)
 
     def configure(self, spec: GANSpec) -> None:
         self._spec = spec  # its final loss (after every strategy's configure) is read at each step

@@ -69,6 +69,7 @@ class WGANGP(Strategy):
     """
 
     name = "wgan_gp"
+    double_backward = True  # the penalty differentiates a gradient (no torch.compile)
     replaces = frozenset({"loss"})
 
     def __init__(self, lambda_gp: float = 10.0, n_critic: int = 5, lr: float | None = 1e-4,

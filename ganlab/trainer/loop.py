@@ -46,6 +46,9 @@ class TrainerConfig:
     progress: bool = True      # show a progress bar
     projector: bool = True     # at the end, real and generated embeddings for TensorBoard's projector
     precision: str = "32"      # 32 | bf16 (autocast) | fp16 (autocast + loss scaling)
+    compile: bool = False      # torch.compile G and D (eager, with a warning, when a strategy differentiates twice)
+    channels_last: bool = False  # NHWC weights for conv models (faster convolutions on GPUs)
+    fused_optim: Any = "auto"  # fused Adam/AdamW/SGD kernel: auto (CUDA only), true, false
 
     def validate(self) -> None:
         """Raise ValueError naming the key when a count is not positive or the precision is unknown."""
@@ -53,6 +56,8 @@ class TrainerConfig:
             if int(getattr(self, key)) <= 0:
                 raise ValueError(f"trainer.{key} must be a positive integer, got {getattr(self, key)}")
         self.precision = parse_precision(self.precision)
+        if str(self.fused_optim).lower() not in ("auto", "true", "false"):
+            raise ValueError(f"trainer.fused_optim must be auto, true or false, got {self.fused_optim!r}")
 
 
 class Trainer:
@@ -84,13 +89,14 @@ class Trainer:
         self.run_dir, self.config = Path(run_dir), config or {}
         self.logger = logger or NullLogger()
         self.device = data.x.device
-        self.batcher = Batcher(len(data), cfg.batch_size, seed)
+        self.batcher = Batcher(len(data), cfg.batch_size, seed, device=self.device)
         self.noise = torch.Generator(device=self.device).manual_seed(seed + 1)
         self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text)
         self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
         self._pending_g_ema: dict[str, Tensor] | None = None
+        self._started = False
         monitor = monitor or MonitorConfig()
         self.alerts = AlertLog(self.run_dir, self.logger)
         self.health = HealthMonitor(monitor, cfg.precision, self.device, self.alerts, self.logger)
@@ -113,7 +119,7 @@ class Trainer:
 
     def d_step(self) -> tuple[dict[str, Tensor], Tensor, Tensor, Tensor]:
         """One discriminator update on a fresh real batch; returns (terms, real, d_real, d_fake)."""
-        real = self.data.x[self.batcher.next().to(self.device)]  # (B, *shape)
+        real = self.data.x[self.batcher.next()]  # (B, *shape), indices already on the device
         z = self.G.sample_z(self.cfg.batch_size, self.noise)  # (B, z_dim)
         with self.health.autocast():
             with torch.no_grad():
@@ -154,6 +160,21 @@ class Trainer:
             d_terms, real, d_real, d_fake = self.d_step()
         return d_terms, self.g_step(real), d_real, d_fake
 
+    def start(self) -> None:
+        """Strategies' ``on_start`` (which may create ``state.g_ema``), then the checkpoint's EMA weights into it.
+
+        :meth:`fit` calls it; call it yourself to use a loaded trainer without training (e.g. to score G's EMA copy).
+        Calling it again does nothing.
+        """
+        if self._started:
+            return
+        for s in self.strategies:
+            s.on_start(self.state)
+        if self._pending_g_ema is not None and self.state.g_ema is not None:  # created by a strategy's on_start
+            self.state.g_ema.load_state_dict(self._pending_g_ema)
+        self._pending_g_ema = None
+        self._started = True
+
     def fit(self) -> dict[str, Any]:
         """Train until ``cfg.steps`` generator updates; write checkpoints and ``metrics.json``; return it.
 
@@ -161,11 +182,7 @@ class Trainer:
             TrainingHealthError: a gradient norm above ``monitor.hard_limit`` (a checkpoint is saved first), or
                 more than ``monitor.max_recoveries`` non-finite updates.
         """
-        for s in self.strategies:
-            s.on_start(self.state)
-        if self._pending_g_ema is not None and self.state.g_ema is not None:  # created by a strategy's on_start
-            self.state.g_ema.load_state_dict(self._pending_g_ema)
-        self._pending_g_ema = None
+        self.start()
         if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
             self.save(self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt")
         start_step, t0 = self.state.step, time.perf_counter()

@@ -1,0 +1,82 @@
+"""Speed options: fused optimisers, channels-last weights, torch.compile's fallback, device-side batches."""
+
+import logging
+
+import pytest
+import torch
+
+from ganlab.build import build_trainer
+from ganlab.data.base import Batcher
+from ganlab.strategies.common import LRAdjust
+from ganlab.strategies.r1 import R1
+from ganlab.strategies.wgan_gp import WGANGP
+from ganlab.trainer import speed
+
+from tiny_config import compose_cfg
+
+SMALL_DCGAN = ["dataset=digits", "model=dcgan", "dataset.image_size=8", "model.generator.width=8",
+               "model.discriminator.width=8", "model.generator.z_dim=8", "logger=none"]
+
+
+def test_fused_adam_keeps_settings_and_computes_the_same_step() -> None:
+    torch.manual_seed(0)
+    p1 = torch.nn.Parameter(torch.randn(5, 3))
+    p2 = torch.nn.Parameter(p1.detach().clone())
+    factory = LRAdjust.wrap(torch.optim.Adam, factor=0.5)  # the lr set after construction must survive
+    plain, fast = factory([p1], lr=1e-2, betas=(0.5, 0.9)), speed.fused(factory([p2], lr=1e-2, betas=(0.5, 0.9)))
+    assert fast.param_groups[0]["fused"] and fast.param_groups[0]["lr"] == 5e-3 and fast.param_groups[0]["betas"] == (0.5, 0.9)
+    for _ in range(3):
+        g = torch.randn(5, 3)
+        p1.grad, p2.grad = g.clone(), g.clone()
+        plain.step()
+        fast.step()
+    assert torch.allclose(p1, p2, atol=1e-6)
+    rms = torch.optim.RMSprop([p1])
+    assert speed.fused(rms) is rms  # no fused kernel: unchanged
+
+
+def test_fused_setting() -> None:
+    assert speed.wants_fused("auto", torch.device("cuda")) and not speed.wants_fused("auto", torch.device("cpu"))
+    assert speed.wants_fused(True, torch.device("cpu")) and not speed.wants_fused(False, torch.device("cuda"))
+    with pytest.raises(ValueError, match="trainer.fused_optim must be auto, true or false"):
+        build_trainer(compose_cfg(["logger=none", "trainer.fused_optim=sometimes"]), "/nonexistent")
+
+
+def test_compile_falls_back_to_eager_when_a_strategy_differentiates_twice(caplog: pytest.LogCaptureFixture) -> None:
+    net = torch.nn.Linear(2, 1)
+    with caplog.at_level(logging.WARNING, logger="ganlab"):
+        assert speed.compile_models([net], [WGANGP(), R1()]) is False
+    assert "wgan_gp, r1 differentiates twice" in caplog.text
+    assert net._compiled_call_impl is None  # still eager
+
+
+def test_channels_last_dcgan_trains_like_the_contiguous_one(tmp_path) -> None:
+    steps = ["trainer.steps=3", "trainer.eval_every=3", "monitor.collapse_z=0", "trainer.projector=false"]
+    ref = build_trainer(compose_cfg([*SMALL_DCGAN, *steps]), tmp_path / "a")
+    nhwc = build_trainer(compose_cfg([*SMALL_DCGAN, *steps, "trainer.channels_last=true"]), tmp_path / "b")
+    convs = [p for p in nhwc.D.parameters() if p.dim() == 4]
+    assert convs and all(p.is_contiguous(memory_format=torch.channels_last) for p in convs)
+    ref.fit()
+    nhwc.fit()
+    for a, b in zip(ref.G.parameters(), nhwc.G.parameters()):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
+def test_batcher_hands_out_indices_on_its_device_in_the_cpu_order() -> None:
+    a, b = Batcher(10, 3, seed=0), Batcher(10, 3, seed=0, device="meta")
+    for _ in range(7):  # crosses two epoch boundaries
+        ia, ib = a.next(), b.next()
+        assert ib.device.type == "meta" and ib.shape == ia.shape
+    assert torch.equal(a.perm, b.perm)
+
+
+def test_compiled_training_matches_eager(tmp_path) -> None:
+    steps = ["logger=none", "trainer.steps=5", "trainer.eval_every=5", "monitor.collapse_z=0"]
+    eager = build_trainer(compose_cfg(steps), tmp_path / "eager")
+    compiled = build_trainer(compose_cfg([*steps, "trainer.compile=true"]), tmp_path / "compiled")
+    assert compiled.G._compiled_call_impl is not None  # about 30 s of compilation on a cold CPU cache
+    eager.fit()
+    compiled.fit()
+    for a, b in zip(eager.G.parameters(), compiled.G.parameters()):
+        assert torch.allclose(a, b, atol=1e-4)
+    assert set(eager.G.state_dict()) == set(compiled.G.state_dict())  # checkpoints stay interchangeable
