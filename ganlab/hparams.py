@@ -87,7 +87,17 @@ def scores_layout(scores: dict[str, float]) -> dict[str, dict[str, list[Any]]]:
     job of a sweep may write the same layout.
     """
     charts = {tag.removeprefix(SCORE_TAG_PREFIX): ["Multiline", [f"^{tag}$"]] for tag in metric_tags(scores)}
-    return {"scores (every run)": charts}
+    return {"scores (every run)": charts, "training health": HEALTH_CHARTS}
+
+
+#: Custom-scalars charts of the training-health tags (ganlab.health), one multi-line chart each.
+HEALTH_CHARTS: dict[str, list[Any]] = {
+    "grad norm D (latest, rolling mean, max)": ["Multiline", [r"^grad_norm/D(/mean|/max)?$"]],
+    "grad norm G (latest, rolling mean, max)": ["Multiline", [r"^grad_norm/G(/mean|/max)?$"]],
+    "effective update ratio": ["Multiline", [r"^update_ratio/"]],
+    "fp16 loss scale": ["Multiline", [r"^health/loss_scale/"]],
+    "fixed-z diversity (collapse alarm)": ["Multiline", [r"^health/fixed_z/", r"^health/collapse_alarm$"]],
+}
 
 
 def hparams_summaries(hparams: dict[str, str | int | float], tags: list[str],
