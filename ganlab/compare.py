@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # The curves need this module's helpers; imported last so ``from ganlab.compare import plot_scores`` works.
-from ganlab.compare_plots import plot_scores, score_curves  # noqa: E402
+from ganlab.compare_plots import plot_scores, score_curves, score_figure  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

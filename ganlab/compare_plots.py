@@ -53,6 +53,35 @@ def score_curves(runs: list[dict[str, Any]], key: str) -> dict[str, tuple[list[i
             for label, by_step in sorted(values.items())}
 
 
+def score_figure(runs: list[dict[str, Any]], key: str) -> Any:
+    """One score against step, one line per row (mean over seeds), as a ``matplotlib.figure.Figure``.
+
+    Made without pyplot, so it never changes the backend; a notebook displays it as the cell's value.
+
+    Args:
+        runs: from :func:`ganlab.compare.collect_runs`.
+        key: the score to plot, e.g. ``"modes_covered"``.
+
+    Returns:
+        The figure (7 x 4.2 inches), or None when no run has ``key`` in its ``metrics.jsonl``.
+    """
+    from matplotlib.figure import Figure
+
+    curves = score_curves(runs, key)
+    if not curves:
+        return None
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.add_subplot()
+    for label, (steps, means) in curves.items():
+        ax.plot(steps, means, marker="o", markersize=3, label=label)
+    direction = {True: " (higher is better)", False: " (lower is better)", None: ""}[higher_is_better(key)]
+    ax.set(xlabel="generator step", ylabel=key, title=f"{key}, mean over seeds{direction}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
 def plot_scores(runs: list[dict[str, Any]], out_dir: str | Path, keys: list[str] | None = None,
                 dpi: int = 110) -> list[Path]:
     """Write ``<out_dir>/<score>.png`` per score: the score against step, one line per row (mean over seeds).
@@ -66,24 +95,13 @@ def plot_scores(runs: list[dict[str, Any]], out_dir: str | Path, keys: list[str]
     Returns:
         The paths written, in ``keys`` order (a score no run has is skipped).
     """
-    from matplotlib.figure import Figure
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for key in keys or table_keys(summarise(runs)):
-        curves = score_curves(runs, key)
-        if not curves:
+        fig = score_figure(runs, key)
+        if fig is None:
             continue
-        fig = Figure(figsize=(7, 4.2))
-        ax = fig.add_subplot()
-        for label, (steps, means) in curves.items():
-            ax.plot(steps, means, marker="o", markersize=3, label=label)
-        direction = {True: " (higher is better)", False: " (lower is better)", None: ""}[higher_is_better(key)]
-        ax.set(xlabel="generator step", ylabel=key, title=f"{key}, mean over seeds{direction}")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
-        fig.tight_layout()
         path = out / f"{key.replace('/', '_')}.png"
         fig.savefig(path, dpi=dpi)
         paths.append(path)

@@ -14,26 +14,38 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from ganlab.build import build_trainer
 from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer.loop import Trainer
 from ganlab.train import format_scores
 
 log = logging.getLogger("ganlab")
 
 
-def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """Score the generator stored at ``path`` (a run directory or a checkpoint file).
+class RebuiltRun(NamedTuple):
+    """A run rebuilt from one of its checkpoints by :func:`rebuild_from_checkpoint`."""
 
-    Returns:
-        ``{"checkpoint", "step", "scores"}``; also written to ``<run dir>/eval/<checkpoint stem>/metrics.json``.
+    checkpoint: Path        # the checkpoint file that was loaded
+    ckpt: dict[str, Any]    # its content (see :mod:`ganlab.trainer.checkpoint`)
+    cfg: DictConfig         # the stored config with the overrides applied
+    trainer: Trainer        # data, G/D, strategies, evaluator; weights loaded, not fitted (``fit`` is never called)
+
+
+def rebuild_from_checkpoint(path: str | Path, overrides: list[str] | None = None) -> RebuiltRun:
+    """Rebuild data, G/D, strategies and evaluator from a checkpoint's stored config and load its weights.
+
+    ``overrides`` (``key=value``, e.g. ``device=cpu``) are applied to the stored config first. No logger is
+    made and nothing is written; the trainer's evaluator is prepared (embedder ready, ``data/`` baseline
+    scored) and the trainer started (:meth:`Trainer.start`), so a strategy's EMA copy of G, when the run kept
+    one, is ``trainer.state.g_ema`` with the checkpoint's weights.
 
     Raises:
         FileNotFoundError: no checkpoint at ``path``.
-        ValueError: an override is not ``key=value``.
+        ValueError: an override is not ``key=value``, or the file is not a ganlab checkpoint.
     """
     try:
         ckpt_path = ckpt_io.resolve_checkpoint(path)
@@ -47,10 +59,25 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
     cfg = OmegaConf.merge(OmegaConf.create(ckpt["config"]), OmegaConf.from_dotlist(list(overrides or [])))
     cfg.trainer.resume, cfg.trainer.progress = str(ckpt_path), False
     cfg.logger = {"_target_": "ganlab.trainer.loggers.NullLogger"}
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch:  # the trainer never writes: no fit, no save
         trainer = build_trainer(cfg, scratch, finished_ok=True)
-        G = trainer.state.g_ema or trainer.G
-        scores = trainer.evaluator(G, trainer.data).scores
+        trainer.start()
+    return RebuiltRun(ckpt_path, ckpt, cfg, trainer)  # type: ignore[arg-type]
+
+
+def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Score the generator stored at ``path`` (a run directory or a checkpoint file).
+
+    Returns:
+        ``{"checkpoint", "step", "scores"}``; also written to ``<run dir>/eval/<checkpoint stem>/metrics.json``.
+
+    Raises:
+        FileNotFoundError: no checkpoint at ``path``.
+        ValueError: an override is not ``key=value``.
+    """
+    ckpt_path, _, _, trainer = rebuild_from_checkpoint(path, overrides)
+    G = trainer.state.g_ema or trainer.G
+    scores = trainer.evaluator(G, trainer.data).scores
     result = {"checkpoint": str(ckpt_path), "step": trainer.state.step, "scores": scores}
     out = ckpt_path.parent.parent / "eval" / ckpt_path.stem / "metrics.json"
     ckpt_io.atomic_write_text(out, json.dumps(result, indent=2))

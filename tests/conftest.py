@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import DictConfig
-from tiny_config import compose_cfg
+from tiny_config import DIGITS_RUN, RING8_RUN, compose_cfg, train_tiny
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -31,3 +31,22 @@ def run_dir(tmp_path: Path) -> Path:
     d = tmp_path / "run"
     d.mkdir()
     return d
+
+
+# ---------------------------------------------------------------- tiny finished runs (test_inspect, test_notebooks)
+@pytest.fixture(scope="session")
+def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``runs/`` folder laid out as ganlab-train writes it (``runs/<dataset>/<date>/``)."""
+    return tmp_path_factory.mktemp("project") / "runs"
+
+
+@pytest.fixture(scope="session")
+def ring8_run(runs_root: Path) -> Path:
+    """A finished tiny ring8 run: metrics.json, metrics.jsonl, checkpoints/step_0000020.pt, step_0000040.pt, last.pt."""
+    return train_tiny(RING8_RUN, runs_root / "ring8" / "2026-01-01_00-00-00")
+
+
+@pytest.fixture(scope="session")
+def digits_run(runs_root: Path) -> Path:
+    """A finished tiny digits (8x8 images) run with checkpoints at steps 5 and 10."""
+    return train_tiny(DIGITS_RUN, runs_root / "digits" / "2026-01-01_00-00-01")

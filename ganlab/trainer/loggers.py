@@ -22,9 +22,10 @@ class NullLogger:
 
     def figure(self, tag: str, figure: Any, step: int) -> None:
         """Log a matplotlib figure (closed afterwards, so long runs do not pile figures up)."""
-        import matplotlib.pyplot as plt
+        if getattr(figure.canvas, "manager", None) is not None:  # a pyplot figure; one made without pyplot is freed
+            import matplotlib.pyplot as plt                          # once unreferenced, and pyplot is not needed
 
-        plt.close(figure)
+            plt.close(figure)
 
     def histogram(self, tag: str, values: Tensor, step: int) -> None:
         """Log the distribution of ``values``."""

@@ -18,13 +18,15 @@ def image_grid(samples: Tensor, nrow: int = 8) -> Tensor:
 
 
 def scatter_figure(real: Tensor, fake: Tensor, means: Tensor | None = None, title: str = "") -> Any:
-    """A matplotlib figure of real (N, 2) and generated (M, 2) points, with mode means when known."""
-    import matplotlib
+    """A matplotlib figure of real (N, 2) and generated (M, 2) points, with mode means when known.
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    The ``matplotlib.figure.Figure`` is made without pyplot, so the backend is never switched (a notebook's inline
+    plots keep working) and no pyplot state is left behind: it is freed once unreferenced.
+    """
+    from matplotlib.figure import Figure
 
-    fig, ax = plt.subplots(figsize=(5, 5), dpi=100)
+    fig = Figure(figsize=(5, 5), dpi=100)
+    ax = fig.add_subplot()
     r, f = real.detach().float().cpu(), fake.detach().float().cpu()
     ax.scatter(r[:, 0], r[:, 1], s=2, c="tab:blue", alpha=0.3, label="real")
     ax.scatter(f[:, 0], f[:, 1], s=2, c="tab:red", alpha=0.5, label="generated")
