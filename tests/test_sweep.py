@@ -156,6 +156,9 @@ def test_tensorboard_shows_every_job_scalars_and_hparams(basic: Path, tensorboar
     assert final["diversity/hq_fraction"] == pytest.approx(metrics(basic / "2_wgan_gp_s0")["scores"]["hq_fraction"])
 
     layout = get(f"{tensorboard}/data/plugin/custom_scalars/layout")
-    (category,) = layout["category"]  # every job wrote the same layout: merged into one
-    charts = {c["title"]: c["multiline"]["tag"] for c in category["chart"]}
+    categories = {c["title"]: c for c in layout["category"]}  # every job wrote the same layout: merged
+    assert sorted(categories) == ["scores (every run)", "training health"]
+    charts = {c["title"]: c["multiline"]["tag"] for c in categories["scores (every run)"]["chart"]}
     assert charts["reverse_kl"] == ["^diversity/reverse_kl$"] and "modes_covered" in charts
+    health = {c["title"]: c["multiline"]["tag"] for c in categories["training health"]["chart"]}
+    assert health["effective update ratio"] == ["^update_ratio/"]
