@@ -17,10 +17,11 @@ from torch import Tensor, nn
 
 from ganlab.health.alerts import AlertLog
 from ganlab.health.config import MonitorConfig
-from ganlab.health.norms import RollingStats, global_norm, layer_norms, parameter_grad_norms
+from ganlab.health.norms import RollingStats, layer_norms
 from ganlab.health.update_ratio import effective_update_ratios, snapshot
 
 PRECISIONS = {"32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+_NO_AUTOCAST = contextlib.nullcontext()  # reusable: entering it does nothing
 
 
 def parse_precision(value: Any) -> str:
@@ -86,18 +87,20 @@ class HealthMonitor:
         self.stats = {net: RollingStats(cfg.window) for net in "DG"}
         self.last: dict[str, dict[str, float]] = {net: {} for net in "DG"}
         self.detail = False                     # collect per-layer norms and update ratios in this G step
+        self.measure = True                     # read the loss and gradient norm of each update
         self.pending: dict[str, float] = {}     # those, until the next log
         self.recoveries = 0
         self.scaler_skips = {net: 0 for net in "DG"}
         self._variability = {net: _Streak(cfg.variability_patience) for net in "DG"}
         self._ratio: dict[str, _Streak] = {}
         self._scale_low = {net: _Streak(1) for net in "DG"}
+        self._named: dict[str, tuple[nn.Module, list[tuple[str, nn.Parameter]]]] = {}
 
     # ------------------------------------------------------------------ precision
     def autocast(self) -> contextlib.AbstractContextManager:
         """Autocast to bf16/fp16 for the forward passes; a no-op context at precision 32."""
         if self.dtype is None:
-            return contextlib.nullcontext()
+            return _NO_AUTOCAST
         return torch.autocast(self.device.type, dtype=self.dtype)
 
     def grad_scale(self, net: str) -> float:
@@ -107,9 +110,15 @@ class HealthMonitor:
         return float(scaler.get_scale()) if scaler.is_enabled() else 1.0
 
     # ------------------------------------------------------------------ one update
-    def begin_step(self, step: int) -> None:
-        """Called before the D and G updates of generator step ``step + 1``."""
+    def begin_step(self, step: int, logging: bool = False) -> None:
+        """Called before the D and G updates of generator step ``step + 1``; ``logging``: the loop logs it.
+
+        With ``monitor.nan_guard=false`` and no ``monitor.hard_limit``, only monitored and logged steps read
+        the gradient norms: the other updates are a plain backward and step (no per-update cost, no host
+        synchronisation); the rolling statistics then cover those steps only.
+        """
         self.detail = (step + 1) % self.cfg.every == 0
+        self.measure = self.detail or logging or self.cfg.nan_guard or self.cfg.hard_limit is not None
 
     def update(self, net: str, module: nn.Module, opt: torch.optim.Optimizer, loss: Tensor, step: int) -> None:
         """Backward ``loss`` into ``module`` and step ``opt``, with every check of this module.
@@ -127,15 +136,26 @@ class HealthMonitor:
                 The update is not applied; the gradients are cleared.
             HardLimitExceeded: the global gradient norm is above ``monitor.hard_limit``; nothing is applied.
         """
-        scaler = self.scalers[net]
+        scaler, fp16 = self.scalers[net], self.scalers[net].is_enabled()
+        named = self._parameters(net, module)
         opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.unscale_(opt)  # norms, clipping and the limit see the true gradients
-        names, norms = parameter_grad_norms(module.named_parameters())
-        total = global_norm(norms).to(loss.device)
-        loss_v, norm_v = torch.stack([loss.detach().float().reshape(()), total]).tolist()  # one sync
+        if not (self.measure or fp16):  # nothing to check in this update (see begin_step)
+            loss.backward()
+            if self.cfg.clip is not None:
+                torch.nn.utils.clip_grad_norm_(module.parameters(), float(self.cfg.clip))
+            opt.step()
+            return
+        if fp16:
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)  # norms, clipping and the limit see the true gradients
+        else:
+            loss.backward()
+        with_grad = [(name, p.grad) for name, p in named if p.grad is not None]
+        norms = torch._foreach_norm([g for _, g in with_grad]) if with_grad else []  # per-tensor L2 norms
+        loss_v, *norm_vs = torch.stack([loss.detach().reshape(()), *norms]).tolist()  # the one host sync
+        norm_v = math.sqrt(math.fsum(v * v for v in norm_vs))  # global L2 norm (inf/NaN propagate)
         finite = math.isfinite(loss_v) and math.isfinite(norm_v)
-        if not finite and self.cfg.nan_guard and not (scaler.is_enabled() and scaler.get_scale() > 1.0):
+        if not finite and self.cfg.nan_guard and not (fp16 and scaler.get_scale() > 1.0):
             self._abort(opt, scaler)
             raise NonFiniteStep(net, loss_v, norm_v)
         if self.cfg.hard_limit is not None and finite and norm_v > self.cfg.hard_limit:
@@ -144,17 +164,29 @@ class HealthMonitor:
         if self.cfg.clip is not None and finite:
             torch.nn.utils.clip_grad_norm_(module.parameters(), float(self.cfg.clip))
         before = snapshot(opt) if self.detail and finite else None
-        scaler.step(opt)  # skipped by the scaler when a gradient is inf/NaN (fp16)
-        scaler.update()
+        if fp16:
+            scaler.step(opt)  # skipped by the scaler when a gradient is inf/NaN
+            scaler.update()
+        else:
+            opt.step()
         self.last[net] = {"loss": loss_v, "grad_norm": norm_v}
         self.stats[net].add(norm_v)
         if not finite:
             self.scaler_skips[net] += 1
         if self.detail:
-            self.pending |= {f"grad_norm/{net}/{layer}": v for layer, v in layer_norms(names, norms).items()}
+            names = [name for name, _ in with_grad]
+            self.pending |= {f"grad_norm/{net}/{k}": v for k, v in layer_norms(names, norm_vs).items()}
             if before is not None:
                 for i, r in enumerate(effective_update_ratios(opt, before)):
                     self.pending[f"update_ratio/{net}/group{i}"] = r
+
+    def _parameters(self, net: str, module: nn.Module) -> list[tuple[str, nn.Parameter]]:
+        """``module.named_parameters()``, listed once per network (walking the module tree every update costs
+        more than the norms on small models)."""
+        cached = self._named.get(net)
+        if cached is None or cached[0] is not module:
+            cached = self._named[net] = (module, list(module.named_parameters()))
+        return cached[1]
 
     @staticmethod
     def _abort(opt: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> None:

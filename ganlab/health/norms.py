@@ -35,18 +35,18 @@ def global_norm(norms: Tensor) -> Tensor:
     return torch.linalg.vector_norm(norms) if norms.numel() else torch.zeros(())
 
 
-def layer_norms(names: list[str], norms: Tensor) -> dict[str, float]:
+def layer_norms(names: list[str], norms: Tensor | list[float]) -> dict[str, float]:
     """Per-layer L2 norms: parameters ``<layer>.weight``, ``<layer>.bias``, ... of one layer are combined.
 
     Args:
         names: parameter names, e.g. ``net.0.weight``.
-        norms: (P,) their gradient norms.
+        norms: (P,) their gradient norms (a tensor or a list of floats).
 
     Returns:
         ``{layer: sqrt(sum of squared norms of its parameters)}``, in first-seen order.
     """
     squares: dict[str, float] = {}
-    for name, value in zip(names, norms.tolist()):
+    for name, value in zip(names, norms.tolist() if isinstance(norms, Tensor) else norms):
         layer = name.rsplit(".", 1)[0] if "." in name else name
         squares[layer] = squares.get(layer, 0.0) + value * value
     return {layer: math.sqrt(s) for layer, s in squares.items()}

@@ -62,6 +62,7 @@ def _dry_config(cfg: DictConfig) -> DictConfig:
     with open_dict(dry):
         dry.trainer.steps, dry.trainer.batch_size = int(pf.steps), int(pf.batch_size)
         dry.trainer.progress, dry.trainer.projector = False, False
+        dry.trainer.log_every = 1  # every update reads its loss and gradient norm (the guard is off)
         dry.monitor.nan_guard, dry.monitor.hard_limit, dry.monitor.collapse_z = False, None, 0
         dry.logger = OmegaConf.create({"_target_": "ganlab.trainer.loggers.NullLogger"})
     return dry

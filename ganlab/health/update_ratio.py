@@ -43,11 +43,10 @@ def requested_update(opt: torch.optim.Optimizer, group: dict, p: Tensor, before:
         t = float(state["step"])
         beta1, beta2 = group["betas"]
         v = state["max_exp_avg_sq"] if group.get("amsgrad") else state["exp_avg_sq"]
-        m_hat = state["exp_avg"].float() / (1 - beta1 ** t)
-        denom = (v.float() / (1 - beta2 ** t)).sqrt() + group["eps"]
-        u = lr * m_hat / denom
+        denom = v.float().sqrt().div_(math.sqrt(1 - beta2 ** t)).add_(group["eps"])  # sqrt(v_hat) + eps
+        u = state["exp_avg"].float().div(denom).mul_(lr / (1 - beta1 ** t))  # lr * m_hat / denom
         if decoupled and group["weight_decay"]:
-            u = u + lr * group["weight_decay"] * before
+            u.add_(before, alpha=lr * group["weight_decay"])
         return u
     if type(opt) is torch.optim.SGD and p.grad is not None:
         g = p.grad.float()
@@ -68,20 +67,26 @@ def snapshot(opt: torch.optim.Optimizer) -> list[list[Tensor]]:
 def effective_update_ratios(opt: torch.optim.Optimizer, before: list[list[Tensor]]) -> list[float]:
     """One ratio per parameter group (see the module docstring), from :func:`snapshot` taken before the step.
 
+    The snapshot is consumed (overwritten with the differences).
+
     Parameters without a gradient (not stepped) are left out. A group whose requested update is zero or
     unknown gives NaN.
     """
     ratios = []
     for group, olds in zip(opt.param_groups, before):
-        moved, asked, known = 0.0, 0.0, True
+        moved, asked = [], []
         for p, old in zip(group["params"], olds):
             if p.grad is None:
                 continue
             u = requested_update(opt, group, p, old)
             if u is None:
-                known = False
                 break
-            moved += float((p.detach().float() - old).pow(2).sum())
-            asked += float(u.pow(2).sum())
-        ratios.append(math.sqrt(moved / asked) if known and asked > 0 else math.nan)
+            moved.append(torch.linalg.vector_norm(old.sub_(p.detach()).float()))  # reuses the snapshot
+            asked.append(torch.linalg.vector_norm(u))
+        else:
+            if asked:
+                m, a = torch.linalg.vector_norm(torch.stack(moved)), torch.linalg.vector_norm(torch.stack(asked))
+                ratios.append(float(m / a) if float(a) > 0 else math.nan)
+                continue
+        ratios.append(math.nan)
     return ratios

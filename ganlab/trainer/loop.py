@@ -3,9 +3,11 @@ only through the hooks of :class:`ganlab.strategies.Strategy`."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
+import operator
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,11 @@ class TrainerConfig:
         self.precision = parse_precision(self.precision)
         if str(self.fused_optim).lower() not in ("auto", "true", "false"):
             raise ValueError(f"trainer.fused_optim must be auto, true or false, got {self.fused_optim!r}")
+
+
+def _total(terms: dict[str, Tensor]) -> Tensor:
+    """The sum of the loss terms (``sum()`` would add a 0 first: one more kernel per update)."""
+    return functools.reduce(operator.add, terms.values())
 
 
 class Trainer:
@@ -129,7 +136,7 @@ class Trainer:
                               grad_scale=self.health.grad_scale("D"))
             terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
         self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": d_real, "d_fake": d_fake, "terms": terms}
-        self.health.update("D", self.D, self.state.opt_d, sum(terms.values()), self.state.step)
+        self.health.update("D", self.D, self.state.opt_d, _total(terms), self.state.step)
         return terms, real, d_real.detach(), d_fake.detach()
 
     def g_step(self, real: Tensor) -> dict[str, Tensor]:
@@ -147,7 +154,7 @@ class Trainer:
                                   grad_scale=self.health.grad_scale("G"))
                 terms = self._sum_terms(self.loss.g_loss(d_fake), [s.g_terms(ctx) for s in self.strategies])
             self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": None, "d_fake": d_fake, "terms": terms}
-            self.health.update("G", self.G, self.state.opt_g, sum(terms.values()), self.state.step)
+            self.health.update("G", self.G, self.state.opt_g, _total(terms), self.state.step)
         finally:
             self.D.requires_grad_(True)
         return terms
@@ -155,7 +162,8 @@ class Trainer:
     # ---------------------------------------------------------------- the run
     def train_step(self) -> tuple[dict[str, Tensor], dict[str, Tensor], Tensor, Tensor]:
         """``n_critic`` D updates, then one G update; returns (D terms, G terms, d_real, d_fake) of the last ones."""
-        self.health.begin_step(self.state.step)
+        upcoming = self.state.step + 1
+        self.health.begin_step(self.state.step, logging=upcoming % self.cfg.log_every == 0 or upcoming == self.cfg.steps)
         for _ in range(self.cfg.n_critic):
             d_terms, real, d_real, d_fake = self.d_step()
         return d_terms, self.g_step(real), d_real, d_fake

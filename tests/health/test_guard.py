@@ -141,3 +141,15 @@ def test_bad_settings_are_refused_before_training(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="monitor.clip"):
         build_trainer(compose_cfg([*BASE, "monitor.clip=-1"]), tmp_path)
     assert parse_precision(32) == parse_precision("fp32") == "32"
+
+
+def test_without_guard_only_logged_and_monitored_steps_read_the_norms(tmp_path: Path) -> None:
+    cfg = compose_cfg([*BASE, "monitor.nan_guard=false", "monitor.every=1000", "trainer.log_every=3"])
+    trainer = build_trainer(cfg, tmp_path)
+    trainer.start()
+    seen = []
+    for _ in range(6):
+        trainer.train_step()
+        trainer.state.step += 1
+        seen.append(len(trainer.health.stats["G"].values))
+    assert seen == [0, 0, 1, 1, 1, 2]  # steps 3 and 6 are logged
