@@ -10,8 +10,9 @@ import torch
 from torch import Tensor
 
 from ganlab.inspection.runs import LoadedRun
+from ganlab.metrics.blocks import validate_embeddings
 from ganlab.metrics.evaluator import EvalResult
-from ganlab.metrics.kmeans import KMeansResult, assign, validate_embeddings
+from ganlab.metrics.kmeans import KMeansResult, assign
 from ganlab.metrics.scorers import ClusterScorer, EvalBatch
 
 

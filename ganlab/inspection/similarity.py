@@ -13,8 +13,8 @@ from torch import Tensor
 
 from ganlab.compare import higher_is_better, ordered_scores
 from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.evaluator import EvalResult, Evaluator
-from ganlab.metrics.kmeans import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.scorers import SimilarityScorer
 from ganlab.metrics.similarity import SimilarityHistogram, normalize_rows, similarity_histogram
 from ganlab.trainer import checkpoint as ckpt_io

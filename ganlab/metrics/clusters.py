@@ -21,8 +21,8 @@ import math
 import torch
 from torch import Tensor
 
-from ganlab.metrics.kmeans import (DEFAULT_BLOCK_SIZE, KMeansResult, assign, kmeans,
-                                   validate_embeddings)
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
+from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
 
 __all__ = ["cluster_scores", "jensen_shannon", "kl_divergence", "ndb",
            "two_proportion_z_test"]

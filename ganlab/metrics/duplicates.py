@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ganlab.metrics.kmeans import DEFAULT_BLOCK_SIZE, validate_embeddings
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
 from ganlab.metrics.similarity import cross_similarity
 
 __all__ = ["DEFAULT_DUPLICATE_THRESHOLD", "duplicate_fraction", "memorization_fraction"]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.metrics.kmeans import DEFAULT_BLOCK_SIZE, WorkerPool, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
+from ganlab.metrics.workers import WorkerPool
 
 __all__ = ["frechet_distance", "frechet_distance_from_stats", "gaussian_stats"]
 

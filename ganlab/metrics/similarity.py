@@ -4,7 +4,7 @@ A collapsed generator produces near-identical samples, which shows up as a heavy
 tail in the histogram of pairwise cosine similarities between embeddings. The functions
 here never build the ``N x N`` similarity matrix: at most ``block_size`` entries (plus
 int32/bool temporaries) exist at once per worker thread (see
-:class:`~ganlab.metrics.kmeans.WorkerPool`). Everything stays on the input's device.
+:class:`~ganlab.metrics.workers.WorkerPool`). Everything stays on the input's device.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ganlab.metrics.kmeans import DEFAULT_BLOCK_SIZE, WorkerPool, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
+from ganlab.metrics.workers import WorkerPool
 
 __all__ = ["SimilarityHistogram", "collapsed", "cross_similarity", "normalize_rows",
            "similarity_histogram"]

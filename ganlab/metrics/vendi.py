@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.metrics.kmeans import (DEFAULT_BLOCK_SIZE, WorkerPool, pairwise_sq_dists,
-                                   rows_per_block, validate_embeddings)
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block, validate_embeddings
 from ganlab.metrics.similarity import normalize_rows
+from ganlab.metrics.workers import WorkerPool
 
 __all__ = ["vendi_from_eigenvalues", "vendi_score"]
 

@@ -8,8 +8,10 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 
-from ganlab.metrics import kmeans as km
-from ganlab.metrics.kmeans import KMeansResult, assign, kmeans, pairwise_sq_dists, rows_per_block
+from ganlab.metrics import lloyd
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block
+from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
+from ganlab.metrics.workers import WorkerPool
 
 
 def _gen(seed: int = 0) -> torch.Generator:
@@ -94,8 +96,8 @@ def test_lloyd_step_picks_a_nearest_centre_and_keeps_valid_bounds(dtype, monkeyp
     labels, upper, lower = torch.full((1000,), -1), torch.zeros(1000, dtype=torch.float64), torch.zeros(1000, dtype=torch.float64)
 
     def step(centers, old, full, first=False):
-        return km._lloyd_step(xa, km._centres(centers, old), labels, upper, lower, 6000,
-                              "reset" if first else "use", full)[:3]
+        return lloyd._lloyd_step(xa, lloyd._centres(centers, old), labels, upper, lower, 6000,
+                                 "reset" if first else "use", full)[:3]
 
     def check(centers):
         d = torch.cdist(x.double(), centers.double())
@@ -123,9 +125,9 @@ def test_lloyd_step_picks_a_nearest_centre_and_keeps_valid_bounds(dtype, monkeyp
     # Plain Lloyd (bounds off) relabels everything and leaves the bounds alone.
     labels.fill_(-1)
     frozen = upper.clone()
-    km._lloyd_step(xa, km._centres(c, None), labels, upper, lower, 6000, "off", True)
+    lloyd._lloyd_step(xa, lloyd._centres(c, None), labels, upper, lower, 6000, "off", True)
     assert torch.equal(upper, frozen) and (labels == torch.cdist(x.double(), c.double()).argmin(1)).double().mean() > 0.999
-    monkeypatch.setattr(km, "_PACK_INT", {})  # plain top-2 fallback (e.g. half precision, huge k)
+    monkeypatch.setattr(lloyd, "_PACK_INT", {})  # plain top-2 fallback (e.g. half precision, huge k)
     labels.fill_(-1)
     step(c, None, full=True, first=True)
     assert torch.equal(labels, torch.cdist(x.double(), c.double()).argmin(1))
@@ -138,8 +140,8 @@ def test_empty_cluster_is_reseeded():
     x = torch.cat(groups)
     xa = torch.cat([x, x.pow(2).sum(1, keepdim=True), torch.ones(300, 1, dtype=x.dtype)], 1)
     init = torch.tensor([[0.0, 0.0], [15.0, 15.0], [1e6, 1e6]], dtype=x.dtype)  # third gets nothing
-    with km.WorkerPool(x.device) as pool:
-        centers, labels, _, _ = km._lloyd(xa, init, 100, 0.0, km.DEFAULT_BLOCK_SIZE, pool)
+    with WorkerPool(x.device) as pool:
+        centers, labels, _, _ = lloyd._lloyd(xa, init, 100, 0.0, DEFAULT_BLOCK_SIZE, pool)
     assert torch.bincount(labels, minlength=3).min() > 0
     got = centers[centers[:, 0].argsort()]
     torch.testing.assert_close(got, torch.stack([grp.mean(0) for grp in groups]), atol=1e-9, rtol=0)
@@ -170,3 +172,11 @@ def test_kmeans_rejects_bad_input(x, k, match):
 def test_assign_rejects_mismatched_dims():
     with pytest.raises(ValueError, match="D=3"):
         assign(torch.randn(5, 3), torch.randn(2, 4))
+
+
+def test_shared_helpers_are_still_importable_from_kmeans():
+    from ganlab.metrics import blocks, kmeans as km, workers
+
+    for name in ("DEFAULT_BLOCK_SIZE", "pairwise_sq_dists", "rows_per_block", "validate_embeddings"):
+        assert getattr(km, name) is getattr(blocks, name)
+    assert km.WorkerPool is workers.WorkerPool
