@@ -111,6 +111,9 @@ def inject_faults(trainer: Any, debug: DictConfig | dict | None) -> None:
     nan_step = (debug or {}).get("inject_nan_at_step")
     if nan_step is not None:
         trainer.strategies.append(InjectNaN(int(nan_step)))
+        if int(nan_step) > trainer.cfg.steps:
+            log.warning("debug.inject_nan_at_step=%s is beyond trainer.steps=%d: no NaN will be injected",
+                        nan_step, trainer.cfg.steps)
     step = (debug or {}).get("fail_at_step")
     if step is None:
         return

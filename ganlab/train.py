@@ -54,6 +54,8 @@ def main(cfg: DictConfig) -> float | None:
     ``failure.json`` and ``FAILED`` into its folder, and it returns the worst objective (+-inf). A single run
     re-raises.
     """
+    if not isinstance(cfg.get("preflight", False), bool):
+        raise ValueError(f"preflight must be true or false, got {cfg.preflight!r}")
     if cfg.get("preflight"):
         if not preflight(cfg):
             sys.exit(1)

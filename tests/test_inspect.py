@@ -292,3 +292,18 @@ def test_figures_for_images(digits_run: Path) -> None:
     assert len(fig.axes) == 12  # real and generated per cluster
     pairs = gi.most_similar_pairs(result.samples.flatten(1), n=3)  # pixel space
     assert len(gi.plot_most_similar_pairs(result.samples, pairs).axes) == 6
+
+
+def test_relative_paths_resolve_against_the_shell_folder(ring8_run, tmp_path, monkeypatch) -> None:
+    # a notebook kernel runs in notebooks/; GANLAB_RUN=runs/... was typed at the folder Jupyter started from
+    from ganlab.inspection import resolve_user_path
+
+    project = ring8_run.parents[2]  # <project>/runs/ring8/<date>
+    relative = ring8_run.relative_to(project)
+    kernel_dir = tmp_path / "notebooks"
+    kernel_dir.mkdir()
+    monkeypatch.chdir(kernel_dir)
+    monkeypatch.setenv("PWD", str(project))
+    assert resolve_user_path(relative) == project / relative
+    monkeypatch.setenv("PWD", str(tmp_path))  # nowhere to find it: returned unchanged, so the error names it
+    assert resolve_user_path(relative) == relative

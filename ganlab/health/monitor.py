@@ -131,8 +131,9 @@ class HealthMonitor:
             step: generator steps done so far.
 
         Raises:
-            NonFiniteStep: the loss or the gradient is NaN/Inf and ``monitor.nan_guard`` is on (under fp16: only
-                once the loss scale has fallen to 1, before that the GradScaler skips the step and backs off).
+            NonFiniteStep: the loss or the gradient is NaN/Inf and ``monitor.nan_guard`` is on. Under fp16 a
+                non-finite gradient is left to the GradScaler (it skips the step and backs off) until the loss
+                scale has fallen to 1; a non-finite loss with finite gradients raises at once.
                 The update is not applied; the gradients are cleared.
             HardLimitExceeded: the global gradient norm is above ``monitor.hard_limit``; nothing is applied.
         """
@@ -155,7 +156,10 @@ class HealthMonitor:
         loss_v, *norm_vs = torch.stack([loss.detach().reshape(()), *norms]).tolist()  # the one host sync
         norm_v = math.sqrt(math.fsum(v * v for v in norm_vs))  # global L2 norm (inf/NaN propagate)
         finite = math.isfinite(loss_v) and math.isfinite(norm_v)
-        if not finite and self.cfg.nan_guard and not (fp16 and scaler.get_scale() > 1.0):
+        # fp16: an overflow in the gradients is the GradScaler's to handle (skip, back off) while its scale is
+        # above 1; a non-finite loss with finite gradients is not an overflow it can see, so the guard acts
+        scaler_handles = fp16 and not math.isfinite(norm_v) and scaler.get_scale() > 1.0
+        if not finite and self.cfg.nan_guard and not scaler_handles:
             self._abort(opt, scaler)
             raise NonFiniteStep(net, loss_v, norm_v)
         if self.cfg.hard_limit is not None and finite and norm_v > self.cfg.hard_limit:

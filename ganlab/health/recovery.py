@@ -41,16 +41,18 @@ def dump_batch(run_dir: str | Path, step: int, net: str, batch: dict[str, Any]) 
 
 
 @torch.no_grad()
-def diagnose(generator: nn.Module, discriminator: nn.Module, real: Tensor, z: Tensor) -> dict[str, Any]:
+def diagnose(generator: nn.Module, discriminator: nn.Module, real: Tensor, z: Tensor,
+             reduced_precision: bool = False) -> dict[str, Any]:
     """Tell corrupted weights from an overflow: check the weights, re-run G(z), D(real), D(G(z)) in float32.
 
     Batch-norm running statistics are saved and restored around the re-run, so it changes nothing.
 
     Returns:
         ``{"weights_finite", "forward_fp32_finite", "verdict"}``; ``verdict`` is ``corrupted_weights`` (a weight
-        is NaN/Inf already), ``overflow`` (weights and the float32 forward pass are finite: the non-finite
-        value came from reduced precision, a loss term or the backward pass) or ``unstable_fp32`` (finite
-        weights give non-finite outputs even in float32: exploding weights or bad inputs).
+        is NaN/Inf already); with finite weights and a finite float32 forward pass, ``overflow`` when the run
+        uses ``reduced_precision`` (the value overflowed in bf16/fp16) and ``loss_or_backward`` otherwise (it
+        came from a loss term, a penalty or the backward pass); ``unstable_fp32`` when finite weights give
+        non-finite outputs even in float32 (exploding weights or bad inputs).
     """
     nets = (generator, discriminator)
     weights_ok = _all_finite(p for net in nets for p in net.parameters())
@@ -61,7 +63,8 @@ def diagnose(generator: nn.Module, discriminator: nn.Module, real: Tensor, z: Te
     for net, saved in zip(nets, buffers):
         for k, b in net.named_buffers():
             b.copy_(saved[k])
-    verdict = "corrupted_weights" if not weights_ok else ("overflow" if forward_ok else "unstable_fp32")
+    finite_forward = "overflow" if reduced_precision else "loss_or_backward"
+    verdict = "corrupted_weights" if not weights_ok else (finite_forward if forward_ok else "unstable_fp32")
     return {"weights_finite": weights_ok, "forward_fp32_finite": forward_ok, "verdict": verdict}
 
 

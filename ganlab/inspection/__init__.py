@@ -26,7 +26,7 @@ from ganlab.inspection.clusters import (ClusterAssignment, assign_clusters, clus
                                         project_2d, samples_by_cluster)
 from ganlab.inspection.plots import plot_occupancy, plot_projection, plot_samples_by_cluster
 from ganlab.inspection.runs import (LoadedRun, evaluate_run, find_latest_run, find_latest_sweep, find_runs_root,
-                                    is_run_dir, list_checkpoints, load_run)
+                                    is_run_dir, list_checkpoints, load_run, resolve_user_path)
 from ganlab.inspection.similarity import (CheckpointHistogram, histograms_over_checkpoints, most_similar_pairs,
                                           scores_table, similarity_histograms)
 from ganlab.inspection.similarity_plots import (plot_histograms_over_checkpoints, plot_most_similar_pairs,
@@ -36,5 +36,5 @@ __all__ = ["CheckpointHistogram", "ClusterAssignment", "LoadedRun", "assign_clus
            "evaluate_run", "find_latest_run", "find_latest_sweep", "find_runs_root", "fit_clusters",
            "histograms_over_checkpoints", "is_run_dir", "list_checkpoints", "load_run", "most_similar_pairs",
            "plot_histograms_over_checkpoints", "plot_most_similar_pairs", "plot_occupancy", "plot_projection",
-           "plot_samples_by_cluster", "plot_similarity_histograms", "project_2d", "samples_by_cluster",
-           "scores_table", "similarity_histograms"]
+           "plot_samples_by_cluster", "plot_similarity_histograms", "project_2d", "resolve_user_path",
+           "samples_by_cluster", "scores_table", "similarity_histograms"]

@@ -119,8 +119,20 @@ def list_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def resolve_user_path(path: str | Path) -> Path:
+    """A path as a user typed it (e.g. in ``GANLAB_RUN``): absolute or existing paths as they are; a relative
+    one that does not exist here is tried against ``$PWD``, the folder the shell started Jupyter from (a
+    notebook's kernel runs in ``notebooks/``, so ``GANLAB_RUN=runs/ring8/...`` typed at the repository root
+    means the repository's ``runs/``). Returns the path unchanged when neither exists."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists():
+        return p
+    start = os.environ.get("PWD")
+    return Path(start) / p if start and (Path(start) / p).exists() else p
+
+
 def _check_run_dir(run_dir: str | Path) -> Path:
-    p = Path(run_dir).expanduser()
+    p = resolve_user_path(run_dir)
     if not p.exists():
         raise FileNotFoundError(f"{p} does not exist; give a run directory of ganlab-train (runs/<dataset>/<date>/ "
                                 "or a sweep job folder)")
@@ -206,7 +218,7 @@ def load_run(run_dir: str | Path, checkpoint: str | int | Path = "last",
             (the message lists the checkpoints the run has).
         ValueError: a bad ``checkpoint`` or override, or a file that is not a ganlab checkpoint.
     """
-    given = Path(run_dir).expanduser()
+    given = resolve_user_path(run_dir)
     if given.is_file() and given.parent.name == "checkpoints":
         run_dir, checkpoint = given.parent.parent, given
     run_dir = _check_run_dir(run_dir)

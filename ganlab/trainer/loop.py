@@ -57,6 +57,9 @@ class TrainerConfig:
         for key in ("steps", "batch_size", "n_critic", "eval_every", "ckpt_every", "log_every", "grid_size"):
             if int(getattr(self, key)) <= 0:
                 raise ValueError(f"trainer.{key} must be a positive integer, got {getattr(self, key)}")
+        for key in ("progress", "projector", "compile", "channels_last"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")
         self.precision = parse_precision(self.precision)
         if str(self.fused_optim).lower() not in ("auto", "true", "false"):
             raise ValueError(f"trainer.fused_optim must be auto, true or false, got {self.fused_optim!r}")
@@ -236,18 +239,20 @@ class Trainer:
         h, step = self.health, self.state.step
         h.recoveries += 1
         dump = recovery.dump_batch(self.run_dir, step + 1, err.net, self.last_batch)
-        diagnosis = recovery.diagnose(self.G, self.D, self.last_batch["real"], self.last_batch["z"])
+        diagnosis = recovery.diagnose(self.G, self.D, self.last_batch["real"], self.last_batch["z"],
+                                      reduced_precision=self.cfg.precision != "32")
         terms = {k: float(v.detach()) for k, v in self.last_batch["terms"].items()}
         details = {"net": err.net, "loss": err.loss, "grad_norm": err.grad_norm, "terms": terms,
                    "dump": str(dump), **diagnosis}
         if h.recoveries > h.cfg.max_recoveries or self.good_checkpoint is None:
             why = (f"more than monitor.max_recoveries={h.cfg.max_recoveries} non-finite updates"
                    if self.good_checkpoint is not None else "no checkpoint with finite weights to roll back to")
-            self.alerts.emit("nan_stop", step, f"stopping: {why}", severity="error", **details)
+            self.alerts.emit("nan_stop", step + 1, f"stopping: {why}", severity="error", **details)
             self.logger.flush()
+            advice = "Lower optim.*.lr or set monitor.clip=1.0" + (
+                ", or use trainer.precision=32" if self.cfg.precision != "32" else "")
             raise TrainingHealthError(f"{err} at generator step {step + 1}; stopped after {why}. The batch is in "
-                                      f"{dump}; diagnosis: {diagnosis['verdict']}. Lower optim.*.lr, set "
-                                      "monitor.clip=1.0, or use trainer.precision=32")
+                                      f"{dump}; diagnosis: {diagnosis['verdict']}. {advice}")
         lrs = [[g["lr"] for g in opt.param_groups] for opt in (self.state.opt_g, self.state.opt_d)]
         lr_scale = self.state.lr_scale
         self._load_training_state(ckpt_io.load_checkpoint(self.good_checkpoint))
@@ -256,7 +261,7 @@ class Trainer:
             for group, lr in zip(opt.param_groups, old):
                 group["lr"] = lr * factor
         self.state.lr_scale = lr_scale * factor
-        self.alerts.emit("nan_recovery", step, f"non-finite {err.net} update at step {step + 1} ({diagnosis['verdict']}); "
+        self.alerts.emit("nan_recovery", step + 1, f"non-finite {err.net} update at step {step + 1} ({diagnosis['verdict']}); "
                          f"rolled back to {self.good_checkpoint.name} (step {self.state.step}), learning rates x{factor:g} "
                          f"(recovery {h.recoveries} of at most {h.cfg.max_recoveries})", checkpoint=str(self.good_checkpoint),
                          restored_step=self.state.step, lr_g=self.state.opt_g.param_groups[0]["lr"],
@@ -267,12 +272,14 @@ class Trainer:
         step = self.state.step
         path = self.run_dir / "checkpoints" / f"hard_limit_step_{step:07d}.pt"
         self.save(path)
-        self.alerts.emit("hard_limit", step, f"{err} at generator step {step + 1}; checkpoint {path}", severity="error",
-                         net=err.net, grad_norm=err.grad_norm, limit=err.limit, checkpoint=str(path))
+        self.alerts.emit("hard_limit", step + 1, f"{err} at generator step {step + 1}; checkpoint {path}",
+                         severity="error", net=err.net, grad_norm=err.grad_norm, limit=err.limit, checkpoint=str(path))
         self.logger.flush()
-        raise TrainingHealthError(f"{err} at generator step {step + 1}: the run stopped. The weights before that "
-                                  f"update are in {path} (resume with trainer.resume={path}). Lower optim.*.lr, "
-                                  "clip with monitor.clip=1.0, or raise monitor.hard_limit")
+        raise TrainingHealthError(
+            f"{err} at generator step {step + 1}: the run stopped before applying that update (the step's earlier "
+            f"D updates are applied). Its state is in {path}. To continue from it: ganlab-train "
+            f"trainer.resume={path} trainer.steps={self.cfg.steps} monitor.clip=1.0 (or a higher monitor.hard_limit; "
+            "monitor.* is not taken from the checkpoint). To change the learning rate, start a new run")
 
     def _log_step(self, step: int, d_terms: dict[str, Tensor], g_terms: dict[str, Tensor], d_real: Tensor,
                   d_fake: Tensor, extra: dict[str, float], bar: Any) -> None:

@@ -47,8 +47,8 @@ def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monke
     metrics = trainer.fit()
     assert metrics["step"] == 12  # the run completed all its steps
     recoveries = [a for a in read_alerts(tmp_path) if a["kind"] == "nan_recovery"]
-    assert len(recoveries) == 1 and recoveries[0]["step"] == 9 and recoveries[0]["net"] == "D"
-    assert recoveries[0]["terms"]["injected_nan"] == "nan" and recoveries[0]["verdict"] == "overflow"
+    assert len(recoveries) == 1 and recoveries[0]["step"] == 10 and recoveries[0]["net"] == "D"
+    assert recoveries[0]["terms"]["injected_nan"] == "nan" and recoveries[0]["verdict"] == "loss_or_backward"
     # the weights right after recovery are the last good checkpoint's (step 8: last.pt of the eval at 8)
     ckpt = torch.load(seen["path"], weights_only=True)
     assert seen["step"] == ckpt["step"] == 8 and recoveries[0]["restored_step"] == 8
@@ -153,3 +153,28 @@ def test_without_guard_only_logged_and_monitored_steps_read_the_norms(tmp_path: 
         trainer.state.step += 1
         seen.append(len(trainer.health.stats["G"].values))
     assert seen == [0, 0, 1, 1, 1, 2]  # steps 3 and 6 are logged
+
+
+def test_fp16_guard_acts_on_a_non_finite_loss_with_finite_gradients(tmp_path: Path) -> None:
+    # the injected NaN is a constant: the gradients stay finite, so the GradScaler would apply the step
+    cfg = compose_cfg([*BASE, "trainer.precision=fp16", "debug.inject_nan_at_step=10"])
+    trainer = build_trainer(cfg, tmp_path)
+    from ganlab.sweep import inject_faults
+    inject_faults(trainer, cfg.debug)
+    assert trainer.fit()["step"] == 12
+    (alert,) = [a for a in read_alerts(tmp_path) if a["kind"] == "nan_recovery"]
+    assert alert["verdict"] == "overflow" and alert["restored_step"] == 8
+
+
+@pytest.mark.parametrize("override", ["preflight=no", "monitor.nan_guard=off", "trainer.compile=maybe",
+                                      "trainer.channels_last=2"])
+def test_switches_take_only_true_or_false(override: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    if override.startswith("preflight"):  # checked by the entry point, before anything is built
+        res = subprocess.run([sys.executable, "-m", "ganlab.train", override, f"hydra.run.dir={tmp_path}"],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode != 0 and "preflight must be true or false, got 'no'" in res.stderr
+        return
+    with pytest.raises(ValueError, match="must be true or false"):
+        build_trainer(compose_cfg([*BASE, override]), tmp_path)
