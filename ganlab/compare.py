@@ -3,7 +3,9 @@
 Every job folder below the sweep directory (one holding ``.hydra/``, ``checkpoints/`` or ``failure.json``)
 is one job; jobs that differ only in ``seed`` form one row, labelled ``dataset [strategies]`` plus any other
 override that varies across the sweep. Jobs with ``failure.json`` or without ``metrics.json`` are listed as
-failed, with the path of their log. The functions are importable (a notebook reuses them)::
+failed, with the path of their log. Dry runs (``ganlab-train preflight=true``: ``preflight.json`` and no
+``metrics.json``) are not jobs and are skipped. ``--keys`` names scores present in the runs' ``metrics.json``;
+an unknown key is an error (exit status 2). The functions are importable (a notebook reuses them)::
 
     runs, failed = collect_runs("runs/multirun/2026-11-29_10-00-00")
     summary = summarise(runs)
@@ -80,7 +82,8 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
 
     Returns:
         ``(runs, failed)``: each run is its ``metrics.json`` plus ``run_dir`` and ``label`` (the row it
-        belongs to); ``failed`` lists jobs with ``failure.json`` or without ``metrics.json``.
+        belongs to); ``failed`` lists jobs with ``failure.json`` or without ``metrics.json``. Folders
+        holding ``preflight.json`` and no ``metrics.json`` (``preflight=true`` dry runs) are skipped.
 
     Raises:
         FileNotFoundError: ``root`` is not a folder.
@@ -90,6 +93,7 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
         raise FileNotFoundError(f"{root} is not a folder; give a sweep or runs directory")
     markers = (".hydra", "checkpoints", "failure.json", "metrics.json")
     jobs = sorted({p.parent for m in markers for p in root.rglob(m) if p.parent.parent.name != "eval"})
+    jobs = [j for j in jobs if not ((j / "preflight.json").exists() and not (j / "metrics.json").exists())]
     overrides = {job: _overrides(job) for job in jobs}
     finished = [job for job in jobs if (job / "metrics.json").exists() and not (job / "failure.json").exists()]
     common = set.intersection(*(set(overrides[j]) for j in finished)) if finished else set()
@@ -187,7 +191,8 @@ def csv_table(summary: Summary, keys: list[str] | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished)."""
+    """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished, 2 for a
+    folder that does not exist or an unknown ``--keys`` score)."""
     parser = argparse.ArgumentParser(prog="ganlab-compare", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", help="a sweep directory (runs/multirun/...) or any folder of runs")
     parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default="markdown",
@@ -202,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ganlab-compare: {err}", file=sys.stderr)
         return 2
     summary = summarise(runs)
+    available = ordered_scores(k for s in summary.values() for k in s)
+    unknown = [k for k in args.keys or [] if k not in available]
+    if summary and unknown:
+        print(f"ganlab-compare: unknown score key(s) {', '.join(unknown)} for --keys; available: "
+              f"{', '.join(available)}", file=sys.stderr)
+        return 2
     keys = args.keys or table_keys(summary)
     print({"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[args.format](summary, keys))
     if runs and not args.no_files:

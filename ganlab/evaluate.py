@@ -2,13 +2,22 @@
 
 The run's stored config is rebuilt (data, G/D, strategies), the checkpoint's weights are loaded, and the
 evaluator runs again, with any ``key=value`` overrides applied first (``metrics.num_samples=10000``,
-``device=cpu``). Results go to ``<run dir>/eval/<checkpoint name>/metrics.json`` so the training run's
-own ``metrics.json`` is never overwritten.
+``device=cpu``). Overrides change keys of the stored config only: each key must already exist there, a
+config node (a dict such as ``metrics.embedder``) is only replaced by a dict, and Hydra group overrides
+(``metrics/embedder=pixels``) or ``+``/``~`` prefixes are refused; to change the embedder, override its
+node's ``_target_`` (and arguments). Bad overrides fail with a ValueError before any work.
+
+Results go to ``<run dir>/eval/<checkpoint stem>/metrics.json`` without overrides, and to
+``<run dir>/eval/<checkpoint stem>__<hash>/metrics.json`` with overrides (``<hash>``: 8 hex digits of the
+sorted overrides, so the same overrides always write the same folder and different ones never overwrite
+each other). The training run's own ``metrics.json`` is never overwritten; ``metrics.json`` records the
+overrides (key ``"overrides"``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import sys
@@ -35,17 +44,67 @@ class RebuiltRun(NamedTuple):
     trainer: Trainer        # data, G/D, strategies, evaluator; weights loaded, not fitted (``fit`` is never called)
 
 
+def check_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The overrides as a config to merge into ``cfg`` (the stored config), after checking each one.
+
+    Raises:
+        ValueError: an override is not ``key=value``, is a Hydra group override (``a/b=c``) or has a
+            ``+``/``~`` prefix, names a key the stored config lacks, or puts a non-dict value on a dict node.
+    """
+    example = "e.g. metrics.num_samples=500"
+    for o in overrides:
+        if "=" not in o:
+            raise ValueError(f"overrides must be key=value ({example}), got {o!r}")
+        key = o.split("=", 1)[0].strip()
+        if "/" in key:
+            raise ValueError(f"{o!r}: config-group overrides are not supported; ganlab-eval takes key=value "
+                             f"overrides of the stored config only ({example}); to change a group such as the "
+                             f"embedder, override its node's _target_ (e.g. metrics.embedder._target_=...)")
+        if key[:1] in "+~" or not key:
+            raise ValueError(f"{o!r}: only plain key=value overrides of keys in the stored config are supported "
+                             f"({example})")
+        missing = object()
+        node = OmegaConf.select(cfg, key, default=missing, throw_on_resolution_failure=False)
+        if node is missing:
+            parts = key.split(".")
+            parent_key, parent = "", cfg
+            for i in range(len(parts) - 1, 0, -1):  # the deepest existing ancestor
+                found = OmegaConf.select(cfg, ".".join(parts[:i]), default=missing,
+                                         throw_on_resolution_failure=False)
+                if found is not missing:
+                    parent_key, parent = ".".join(parts[:i]), found
+                    break
+            valid = (sorted(str(k) for k in parent.keys()) if isinstance(parent, DictConfig)
+                     else f"none: {parent_key} is not a dict")
+            where = f"under {parent_key}" if parent_key else "at the top level"
+            raise ValueError(f"{o!r}: unknown key {key!r} in the run's stored config; valid keys {where}: {valid}")
+        value = OmegaConf.from_dotlist([o])
+        new = OmegaConf.select(value, key, throw_on_resolution_failure=False)
+        if isinstance(node, DictConfig) and not isinstance(new, DictConfig):
+            raise ValueError(f"{o!r}: {key} is a config node (keys {sorted(str(k) for k in node.keys())}), not a "
+                             f"value; override one of its keys instead (e.g. {key}.<key>=...)")
+    return OmegaConf.from_dotlist(list(overrides))
+
+
+def overrides_tag(overrides: list[str] | None) -> str:
+    """``""`` without overrides, else ``"__"`` + 8 hex digits of the sorted overrides (stable across runs)."""
+    if not overrides:
+        return ""
+    return "__" + hashlib.sha256("\n".join(sorted(overrides)).encode()).hexdigest()[:8]
+
+
 def rebuild_from_checkpoint(path: str | Path, overrides: list[str] | None = None) -> RebuiltRun:
     """Rebuild data, G/D, strategies and evaluator from a checkpoint's stored config and load its weights.
 
-    ``overrides`` (``key=value``, e.g. ``device=cpu``) are applied to the stored config first. No logger is
+    ``overrides`` (``key=value``, e.g. ``device=cpu``) are checked (:func:`check_overrides`) before the
+    checkpoint is loaded and applied to the stored config first. No logger is
     made and nothing is written; the trainer's evaluator is prepared (embedder ready, ``data/`` baseline
     scored) and the trainer started (:meth:`Trainer.start`), so a strategy's EMA copy of G, when the run kept
     one, is ``trainer.state.g_ema`` with the checkpoint's weights.
 
     Raises:
         FileNotFoundError: no checkpoint at ``path``.
-        ValueError: an override is not ``key=value``, or the file is not a ganlab checkpoint.
+        ValueError: a bad override (see :func:`check_overrides`), or the file is not a ganlab checkpoint.
     """
     try:
         ckpt_path = ckpt_io.resolve_checkpoint(path)
@@ -54,9 +113,10 @@ def rebuild_from_checkpoint(path: str | Path, overrides: list[str] | None = None
                                 "or a checkpoint file") from None
     bad = [o for o in overrides or [] if "=" not in o]
     if bad:
-        raise ValueError(f"overrides must be key=value, got {bad}")
+        raise ValueError(f"overrides must be key=value (e.g. metrics.num_samples=500), got {bad}")
     ckpt = ckpt_io.load_checkpoint(ckpt_path)
-    cfg = OmegaConf.merge(OmegaConf.create(ckpt["config"]), OmegaConf.from_dotlist(list(overrides or [])))
+    stored = OmegaConf.create(ckpt["config"])
+    cfg = OmegaConf.merge(stored, check_overrides(stored, list(overrides or [])))
     cfg.trainer.resume, cfg.trainer.progress = str(ckpt_path), False
     cfg.logger = {"_target_": "ganlab.trainer.loggers.NullLogger"}
     with tempfile.TemporaryDirectory() as scratch:  # the trainer never writes: no fit, no save
@@ -69,17 +129,21 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
     """Score the generator stored at ``path`` (a run directory or a checkpoint file).
 
     Returns:
-        ``{"checkpoint", "step", "scores"}``; also written to ``<run dir>/eval/<checkpoint stem>/metrics.json``.
+        ``{"checkpoint", "step", "overrides", "scores"}``; also written to
+        ``<run dir>/eval/<checkpoint stem>/metrics.json`` without overrides, or to
+        ``<run dir>/eval/<checkpoint stem>__<hash of the sorted overrides>/metrics.json`` with overrides.
 
     Raises:
         FileNotFoundError: no checkpoint at ``path``.
-        ValueError: an override is not ``key=value``.
+        ValueError: a bad override (see :func:`check_overrides`) or not a ganlab checkpoint; raised before
+            any work.
     """
     ckpt_path, _, _, trainer = rebuild_from_checkpoint(path, overrides)
     G = trainer.state.g_ema or trainer.G
     scores = trainer.evaluator(G, trainer.data).scores
-    result = {"checkpoint": str(ckpt_path), "step": trainer.state.step, "scores": scores}
-    out = ckpt_path.parent.parent / "eval" / ckpt_path.stem / "metrics.json"
+    result = {"checkpoint": str(ckpt_path), "step": trainer.state.step, "overrides": list(overrides or []),
+              "scores": scores}
+    out = ckpt_path.parent.parent / "eval" / (ckpt_path.stem + overrides_tag(overrides)) / "metrics.json"
     ckpt_io.atomic_write_text(out, json.dumps(result, indent=2))
     log.info("wrote %s", out)
     return result

@@ -61,8 +61,20 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Load a checkpoint on the CPU with ``weights_only=True``; raises ValueError for an unknown format."""
-    ckpt = torch.load(resolve_checkpoint(path), map_location="cpu", weights_only=True)
+    """Load a checkpoint on the CPU with ``weights_only=True``.
+
+    Raises:
+        FileNotFoundError: see :func:`resolve_checkpoint`.
+        ValueError: the file is not a torch checkpoint (``metrics.json``, a truncated file...) or not a ganlab
+            checkpoint of format :data:`FORMAT`.
+    """
+    p = resolve_checkpoint(path)
+    hint = "a .pt file under checkpoints/ of a run, e.g. <run dir>/checkpoints/last.pt, or the run directory itself"
+    try:
+        ckpt = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as err:  # pickle, zip or EOF errors: whatever torch raises for a file it cannot read
+        raise ValueError(f"{path} is not a ganlab checkpoint ({hint}); torch.load failed: "
+                         f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a ganlab checkpoint of format {FORMAT}")
+        raise ValueError(f"{path} is not a ganlab checkpoint of format {FORMAT} ({hint})")
     return ckpt

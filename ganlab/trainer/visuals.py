@@ -12,9 +12,19 @@ from torchvision.utils import make_grid, save_image
 from ganlab.io import atomic_open
 
 
-def image_grid(samples: Tensor, nrow: int = 8) -> Tensor:
-    """(N, C, H, W) images in [-1, 1] -> one (3, H', W') grid in [0, 1] (torchvision ``make_grid``)."""
-    return make_grid(samples.detach().float().cpu(), nrow=nrow, normalize=True, value_range=(-1, 1), padding=2)
+def image_grid(samples: Tensor, nrow: int = 8, min_tile: int = 32) -> Tensor:
+    """(N, C, H, W) images in [-1, 1] -> one (3, H', W') grid in [0, 1] (torchvision ``make_grid``, padding 2).
+
+    Images smaller than ``min_tile`` pixels (on their shorter side) are first upscaled with nearest-neighbour by
+    the smallest integer factor ``s`` that makes them at least ``min_tile`` px (8x8 digits: ``s = 4``, 32x32
+    tiles); larger images keep their size (``s = 1``). So ``H' = r * (s*H + 2) + 2`` and
+    ``W' = min(N, nrow) * (s*W + 2) + 2`` with ``r = ceil(N / nrow)`` rows; 1-channel images become 3 grey ones.
+    """
+    x = samples.detach().float().cpu()
+    side = min(x.shape[-2:])
+    if side < min_tile:
+        x = torch.nn.functional.interpolate(x, scale_factor=-(-min_tile // side), mode="nearest")
+    return make_grid(x, nrow=nrow, normalize=True, value_range=(-1, 1), padding=2)
 
 
 def scatter_figure(real: Tensor, fake: Tensor, means: Tensor | None = None, title: str = "") -> Any:
