@@ -12,14 +12,14 @@ from sklearn.neighbors import NearestNeighbors
 from ganlab.metrics.prdc import _work_dtype, knn_sq_radii, prdc
 
 
-def reference_prdc(real: np.ndarray, fake: np.ndarray, k_pr: int, k_dc: int) -> dict[str, float]:
-    """The formulas of the official ``prdc`` package, with closed balls (``<=``)."""
+def reference_prdc(real: np.ndarray, fake: np.ndarray, k_pr: int, k_dc: int, dist=cdist) -> dict[str, float]:
+    """The formulas of the official ``prdc`` package, with closed balls (``<=``); ``dist`` gives pairwise
+    Euclidean distances (scipy's ``cdist`` by default)."""
 
     def radii(x: np.ndarray, k: int) -> np.ndarray:
-        d = cdist(x, x)
-        return np.partition(d, k, axis=1)[:, k]  # (k+1)-th smallest including self (0)
+        return np.partition(dist(x, x), k, axis=1)[:, k]  # (k+1)-th smallest including self (0)
 
-    d = cdist(real, fake)  # (N, M)
+    d = dist(real, fake)  # (N, M)
     r_pr, r_dc, f_pr = radii(real, k_pr), radii(real, k_dc), radii(fake, k_pr)
     return {
         "precision": float((d <= r_pr[:, None]).any(0).mean()),
@@ -54,20 +54,8 @@ def test_matches_reference_with_other_k_and_float32():
 
 
 def sklearn_prdc(real: np.ndarray, fake: np.ndarray, k_pr: int, k_dc: int) -> dict[str, float]:
-    """Naeem et al.'s formulas as in their ``prdc`` package (float64 ``pairwise_distances``,
-    k-th neighbour as the (k+1)-th smallest distance including the point itself), closed balls."""
-
-    def radii(x: np.ndarray, k: int) -> np.ndarray:
-        return np.partition(pairwise_distances(x, x, metric="euclidean"), k, axis=1)[:, k]
-
-    d = pairwise_distances(real, fake, metric="euclidean")  # (N, M)
-    r_pr, r_dc, f_pr = radii(real, k_pr), radii(real, k_dc), radii(fake, k_pr)
-    return {
-        "precision": float((d <= r_pr[:, None]).any(0).mean()),
-        "recall": float((d <= f_pr[None, :]).any(1).mean()),
-        "density": float((d <= r_dc[:, None]).sum(0).mean() / k_dc),
-        "coverage": float((d.min(1) <= r_dc).mean()),
-    }
+    """Naeem et al.'s formulas as in their ``prdc`` package, on float64 ``sklearn`` ``pairwise_distances``."""
+    return reference_prdc(real, fake, k_pr, k_dc, dist=lambda a, b: pairwise_distances(a, b, metric="euclidean"))
 
 
 def _assert_exact(got: dict[str, float], want: dict[str, float]) -> None:
