@@ -90,8 +90,28 @@ def load_data(cfg: DictConfig, device: torch.device) -> GANData:
     return data.to(device)
 
 
+def repeated_strategies(overrides: list[str]) -> list[str]:
+    """Names listed more than once in a ``strategy=[a,b,...]`` command-line override (Hydra keeps one of each)."""
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key.lstrip("+~") == "strategy" and value.startswith("["):
+            names = [n.strip() for n in value.strip("[]").split(",") if n.strip()]
+            return sorted({n for n in names if names.count(n) > 1})
+    return []
+
+
 def build_strategies(cfg: DictConfig) -> list[Strategy]:
-    """One strategy per entry under ``cfg.strategy`` (``strategy=[a,b]``), refused when incompatible."""
+    """One strategy per entry under ``cfg.strategy`` (``strategy=[a,b]``), refused when incompatible.
+
+    Raises:
+        ValueError: a strategy typed twice in ``strategy=[...]``, or an incompatible combination.
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    twice = repeated_strategies(list(HydraConfig.get().overrides.task)) if HydraConfig.initialized() else []
+    if twice:
+        raise ValueError(f"strategy {', '.join(twice)} is listed twice in strategy=[...]; list each strategy once "
+                         "(its settings go in strategy.<name>.<key>=...)")
     strategies = [make(node) for node in (cfg.get("strategy") or {}).values()]
     check_compatible(strategies)
     return strategies

@@ -77,3 +77,10 @@ def test_unknown_option_lists_the_choices() -> None:
     with pytest.raises(MissingConfigException, match="Available options") as err:
         compose_cfg(["dataset=ring9"])
     assert "ring8" in str(err.value) and "grid25" in str(err.value)
+
+
+def test_a_strategy_typed_twice_is_refused() -> None:
+    from ganlab.build import repeated_strategies
+
+    assert repeated_strategies(["seed=1", "strategy=[r1,ema,r1]"]) == ["r1"]
+    assert repeated_strategies(["strategy=[r1,ema]"]) == [] and repeated_strategies(["seed=1"]) == []
