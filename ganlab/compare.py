@@ -72,6 +72,17 @@ def _overrides(job: Path) -> list[str]:
     return [str(o) for o in OmegaConf.load(path)]
 
 
+#: Override keys left out of row labels: seeds are averaged, strategies and data set are in the label already,
+#: and the others change how a run is watched, not what it computes.
+LABEL_SKIP = ("seed", "strategy", "dataset", "experiment", "trainer.progress", "trainer.projector",
+              "trainer.log_every", "logger", "threads", "monitor.every")
+
+
+def _tells_apart(override: str) -> bool:
+    key = override.lstrip("+~").split("=")[0]
+    return key not in LABEL_SKIP and not key.startswith(("hydra.", "logger."))
+
+
 def _label(run: dict[str, Any], extra: list[str]) -> str:
     strategies = ",".join(run.get("strategies", [])) or "plain"
     return " ".join([f"{run.get('dataset', '?')} [{strategies}]", *extra])
@@ -108,8 +119,7 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
             failed.append(FailedJob(job, log, "no metrics.json (killed, or still running)", "unfinished"))
         else:
             run = {**json.loads((job / "metrics.json").read_text()), "run_dir": str(job)}
-            extra = sorted(o for o in overrides[job] if o not in common
-                           and o.lstrip("+~").split("=")[0] not in ("seed", "strategy", "dataset", "experiment"))
+            extra = sorted(o for o in overrides[job] if o not in common and _tells_apart(o))
             runs.append({**run, "label": _label(run, extra)})
     return runs, failed
 

@@ -127,3 +127,11 @@ def test_cli_writes_table_csv_plots_and_reports_failures(sweep: Path, tmp_path: 
     assert (tmp_path / "table.md").read_text().startswith("| run | seeds |")
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["modes_covered.png", "reverse_kl.png", "vendi.png"]
     assert main([str(tmp_path / "missing")]) == 2
+
+
+def test_row_labels_leave_out_overrides_that_do_not_change_results() -> None:
+    from ganlab.compare import _tells_apart
+
+    assert not any(map(_tells_apart, ["seed=1", "trainer.progress=false", "logger=none", "threads=1",
+                                      "hydra.launcher.n_jobs=2", "+logger.flush_secs=5"]))
+    assert all(map(_tells_apart, ["optim.generator.lr=1e-3", "trainer.steps=100", "strategy.r1.gamma=10"]))
