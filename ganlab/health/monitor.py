@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from ganlab.health.alerts import AlertLog
 from ganlab.health.config import MonitorConfig
-from ganlab.health.norms import RollingStats, layer_norms
+from ganlab.health.norms import RollingStats, global_norm, layer_norms, parameter_grad_norms
 from ganlab.health.update_ratio import effective_update_ratios, snapshot
 
 PRECISIONS = {"32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -138,47 +138,43 @@ class HealthMonitor:
             HardLimitExceeded: the global gradient norm is above ``monitor.hard_limit``; nothing is applied.
         """
         scaler, fp16 = self.scalers[net], self.scalers[net].is_enabled()
-        named = self._parameters(net, module)
         opt.zero_grad(set_to_none=True)
-        if not (self.measure or fp16):  # nothing to check in this update (see begin_step)
-            loss.backward()
-            if self.cfg.clip is not None:
-                torch.nn.utils.clip_grad_norm_(module.parameters(), float(self.cfg.clip))
-            opt.step()
-            return
         if fp16:
             scaler.scale(loss).backward()
             scaler.unscale_(opt)  # norms, clipping and the limit see the true gradients
         else:
             loss.backward()
-        with_grad = [(name, p.grad) for name, p in named if p.grad is not None]
-        norms = torch._foreach_norm([g for _, g in with_grad]) if with_grad else []  # per-tensor L2 norms
-        loss_v, *norm_vs = torch.stack([loss.detach().reshape(()), *norms]).tolist()  # the one host sync
-        norm_v = math.sqrt(math.fsum(v * v for v in norm_vs))  # global L2 norm (inf/NaN propagate)
-        finite = math.isfinite(loss_v) and math.isfinite(norm_v)
-        # fp16: an overflow in the gradients is the GradScaler's to handle (skip, back off) while its scale is
-        # above 1; a non-finite loss with finite gradients is not an overflow it can see, so the guard acts
-        scaler_handles = fp16 and not math.isfinite(norm_v) and scaler.get_scale() > 1.0
-        if not finite and self.cfg.nan_guard and not scaler_handles:
-            self._abort(opt, scaler)
-            raise NonFiniteStep(net, loss_v, norm_v)
-        if self.cfg.hard_limit is not None and finite and norm_v > self.cfg.hard_limit:
-            self._abort(opt, scaler)
-            raise HardLimitExceeded(net, norm_v, float(self.cfg.hard_limit))
+        measured = self.measure or fp16  # else nothing to check in this update (see begin_step)
+        finite = True
+        if measured:
+            names, norms = parameter_grad_norms(self._parameters(net, module))
+            loss_v, *norm_vs = torch.stack([loss.detach().reshape(()), *norms]).tolist()  # the one host sync
+            norm_v = global_norm(norm_vs)
+            finite = math.isfinite(loss_v) and math.isfinite(norm_v)
+            # fp16: an overflow in the gradients is the GradScaler's to handle (skip, back off) while its scale
+            # is above 1; a non-finite loss with finite gradients is not an overflow it can see: the guard acts
+            scaler_handles = fp16 and not math.isfinite(norm_v) and scaler.get_scale() > 1.0
+            if not finite and self.cfg.nan_guard and not scaler_handles:
+                self._abort(opt, scaler)
+                raise NonFiniteStep(net, loss_v, norm_v)
+            if self.cfg.hard_limit is not None and finite and norm_v > self.cfg.hard_limit:
+                self._abort(opt, scaler)
+                raise HardLimitExceeded(net, norm_v, float(self.cfg.hard_limit))
         if self.cfg.clip is not None and finite:
             torch.nn.utils.clip_grad_norm_(module.parameters(), float(self.cfg.clip))
-        before = snapshot(opt) if self.detail and finite else None
+        before = snapshot(opt) if self.detail and finite else None  # detail implies measured
         if fp16:
             scaler.step(opt)  # skipped by the scaler when a gradient is inf/NaN
             scaler.update()
         else:
             opt.step()
+        if not measured:
+            return
         self.last[net] = {"loss": loss_v, "grad_norm": norm_v}
         self.stats[net].add(norm_v)
         if not finite:
             self.scaler_skips[net] += 1
         if self.detail:
-            names = [name for name, _ in with_grad]
             self.pending |= {f"grad_norm/{net}/{k}": v for k, v in layer_norms(names, norm_vs).items()}
             if before is not None:
                 for i, r in enumerate(effective_update_ratios(opt, before)):

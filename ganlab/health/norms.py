@@ -4,49 +4,43 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import Tensor, nn
 
 
-def parameter_grad_norms(named: Iterable[tuple[str, nn.Parameter]]) -> tuple[list[str], Tensor]:
+def parameter_grad_norms(named: Iterable[tuple[str, nn.Parameter]]) -> tuple[list[str], list[Tensor]]:
     """L2 norm of each parameter's gradient (parameters without a gradient are left out).
 
     Args:
-        named: ``module.named_parameters()``.
+        named: ``module.named_parameters()`` (or a list of it).
 
     Returns:
-        (names, norms): the P parameter names and a (P,) float32 tensor on the gradients' device, computed
-        without a host synchronisation. P = 0 gives an empty tensor on the CPU.
+        (names, norms): the P parameter names and P 0-d tensors on the gradients' device, computed in one
+        ``torch._foreach_norm`` call without a host synchronisation (empty lists when P = 0).
     """
-    names, grads = [], []
-    for name, p in named:
-        if p.grad is not None:
-            names.append(name)
-            grads.append(p.grad.detach())
-    if not grads:
-        return [], torch.zeros(0)
-    return names, torch.stack([n.float() for n in torch._foreach_norm(grads)])
+    with_grad = [(name, p.grad) for name, p in named if p.grad is not None]
+    return [name for name, _ in with_grad], list(torch._foreach_norm([g for _, g in with_grad])) if with_grad else []
 
 
-def global_norm(norms: Tensor) -> Tensor:
-    """sqrt(sum_i n_i^2) of a (P,) tensor of per-tensor L2 norms: the L2 norm of all gradients together (0-d)."""
-    return torch.linalg.vector_norm(norms) if norms.numel() else torch.zeros(())
+def global_norm(norms: Iterable[float]) -> float:
+    """sqrt(sum_i n_i^2) of per-tensor L2 norms: the L2 norm of all gradients together (NaN/inf propagate)."""
+    return math.sqrt(math.fsum(v * v for v in norms))
 
 
-def layer_norms(names: list[str], norms: Tensor | list[float]) -> dict[str, float]:
+def layer_norms(names: list[str], norms: Sequence[float]) -> dict[str, float]:
     """Per-layer L2 norms: parameters ``<layer>.weight``, ``<layer>.bias``, ... of one layer are combined.
 
     Args:
         names: parameter names, e.g. ``net.0.weight``.
-        norms: (P,) their gradient norms (a tensor or a list of floats).
+        norms: their P gradient norms.
 
     Returns:
         ``{layer: sqrt(sum of squared norms of its parameters)}``, in first-seen order.
     """
     squares: dict[str, float] = {}
-    for name, value in zip(names, norms.tolist() if isinstance(norms, Tensor) else norms):
+    for name, value in zip(names, norms):
         layer = name.rsplit(".", 1)[0] if "." in name else name
         squares[layer] = squares.get(layer, 0.0) + value * value
     return {layer: math.sqrt(s) for layer, s in squares.items()}
