@@ -14,7 +14,8 @@ from ganlab.io import atomic_save
 from ganlab.strategies.base import StepContext, Strategy
 
 
-def _all_finite(tensors: Any) -> bool:
+def all_finite(tensors: Any) -> bool:
+    """True when every tensor of the iterable ``tensors`` holds only finite values."""
     return all(bool(torch.isfinite(t).all()) for t in tensors)
 
 
@@ -55,11 +56,11 @@ def diagnose(generator: nn.Module, discriminator: nn.Module, real: Tensor, z: Te
         non-finite outputs even in float32 (exploding weights or bad inputs).
     """
     nets = (generator, discriminator)
-    weights_ok = _all_finite(p for net in nets for p in net.parameters())
+    weights_ok = all_finite(p for net in nets for p in net.parameters())
     buffers = [{k: b.clone() for k, b in net.named_buffers()} for net in nets]
     with torch.autocast(real.device.type, enabled=False):
         fake = generator(z.float())
-        forward_ok = _all_finite([fake, discriminator(real.float()), discriminator(fake)])
+        forward_ok = all_finite([fake, discriminator(real.float()), discriminator(fake)])
     for net, saved in zip(nets, buffers):
         for k, b in net.named_buffers():
             b.copy_(saved[k])

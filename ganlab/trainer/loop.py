@@ -20,13 +20,14 @@ from tqdm.auto import tqdm
 from ganlab.data.base import Batcher, GANData
 from ganlab.health import (AlertLog, CollapseAlarm, HardLimitExceeded, HealthMonitor, MonitorConfig, NonFiniteStep,
                            parse_precision, peak_memory_mib)
+from ganlab.health import recovery
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.models.base import eval_mode
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.trainer import checkpoint as ckpt_io
-from ganlab.trainer import visuals
+from ganlab.trainer import speed, visuals
 from ganlab.trainer.recovery import RecoveryMixin
 from ganlab.trainer.loggers import NullLogger
 
@@ -61,8 +62,7 @@ class TrainerConfig:
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")
         self.precision = parse_precision(self.precision)
-        if str(self.fused_optim).lower() not in ("auto", "true", "false"):
-            raise ValueError(f"trainer.fused_optim must be auto, true or false, got {self.fused_optim!r}")
+        speed.parse_fused(self.fused_optim)
 
 
 def _total(terms: dict[str, Tensor]) -> Tensor:
@@ -320,7 +320,7 @@ class Trainer(RecoveryMixin):
         """Write a checkpoint atomically; one with finite weights becomes :attr:`good_checkpoint`."""
         ckpt_io.atomic_save(self.state_dict(), path)
         nets = [self.G, self.D] + ([self.state.g_ema] if self.state.g_ema is not None else [])
-        if all(bool(torch.isfinite(p).all()) for net in nets for p in net.parameters()):
+        if recovery.all_finite(p for net in nets for p in net.parameters()):
             self.good_checkpoint = Path(path)
 
     def load_state_dict(self, ckpt: dict[str, Any]) -> None:

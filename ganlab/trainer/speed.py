@@ -46,8 +46,8 @@ def to_channels_last(models: Sequence[nn.Module]) -> int:
     return count
 
 
-def wants_fused(setting: Any, device: torch.device) -> bool:
-    """``trainer.fused_optim``: ``auto`` (fused on CUDA only, where it pays), true, or false.
+def parse_fused(setting: Any) -> str:
+    """``trainer.fused_optim`` as ``"auto"``, ``"true"`` or ``"false"``.
 
     Raises:
         ValueError: another value.
@@ -55,6 +55,16 @@ def wants_fused(setting: Any, device: torch.device) -> bool:
     text = str(setting).lower()
     if text not in ("auto", "true", "false"):
         raise ValueError(f"trainer.fused_optim must be auto, true or false, got {setting!r}")
+    return text
+
+
+def wants_fused(setting: Any, device: torch.device) -> bool:
+    """``trainer.fused_optim``: ``auto`` (fused on CUDA only, where it pays), true, or false.
+
+    Raises:
+        ValueError: another value.
+    """
+    text = parse_fused(setting)
     return device.type == "cuda" if text == "auto" else text == "true"
 
 
