@@ -97,6 +97,11 @@ def test_pixel_embedder_and_projector() -> None:
     assert [m[0] for m in meta] == ["real"] * 20 + ["generated"] * 20
     assert len({m[1] for m in meta[20:]}) == 1  # identical samples fall in one cluster
     assert 0 <= float(sprites.min()) and float(sprites.max()) <= 1
+    # the clusters scorer, the projector and reference_clusters share one fit (k = 10 digits, seed 0)
+    fit = ev.reference_clusters(10)
+    assert fit is ev.fits.fit(ev.reference[1], 10, 0) and len(ev.fits._fits) == 1
+    real_labels = [int(m[1]) for m in meta[:20]]
+    assert real_labels == fit.labels[:20].tolist()
 
 
 def test_inception_without_weights_is_a_clear_error(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from ganlab.inspection.runs import LoadedRun
 from ganlab.metrics.blocks import validate_embeddings
 from ganlab.metrics.evaluator import EvalResult
 from ganlab.metrics.kmeans import KMeansResult, assign
-from ganlab.metrics.scorers import ClusterScorer, EvalBatch
+from ganlab.metrics.scorers import ClusterScorer
 
 
 # ---------------------------------------------------------------------------------------------- clusters
@@ -45,20 +45,18 @@ class ClusterAssignment:
 def fit_clusters(run: LoadedRun) -> KMeansResult:
     """The k-means fit of the real reference embeddings that the ``clusters`` scorer uses.
 
-    With a ``metrics.scorers.clusters`` entry this is that scorer's own (cached) fit: its ``k`` (default the
-    number of modes/classes, at most 100) and seed. Without one, the same recipe with the evaluator's seed.
+    With a ``metrics.scorers.clusters`` entry this is the evaluator's cached fit that scorer uses: its ``k``
+    (default the number of modes/classes, at most 100) and seed. Without one, the same recipe with the
+    evaluator's seed.
 
     Returns:
         :class:`~ganlab.metrics.kmeans.KMeansResult` (``centers`` (k, D), ``labels`` (N,)).
     """
-    real, real_emb = run.evaluator.reference
     scorer = run.evaluator.scorers.get("clusters")
     if not isinstance(scorer, ClusterScorer):
         scorer = ClusterScorer(seed=run.evaluator.seed)
     k = scorer.k or min(int(run.data.num_modes or 10), 100)  # ClusterScorer's default k
-    batch = EvalBatch(samples=real, embeddings=real_emb, labels=None, real_embeddings=real_emb, real_samples=real,
-                      data=run.data)
-    return scorer.cache.fit(batch, k, scorer.seed)
+    return run.evaluator.reference_clusters(k, seed=scorer.seed)
 
 
 def assign_clusters(run: LoadedRun, result: EvalResult, fit: KMeansResult | None = None) -> ClusterAssignment:

@@ -15,8 +15,8 @@ from torch import Tensor, nn
 
 from ganlab.data.base import GANData
 from ganlab.metrics.embedders import AutoEmbedder, Embedder
-from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
-from ganlab.metrics.scorers import EvalBatch, Scorer
+from ganlab.metrics.kmeans import KMeansResult, assign
+from ganlab.metrics.scorers import EvalBatch, ReferenceFits, Scorer
 from ganlab.models.base import eval_mode
 
 
@@ -55,7 +55,7 @@ class Evaluator:
         self._prepared_for: int | None = None
         self._real: tuple[Tensor, Tensor] | None = None
         self._baseline: dict[str, float] = {}
-        self._clusters: dict[int, KMeansResult] = {}
+        self.fits = ReferenceFits()  # k-means fits of the real reference, shared by scorers, alarm, projector
 
     @torch.no_grad()
     def sample(self, generator: nn.Module, n: int, device: torch.device) -> Tensor:
@@ -75,7 +75,7 @@ class Evaluator:
         idx = torch.randperm(len(data), generator=gen)[: self.num_real].to(data.x.device)
         real = data.x[idx]
         self._real = (real, self.embedder(real))
-        self._clusters = {}
+        self.fits.clear()
         self._prepared_for = id(data)
         held = data.holdout if data.holdout is not None else data.x
         baseline = self.score(held[: self.num_samples], data)
@@ -95,8 +95,9 @@ class Evaluator:
             raise RuntimeError("the evaluator has no real reference yet: call evaluator.prepare(data) first")
         return self._real
 
-    def reference_clusters(self, k: int) -> KMeansResult:
-        """k-means (k-means++, 3 inits, seeded by ``seed``) on the real reference embeddings, fitted once per k.
+    def reference_clusters(self, k: int, seed: int | None = None) -> KMeansResult:
+        """k-means (k-means++, 3 inits, seeded by ``seed``, default the evaluator's) on the real reference
+        embeddings: the same cached fit the ``clusters``/``ndb`` scorers use for that k and seed.
 
         Raises:
             RuntimeError: the evaluator has not been prepared.
@@ -104,18 +105,14 @@ class Evaluator:
         """
         if self._real is None:
             raise RuntimeError("the evaluator has no real reference yet: call evaluator.prepare(data) first")
-        if k not in self._clusters:
-            emb = self._real[1]
-            gen = torch.Generator(device=emb.device).manual_seed(self.seed)
-            self._clusters[k] = kmeans(emb, k, n_init=3, generator=gen)
-        return self._clusters[k]
+        return self.fits.fit(self._real[1], k, self.seed if seed is None else seed)
 
     def score(self, samples: Tensor, data: GANData) -> EvalResult:
         """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`)."""
         self.prepare(data)
         assert self._real is not None
         batch = EvalBatch(samples=samples, embeddings=self.embedder(samples), labels=self.embedder.mode_labels(samples),
-                          real_embeddings=self._real[1], real_samples=self._real[0], data=data)
+                          real_embeddings=self._real[1], real_samples=self._real[0], data=data, fits=self.fits)
         scores: dict[str, float] = {}
         for name, scorer in self.scorers.items():
             if scorer.applies_to(data):

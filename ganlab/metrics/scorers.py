@@ -23,6 +23,25 @@ from ganlab.metrics.similarity import similarity_histogram
 from ganlab.metrics.vendi import vendi_score
 
 
+class ReferenceFits:
+    """k-means fits (k-means++, 3 inits) of real reference embeddings, one per (reference, k, seed), shared by
+    the cluster scorers, the collapse alarm and the projector so each is fitted once per run."""
+
+    def __init__(self) -> None:
+        self._fits: dict[tuple[int, int, int], tuple[Tensor, KMeansResult]] = {}
+
+    def fit(self, real_embeddings: Tensor, k: int, seed: int) -> KMeansResult:
+        """The fit of (M, D) ``real_embeddings`` with ``k`` centres and ``seed``, computed on first use."""
+        key = (id(real_embeddings), k, seed)
+        if key not in self._fits:  # the tensor is kept with its fit, so its id cannot be reused meanwhile
+            gen = torch.Generator(device=real_embeddings.device).manual_seed(seed)
+            self._fits[key] = (real_embeddings, kmeans(real_embeddings, k, n_init=3, generator=gen))
+        return self._fits[key][1]
+
+    def clear(self) -> None:
+        self._fits.clear()
+
+
 @dataclass
 class EvalBatch:
     """What every scorer sees at one evaluation.
@@ -35,6 +54,7 @@ class EvalBatch:
         real_samples: (M, *sample_shape) those real samples.
         data: the data set.
         histograms: scorers may add ``name -> (counts, edges)`` here for TensorBoard.
+        fits: k-means fits of ``real_embeddings`` (the evaluator's, kept across evaluations).
     """
 
     samples: Tensor
@@ -44,6 +64,7 @@ class EvalBatch:
     real_samples: Tensor
     data: GANData
     histograms: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
+    fits: ReferenceFits = field(default_factory=ReferenceFits)
 
 
 class Scorer:
@@ -89,30 +110,16 @@ class ModeScorer(Scorer):
         return {"modes_covered": float(nz.sum()), "kl_uniform": max(float((p[nz] * torch.log(k * p[nz])).sum()), 0.0)}
 
 
-class _FitCache:
-    """k-means fits on the real reference embeddings, one per (data set, k)."""
-
-    def __init__(self) -> None:
-        self._fits: dict[tuple[int, int], KMeansResult] = {}
-
-    def fit(self, batch: EvalBatch, k: int, seed: int) -> KMeansResult:
-        key = (id(batch.real_embeddings), k)
-        if key not in self._fits:
-            gen = torch.Generator(device=batch.real_embeddings.device).manual_seed(seed)
-            self._fits[key] = kmeans(batch.real_embeddings, k, n_init=3, generator=gen)
-        return self._fits[key]
-
-
 class ClusterScorer(Scorer):
     """``clusters_covered``, ``cluster_kl``, ``cluster_jsd``: k-means on real embeddings, generated samples
     assigned to the nearest centre. ``k`` defaults to the number of modes/classes (at most 100)."""
 
     def __init__(self, k: int | None = None, min_share: float | None = None, seed: int = 0) -> None:
-        self.k, self.min_share, self.seed, self.cache = k, min_share, seed, _FitCache()
+        self.k, self.min_share, self.seed = k, min_share, seed
 
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
         k = self.k or min(int(batch.data.num_modes or 10), 100)
-        fit = self.cache.fit(batch, k, self.seed)
+        fit = batch.fits.fit(batch.real_embeddings, k, self.seed)
         return cluster_scores(batch.real_embeddings, batch.embeddings, k, min_share=self.min_share, fit=fit)
 
 
@@ -120,10 +127,10 @@ class NDBScorer(Scorer):
     """``ndb``, ``ndb_fraction``, ``ndb_jsd`` (Richardson & Weiss 2018: K=100 bins, alpha 0.05)."""
 
     def __init__(self, k: int = 100, alpha: float = 0.05, seed: int = 0) -> None:
-        self.k, self.alpha, self.seed, self.cache = k, alpha, seed, _FitCache()
+        self.k, self.alpha, self.seed = k, alpha, seed
 
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
-        fit = self.cache.fit(batch, self.k, self.seed)
+        fit = batch.fits.fit(batch.real_embeddings, self.k, self.seed)
         out = ndb(batch.real_embeddings, batch.embeddings, k=self.k, alpha=self.alpha, fit=fit)
         return {("ndb_jsd" if key == "jsd" else key): v for key, v in out.items()}
 
