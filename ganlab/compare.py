@@ -30,7 +30,7 @@ from typing import Any
 
 #: Direction of every score: True when higher is better. The one place this is defined.
 HIGHER_IS_BETTER: dict[str, bool] = {
-    "modes_covered": True, "hq_fraction": True, "reverse_kl": False, "kl_uniform": False,
+    "modes_covered": True, "hq_fraction": True, "reverse_kl": False, "reverse_kl_hq": False, "kl_uniform": False,
     "clusters_covered": True, "clusters_covered_fraction": True, "cluster_kl": False, "cluster_jsd": False,
     "ndb": False, "ndb_fraction": False, "ndb_jsd": False,
     "precision": True, "recall": True, "density": True, "coverage": True, "fd": False,

@@ -36,14 +36,14 @@ def test_every_dataset_yaml(name: str) -> None:
     assert data.num_modes in {8, 25, 10, 1000}
 
 
-@pytest.mark.parametrize("name,shape", [("mlp", (2,)), ("dcgan", (1, 32, 32)), ("dcgan", (3, 8, 8))])
+@pytest.mark.parametrize("name,shape", [("mlp", (2,)), ("pacgan_mlp", (2,)), ("dcgan", (1, 32, 32)), ("dcgan", (3, 8, 8))])
 def test_every_model_yaml(name: str, shape: tuple[int, ...]) -> None:
     cfg = compose_cfg([f"model={name}"])
     G = instantiate(cfg.model.generator, data_shape=shape)
     D = instantiate(cfg.model.discriminator, data_shape=shape)
     assert isinstance(G, Generator) and isinstance(D, Discriminator)
     assert D(G(G.sample_z(3))).shape == (3,)
-    assert set(options("model")) == {"mlp", "dcgan"}
+    assert set(options("model")) == {"mlp", "pacgan_mlp", "dcgan"}
 
 
 @pytest.mark.parametrize("name", options("loss"))

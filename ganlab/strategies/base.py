@@ -50,6 +50,9 @@ class GANSpec:
         n_critic: discriminator updates per generator update.
         data_shape: shape of one sample.
         build_discriminator: rebuilds D from its config with keyword overrides (e.g. ``in_channels=``).
+        samples_per_score: samples D consumes per output score (PacGAN-m: m). Each update draws
+            ``trainer.batch_size * samples_per_score`` real and generated samples, so D still gives
+            ``trainer.batch_size`` scores per batch (as PacGAN's code does).
     """
 
     generator: nn.Module
@@ -60,6 +63,7 @@ class GANSpec:
     n_critic: int
     data_shape: tuple[int, ...]
     build_discriminator: Callable[..., nn.Module]
+    samples_per_score: int = 1
 
 
 @dataclass
