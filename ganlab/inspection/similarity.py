@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ganlab.compare import higher_is_better, ordered_scores
+from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.evaluator import EvalResult, Evaluator
