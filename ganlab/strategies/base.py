@@ -35,6 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.losses import AdversarialLoss
+from ganlab.models.standing_stats import StandingStats
 
 
 @dataclass
@@ -73,11 +74,14 @@ class TrainState:
         generator, discriminator: the networks being trained.
         opt_g, opt_d: their optimisers.
         step: number of generator updates done so far.
-        g_ema: an exponential-moving-average copy of G when a strategy keeps one, else None.
+        g_ema: an exponential-moving-average copy of G when a strategy keeps one, else None. Score or sample
+            it through :func:`ganlab.strategies.ema.scored_generator`, which recomputes its batch-norm statistics.
         log_text: ``log_text(tag, message)`` writes an event to the log and TensorBoard.
         extra: free slots strategies may share (e.g. the latest eval scores).
         lr_scale: the factor the NaN/Inf guard has applied to every learning rate (``monitor.nan_lr_factor``
             per recovery); a strategy that sets learning rates from stored base values multiplies them by it.
+        g_ema_stats: how ``g_ema``'s batch-norm statistics are recomputed (set by the strategy that keeps it;
+            None: the defaults of :class:`~ganlab.models.standing_stats.StandingStats`).
     """
 
     generator: nn.Module
@@ -89,6 +93,7 @@ class TrainState:
     log_text: Callable[[str, str], None] = lambda tag, msg: None
     extra: dict[str, Any] = field(default_factory=dict)
     lr_scale: float = 1.0
+    g_ema_stats: StandingStats | None = None
 
 
 @dataclass

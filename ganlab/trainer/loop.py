@@ -26,6 +26,7 @@ from ganlab.losses import AdversarialLoss
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.models.base import eval_mode
 from ganlab.strategies.base import StepContext, Strategy, TrainState
+from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed, visuals
 from ganlab.trainer.recovery import RecoveryMixin
@@ -237,13 +238,15 @@ class Trainer(RecoveryMixin):
         bar.set_postfix(D=f"{scalars['loss/D/adv']:.3f}", G=f"{scalars['loss/G/adv']:.3f}", refresh=False)
 
     def evaluate(self) -> dict[str, float]:
-        """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt.
+        """Score the generator (its EMA copy, batch-norm statistics recomputed, when a strategy keeps one; see
+        :func:`ganlab.strategies.ema.scored_generator`), log scores and pictures, save last.pt.
 
         The collapse alarm's values and the peak memory go to TensorBoard as ``health/<key>`` and to
         ``metrics.jsonl`` under ``"health"``; strategies' ``after_eval`` sees them merged into the scores.
         """
-        step, G = self.state.step, self.state.g_ema or self.G
+        step = self.state.step
         with self._isolated_rng():
+            G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
             self._log_pictures(G, result.samples, step)
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
