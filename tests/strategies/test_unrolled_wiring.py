@@ -11,11 +11,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
+import pytest
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
 from ganlab.build import build_trainer
+from ganlab.strategies.unrolled import Unrolled
 from ganlab.trainer.loop import Trainer
 
 #: G trains with plain SGD, so one G step is G - lr * grad exactly (Adam's first step is about lr * sign(grad),
@@ -91,3 +93,48 @@ def test_unrolled_and_plain_runs_share_d_but_not_g(make_cfg, tmp_path) -> None:
         assert torch.equal(a, b)
     gap = max(float((a - b).detach().abs().max()) for a, b in zip(unrolled.G.parameters(), plain.G.parameters()))
     assert gap > 1e-5
+
+
+def _adam_look_ahead(d: nn.Module, loss, real: Tensor, fake: Tensor, lr: float) -> dict[str, Tensor]:
+    """theta_D^K by K textbook Adam steps (betas 0.9, 0.999, eps 1e-8) from zero moments (D trained by SGD
+    has none), differentiable w.r.t. ``fake``."""
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    params = {n: p.detach().clone().requires_grad_(True) for n, p in d.named_parameters()}
+    m = {n: torch.zeros_like(p) for n, p in params.items()}
+    v = {n: torch.zeros_like(p) for n, p in params.items()}
+    for t in range(1, K + 1):
+        d_loss = loss.d_loss(functional_call(d, params, (real,)), functional_call(d, params, (fake,)))
+        grads = torch.autograd.grad(d_loss, list(params.values()), create_graph=True)
+        new = {}
+        for (n, p), g in zip(params.items(), grads):
+            m[n] = b1 * m[n] + (1 - b1) * g
+            v[n] = b2 * v[n] + (1 - b2) * g * g
+            new[n] = p - lr * (m[n] / (1 - b1**t)) / ((v[n] / (1 - b2**t)).sqrt() + eps)
+        params = new
+    return params
+
+
+def test_unrolled_adam_for_an_sgd_trained_d_uses_adam_defaults_and_d_lr(make_cfg, tmp_path) -> None:
+    """D trained by SGD (no betas, eps or moments in its optimiser): the look-ahead takes K Adam steps with
+    Adam's default betas and eps from zero moments, at D's learning rate (strategy.unrolled.lr=null)."""
+    d_sgd = ["optim.discriminator._target_=torch.optim.SGD", "~optim.discriminator.betas",
+             "optim.discriminator.lr=0.01"]
+    trainer, g0, real, z, g_terms = _one_step(make_cfg, tmp_path, *d_sgd, "strategy=[unrolled]",
+                                              f"strategy.unrolled.k={K}", "strategy.unrolled.optimizer=adam")
+    d, loss = trainer.D, trainer.loss
+    fake = g0(z)
+    unrolled_adv = loss.g_loss(functional_call(d, _adam_look_ahead(d, loss, real, fake, lr=0.01), (fake,)))
+    assert torch.allclose(g_terms["adv"].detach(), unrolled_adv.detach(), atol=1e-6)
+    expected = _sgd_step(g0, unrolled_adv, lr=0.1)
+    assert all(torch.allclose(a.detach(), b, atol=1e-6) for a, b in zip(trainer.G.parameters(), expected))
+
+
+def test_unrolled_settings() -> None:
+    """k >= 1, optimizer adam or sgd, lr > 0 or null, each refused on its own; second order differentiates
+    twice (so torch.compile falls back to eager), first order does not."""
+    assert Unrolled(k=1).k == 1 and Unrolled(lr=0.5).lr == 0.5 and Unrolled(lr=2.0).lr == 2.0
+    for bad in ({"k": 0}, {"optimizer": "rmsprop"}, {"lr": 0.0}, {"lr": -1.0}):
+        with pytest.raises(ValueError, match="strategy.unrolled needs"):
+            Unrolled(**bad)
+    assert Unrolled(second_order=True).double_backward is True
+    assert Unrolled(second_order=False).double_backward is False
