@@ -7,6 +7,8 @@ critic below records what it is called with, so the checks hold however the weig
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import Tensor
@@ -68,10 +70,12 @@ def test_penalty_of_a_quadratic_critic_uses_the_per_sample_weight() -> None:
 
 
 def test_the_training_loop_penalises_interpolates_between_its_real_and_fake_batches(make_cfg, tmp_path) -> None:
-    """In a real D step of strategy=[wgan_gp], the input D is differentiated at (x^, a leaf) lies on the segments between
-    that step's real and fake batches, one weight per sample."""
-    trainer = build_trainer(make_cfg("strategy=[wgan_gp]", "strategy.wgan_gp.n_critic=1"), tmp_path)
+    """In a real D step of strategy=[wgan_gp], the input D is differentiated at (x^, a leaf) lies on the segments
+    between that step's real and fake batches, one weight per sample, and the term is lambda times the penalty."""
+    trainer = build_trainer(make_cfg("strategy=[wgan_gp]", "strategy.wgan_gp.n_critic=1",
+                                     "strategy.wgan_gp.lambda_gp=7.0"), tmp_path)
     trainer.start()
+    d_before = copy.deepcopy(trainer.D)
     calls: list[tuple[Tensor, bool]] = []
     trainer.D.register_forward_pre_hook(
         lambda _m, args: calls.append((args[0].detach().clone(), args[0].requires_grad and args[0].is_leaf)))
@@ -82,3 +86,8 @@ def test_the_training_loop_penalises_interpolates_between_its_real_and_fake_batc
     assert len(x_hats) == 1 and x_hats[0].shape == real.shape
     w = _assert_one_weight_per_sample(x_hats[0], real, fake)
     assert float(w.std()) > 0.1
+    # the term is lambda * mean_i (||grad D(x^_i)|| - 1)^2, D as it was before the step
+    x_hat = x_hats[0].requires_grad_(True)
+    (grad,) = torch.autograd.grad(d_before(x_hat).sum(), x_hat)
+    expected = 7.0 * ((grad.flatten(1).norm(dim=1) - 1) ** 2).mean()
+    assert float(d_terms["gp"].detach()) == pytest.approx(float(expected), rel=1e-5)
