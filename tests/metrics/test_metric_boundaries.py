@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ganlab.metrics.mixture import mixture_scores
-from ganlab.metrics.similarity import SimilarityHistogram, collapsed
+from ganlab.metrics.similarity import SimilarityHistogram, collapsed, similarity_histogram
 
 MEANS = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0]])
 
@@ -40,3 +40,23 @@ def test_collapse_threshold_accepts_both_ends_of_0_1() -> None:
     for bad in (-0.01, 1.01):
         with pytest.raises(ValueError, match="threshold"):
             collapsed(all_alike, threshold=bad)
+
+
+def test_similarity_of_exactly_one_goes_to_the_last_bin() -> None:
+    """Identical unit vectors have cosine exactly 1, i.e. the top edge: it belongs to the last bin, and the
+    histogram keeps ``bins`` entries."""
+    res = similarity_histogram(torch.tensor([[1.0, 0.0, 0.0]]).repeat(4, 1), bins=4, tau=0.5)
+    assert res.counts.tolist() == [0, 0, 0, 6] and res.high_similarity_fraction == 1.0
+
+
+def test_histogram_settings_at_their_edges() -> None:
+    """bins = 1 holds every pair; tau = -1 counts every pair above -1, tau = 1 none; tau outside [-1, 1] and
+    bins = 0 are refused; 100 bins by default."""
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])  # similarities 0, -1, 0
+    assert similarity_histogram(x, bins=1).counts.tolist() == [3]
+    assert similarity_histogram(x, tau=-1.0).high_similarity_fraction == pytest.approx(2 / 3)
+    assert similarity_histogram(x, tau=1.0).high_similarity_fraction == 0.0
+    assert similarity_histogram(x).counts.numel() == 100
+    for bad in ({"tau": -1.5}, {"tau": 1.5}, {"bins": 0}):
+        with pytest.raises(ValueError):
+            similarity_histogram(x, **bad)
