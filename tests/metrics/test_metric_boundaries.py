@@ -1,4 +1,4 @@
-"""Edges of the mixture and similarity scores, worked by hand (issue 15: these mutants survived the suite)."""
+"""Edges of the mixture, similarity and cluster scores, worked by hand (issue 15: these mutants survived the suite)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import math
 import pytest
 import torch
 
+from ganlab.metrics.clusters import cluster_scores, jensen_shannon, ndb
+from ganlab.metrics.kmeans import KMeansResult
 from ganlab.metrics.mixture import mixture_scores
 from ganlab.metrics.similarity import SimilarityHistogram, collapsed, similarity_histogram
 
@@ -60,3 +62,42 @@ def test_histogram_settings_at_their_edges() -> None:
     for bad in ({"tau": -1.5}, {"tau": 1.5}, {"bins": 0}):
         with pytest.raises(ValueError):
             similarity_histogram(x, **bad)
+
+
+def _three_centre_fit() -> KMeansResult:
+    """A given fit whose third centre holds no real sample (so only ``minlength`` makes its bin exist)."""
+    centers = torch.tensor([[0.0, 0.0], [10.0, 10.0], [100.0, 100.0]])
+    return KMeansResult(centers=centers, labels=torch.zeros(0, dtype=torch.long), inertia=0.0, n_iter=0)
+
+
+def test_cluster_scores_with_a_given_fit_and_an_empty_real_bin() -> None:
+    """real_c = [4, 4, 0], fake_c = [4, 0, 4]: 2 clusters covered; JSD = ln(2) / 2 (m = [.5, .25, .25]);
+    KL(fake || real) after smoothing with eps = 1e-4, by the documented formula."""
+    noise = torch.tensor([[0.1, 0.0], [-0.1, 0.0], [0.0, 0.1], [0.0, -0.1]])
+    real = torch.cat([noise, noise + 10.0])
+    fake = torch.cat([noise + 100.0, noise])
+    out = cluster_scores(real, fake, k=3, fit=_three_centre_fit(), eps=1e-4)
+    assert out["clusters_covered"] == 2 and out["clusters_covered_fraction"] == pytest.approx(2 / 3)
+    assert out["cluster_jsd"] == pytest.approx(math.log(2) / 2, rel=1e-12)
+    smooth = lambda c: (c / c.sum() + 1e-4) / (1 + 3e-4)  # noqa: E731
+    p = smooth(torch.tensor([4.0, 0, 4], dtype=torch.float64))
+    q = smooth(torch.tensor([4.0, 4, 0], dtype=torch.float64))
+    assert out["cluster_kl"] == pytest.approx(float((p * (p / q).log()).sum()), rel=1e-12)
+    # min_share = 1: a cluster counts only if it holds every generated sample
+    assert cluster_scores(real, noise, k=3, fit=_three_centre_fit(), min_share=1.0)["clusters_covered"] == 1
+    with pytest.raises(ValueError, match="fit.centers"):
+        cluster_scores(real, fake, k=3, fit=KMeansResult(torch.zeros(3, 5), torch.zeros(0), 0.0, 0))
+
+
+def test_jensen_shannon_ignores_bins_empty_in_both() -> None:
+    """A bin empty in p and in q (0 ln 0/0) adds nothing: identical histograms with an empty bin give 0."""
+    assert jensen_shannon(torch.tensor([3.0, 0.0, 1.0]), torch.tensor([6.0, 0.0, 2.0])) == 0.0
+    assert jensen_shannon(torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 0.0, 1.0])) == pytest.approx(math.log(2))
+
+
+def test_ndb_alpha_must_lie_strictly_inside_0_1() -> None:
+    """alpha = 1 and above are refused, as is 0."""
+    x = torch.randn(20, 2)
+    for alpha in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="alpha"):
+            ndb(x, x, k=2, alpha=alpha)
