@@ -10,7 +10,7 @@ import torch
 from ganlab.metrics.clusters import cluster_scores, jensen_shannon, ndb
 from ganlab.metrics.kmeans import KMeansResult
 from ganlab.metrics.mixture import mixture_scores
-from ganlab.metrics.similarity import SimilarityHistogram, collapsed, similarity_histogram
+from ganlab.metrics.similarity import SimilarityHistogram, collapsed, cross_similarity, similarity_histogram
 
 MEANS = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0]])
 
@@ -101,3 +101,17 @@ def test_ndb_alpha_must_lie_strictly_inside_0_1() -> None:
     for alpha in (0.0, 1.0, 1.5):
         with pytest.raises(ValueError, match="alpha"):
             ndb(x, x, k=2, alpha=alpha)
+
+
+def test_histogram_reports_its_tau_and_an_integer_pair_count() -> None:
+    """The result carries the tau it was computed with and n_pairs = N (N - 1) / 2 as an int."""
+    res = similarity_histogram(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.5]]), tau=0.25)
+    assert res.tau == 0.25 and res.n_pairs == 6 and isinstance(res.n_pairs, int)
+
+
+def test_cross_similarity_needs_two_rows_only_to_exclude_self() -> None:
+    """One reference row is enough against another set; a set of one has no 'other' sample."""
+    best, index = cross_similarity(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), torch.tensor([[2.0, 0.0]]))
+    assert torch.allclose(best, torch.tensor([1.0, 0.5 ** 0.5])) and index.tolist() == [0, 0]
+    with pytest.raises(ValueError):
+        cross_similarity(torch.ones(1, 2), torch.ones(1, 2), exclude_self=True)
