@@ -33,7 +33,8 @@ def _record_inputs(net: nn.Module) -> list[tuple[Tensor, bool]]:
     return calls
 
 
-def _one_step(make_cfg: Callable[..., object], tmp_path, *overrides: str) -> tuple[Trainer, nn.Module, Tensor, Tensor, dict]:
+def _one_step(make_cfg: Callable[..., object], tmp_path,
+              *overrides: str) -> tuple[Trainer, nn.Module, Tensor, Tensor, dict]:
     """Build a trainer, run one ``train_step``; return (trainer, G before it, the D step's real batch, the G
     step's z, the G terms)."""
     trainer = build_trainer(make_cfg(*G_SGD, *overrides), tmp_path)
@@ -74,7 +75,7 @@ def test_unrolled_g_step_follows_the_hand_built_look_ahead(make_cfg, tmp_path) -
     unrolled_adv = loss.g_loss(functional_call(d, theta_k, (fake,)))
     plain_adv = loss.g_loss(d(fake))
     assert torch.allclose(g_terms["adv"].detach(), unrolled_adv.detach(), atol=1e-6)
-    assert abs(float(plain_adv.detach()) - float(unrolled_adv.detach())) > 1e-3  # the look-ahead changes the loss itself
+    assert abs(float(plain_adv.detach()) - float(unrolled_adv.detach())) > 1e-3  # the look-ahead moves the loss
 
     expected = _sgd_step(g0, unrolled_adv, lr=0.1)
     plain = _sgd_step(g0, plain_adv, lr=0.1)
