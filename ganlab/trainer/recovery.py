@@ -39,7 +39,7 @@ class RecoveryMixin:
         h.recoveries += 1
         dump = recovery.dump_batch(self.run_dir, step + 1, err.net, self.last_batch)
         diagnosis = recovery.diagnose(self.G, self.D, self.last_batch["real"], self.last_batch["z"],
-                                      reduced_precision=self.cfg.precision != "32")
+                                      dtype=self.health.dtype)
         terms = {k: float(v.detach()) for k, v in self.last_batch["terms"].items()}
         details = {"net": err.net, "loss": err.loss, "grad_norm": err.grad_norm, "terms": terms,
                    "dump": str(dump), **diagnosis}
