@@ -71,7 +71,12 @@ def test_other_groups(group: str, cls: type | None, tmp_path: Path) -> None:
 #: their parent's data set, model, D norm and batch size unless they set them).
 MLP, DCGAN = ("ganlab.models.MLPGenerator", "ganlab.models.MLPDiscriminator"), \
     ("ganlab.models.DCGANGenerator", "ganlab.models.DCGANDiscriminator")
+PACGAN = ("ganlab.models.MLPGenerator", "ganlab.models.MaxoutDiscriminator")
 EXPERIMENTS = {
+    "pacgan_ring": dict(dataset="ring8", model=PACGAN, steps=50000, batch_size=100, eval_every=5000,
+                        ckpt_every=5000, log_every=100, num_samples=2500),
+    "pacgan_grid": dict(dataset="grid25", model=PACGAN, steps=50000, batch_size=100, eval_every=5000,
+                        ckpt_every=5000, log_every=100, num_samples=2500),
     "fashion_mnist_dcgan": dict(dataset="fashion_mnist", model=DCGAN, width=32, norm="batch", steps=3000,
                                 batch_size=64, eval_every=500, ckpt_every=1000, log_every=25, num_samples=2500),
     "grid25_strategies": dict(dataset="grid25", model=MLP, steps=30000, batch_size=256, eval_every=1000,
@@ -110,6 +115,10 @@ def test_every_experiment_composes(name: str) -> None:
         assert cfg.trainer[key] == want[key], f"{name}: trainer.{key}"
     assert cfg.metrics.num_samples == want["num_samples"]
     assert cfg.strategy == {} and cfg.seed == 0  # one run without -m: plain GAN, seed 0
+    if name.startswith("pacgan_"):  # PacGAN's protocol: 100,000 points, Adam 1e-4 / beta1 0.8, ring radius 1 std 0.01
+        assert cfg.dataset.num_samples == 100000 and cfg.optim.generator.lr == cfg.optim.discriminator.lr == 1e-4
+        assert list(cfg.optim.discriminator.betas) == [0.8, 0.999] and cfg.model.generator.z_dim == 2
+        assert (cfg.dataset.get("radius"), cfg.dataset.std) == ((1.0, 0.01) if name == "pacgan_ring" else (None, 0.05))
 
 
 def test_unknown_option_lists_the_choices() -> None:
