@@ -101,7 +101,7 @@ class Trainer(RecoveryMixin):
         self.device = data.x.device
         self.batcher = Batcher(len(data), cfg.batch_size, seed, device=self.device)
         self.noise = torch.Generator(device=self.device).manual_seed(seed + 1)
-        self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text)
+        self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss)
         self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
@@ -135,11 +135,12 @@ class Trainer(RecoveryMixin):
             with torch.no_grad():
                 fake = self.G(z)
             d_real, d_fake = self.D(real).float(), self.D(fake).float()  # (B,), (B,)
-            ctx = StepContext(self.state.step, real, fake, z, d_real, d_fake, self.G, self.D,
-                              grad_scale=self.health.grad_scale("D"))
+            ctx = StepContext(self.state, real, fake, z, d_real, d_fake, grad_scale=self.health.grad_scale("D"))
             terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
         self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": d_real, "d_fake": d_fake, "terms": terms}
         self.health.update("D", self.D, self.state.opt_d, _total(terms), self.state.step)
+        for s in self.strategies:
+            s.after_d_step(ctx)
         return terms, real, d_real.detach(), d_fake.detach()
 
     def g_step(self, real: Tensor) -> dict[str, Tensor]:
@@ -149,14 +150,13 @@ class Trainer(RecoveryMixin):
         try:
             with self.health.autocast():
                 fake = self.G(z)
+                ctx = StepContext(self.state, real, fake, z, grad_scale=self.health.grad_scale("G"))
                 critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
-                    critic = s.g_discriminator(critic, real, fake)
-                d_fake = critic(fake).float()
-                ctx = StepContext(self.state.step, real, fake, z, None, d_fake, self.G, self.D,
-                                  grad_scale=self.health.grad_scale("G"))
-                terms = self._sum_terms(self.loss.g_loss(d_fake), [s.g_terms(ctx) for s in self.strategies])
-            self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": None, "d_fake": d_fake, "terms": terms}
+                    critic = s.g_discriminator(ctx, critic)
+                ctx.d_fake = critic(fake).float()
+                terms = self._sum_terms(self.loss.g_loss(ctx.d_fake), [s.g_terms(ctx) for s in self.strategies])
+            self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": None, "d_fake": ctx.d_fake, "terms": terms}
             self.health.update("G", self.G, self.state.opt_g, _total(terms), self.state.step)
         finally:
             self.D.requires_grad_(True)
