@@ -83,6 +83,8 @@ def test_the_loop_calls_every_hook_with_the_one_state(make_cfg, tmp_path) -> Non
     assert rec.states == {id(trainer.state)}
     # G's adversarial loss is the non-saturating one of the swapped critic's 3.0: softplus(-3) = log(1 + e^-3)
     assert [v for _, v in logger.values["loss/G/adv"]] == pytest.approx([math.log1p(math.exp(-3.0))] * 2)
+    # each scalar once per step, although the monitor (every step) and the loop's log (every step) both have it
+    assert [s for s, _ in logger.values["grad_norm/D"]] == [1, 2]
 
 
 def test_replaces_takes_only_known_parts() -> None:
