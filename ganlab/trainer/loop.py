@@ -6,6 +6,7 @@ which the loop acts on (NaN rollback, hard-limit stop: :mod:`ganlab.trainer.reco
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import math
@@ -87,6 +88,7 @@ class Trainer:
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
         self._pending_g_ema: dict[str, Tensor] | None = None
+        self._pending_after_eval: dict[str, float] | None = None  # from last.pt: the strategies' reaction to replay
         self._started = False
         monitor = monitor or MonitorConfig()
         self.alerts = AlertLog(self.run_dir, self.logger)
@@ -206,6 +208,8 @@ class Trainer:
                 more than ``monitor.max_recoveries`` non-finite updates.
         """
         self.start()
+        if self._pending_after_eval is not None:  # resumed from a last.pt: the strategies' reaction to its scores
+            self._react_to_eval(self._pending_after_eval)
         if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
             self.save(self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt")
         start_step, t0 = self.state.step, time.perf_counter()
@@ -251,10 +255,13 @@ class Trainer:
         return scalars
 
     def evaluate(self) -> dict[str, float]:
-        """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt.
+        """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt,
+        then let the strategies react (``after_eval``).
 
         The collapse alarm's values and the peak memory go to TensorBoard as ``health/<key>`` and to
         ``metrics.jsonl`` under ``"health"``; strategies' ``after_eval`` sees them merged into the scores.
+        last.pt holds the G that was scored, with its scores, because a reaction may change G (a rollback);
+        it also holds the reaction's input, which :meth:`fit` replays when a run resumes from it.
         """
         step, G = self.state.step, self.state.g_ema or self.G
         with self._isolated_rng():
@@ -268,14 +275,19 @@ class Trainer:
                             | {f"health/{k}": v for k, v in health.items()}, step)
         for name, (counts, edges) in result.histograms.items():
             self.logger.histogram_counts(f"diversity/{name}", counts, edges, step)
-        extra = {f"strategy/{s.name}/{k}": v for s in self.strategies
-                 for k, v in s.after_eval(self.state, scores | health).items()}
-        self.logger.scalars(extra, step)
         self.last_scores, self.last_result = scores, result
         self._append_jsonl({"step": step, "scores": scores, "health": health})
-        self.save(self.run_dir / "checkpoints" / "last.pt")
+        self.save(self.run_dir / "checkpoints" / "last.pt", after_eval=scores | health)
+        self._react_to_eval(scores | health)
         self.logger.flush()
         return scores
+
+    def _react_to_eval(self, scores: dict[str, float]) -> None:
+        """Strategies' ``after_eval`` on ``scores`` (scores and health values); their scalars logged."""
+        self._pending_after_eval = None
+        extra = {f"strategy/{s.name}/{k}": v for s in self.strategies
+                 for k, v in s.after_eval(self.state, scores).items()}
+        self.logger.scalars(extra, self.state.step)
 
     def _isolated_rng(self) -> Any:
         """Global RNG draws inside (evaluation, projector) leave the training streams untouched."""
@@ -304,8 +316,9 @@ class Trainer:
         return metrics
 
     # ---------------------------------------------------------------- checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        """Everything a bitwise-identical resume needs (see :mod:`ganlab.trainer.checkpoint`)."""
+    def state_dict(self, after_eval: dict[str, float] | None = None) -> dict[str, Any]:
+        """Everything a bitwise-identical resume needs (see :mod:`ganlab.trainer.checkpoint`); ``after_eval``:
+        the scores the strategies are about to react to (last.pt), or None."""
         st = self.state
         return {"format": ckpt_io.FORMAT, "step": st.step, "generator": self.G.state_dict(),
                 "discriminator": self.D.state_dict(), "opt_g": st.opt_g.state_dict(), "opt_d": st.opt_d.state_dict(),
@@ -313,18 +326,31 @@ class Trainer:
                 "strategies": {s.name: s.state_dict() for s in self.strategies}, "batcher": self.batcher.state_dict(),
                 "noise_rng": self.noise.get_state(), "rng": ckpt_io.rng_state(), "config": self.config,
                 "scores": self.last_scores, "health": self.health.state_dict() | {"lr_scale": st.lr_scale},
-                "alarm": self.alarm.state_dict() if self.alarm is not None else {}}
+                "alarm": self.alarm.state_dict() if self.alarm is not None else {}, "after_eval": after_eval}
 
-    def save(self, path: Path) -> None:
-        """Write a checkpoint atomically; one with finite weights becomes :attr:`good_checkpoint`."""
-        ckpt_io.atomic_save(self.state_dict(), path)
+    def save(self, path: Path, after_eval: dict[str, float] | None = None) -> None:
+        """Write a checkpoint atomically (``after_eval``: see :meth:`state_dict`).
+
+        One whose parameters and buffers (G, D, the EMA copy) are all finite becomes :attr:`good_checkpoint`;
+        one that is not, written over the current good checkpoint, leaves none (the NaN guard then stops
+        instead of rolling back to non-finite weights).
+        """
+        path = Path(path)
+        ckpt_io.atomic_save(self.state_dict(after_eval), path)
         nets = [self.G, self.D] + ([self.state.g_ema] if self.state.g_ema is not None else [])
-        if all_finite(p for net in nets for p in net.parameters()):
-            self.good_checkpoint = Path(path)
+        if all_finite(itertools.chain.from_iterable(itertools.chain(n.parameters(), n.buffers()) for n in nets)):
+            self.good_checkpoint = path
+        elif self.good_checkpoint == path:
+            self.good_checkpoint = None
 
     def load_state_dict(self, ckpt: dict[str, Any]) -> None:
-        """Restore a checkpoint made by :meth:`state_dict` (weights, optimisers, strategies, data order, RNGs)."""
+        """Restore a checkpoint made by :meth:`state_dict` (weights, optimisers, strategies, data order, RNGs).
+
+        A last.pt's ``after_eval`` scores are kept for :meth:`fit`, which replays the strategies' reaction to
+        them (tools that only score the checkpoint, such as ganlab-eval, see the scored G).
+        """
         self._load_training_state(ckpt)
+        self._pending_after_eval = ckpt.get("after_eval")
         self.batcher.load_state_dict(ckpt["batcher"])
         self.noise.set_state(ckpt["noise_rng"])
         ckpt_io.set_rng_state(ckpt["rng"])
@@ -353,9 +379,16 @@ class Trainer:
         """The NaN/Inf guard's rollback to :attr:`good_checkpoint` (:func:`ganlab.trainer.recovery.recover_from_nan`)."""
         self.health.recoveries += 1
         recovery.recover_from_nan(found, state=self.state, batch=self.last_batch, recoveries=self.health.recoveries,
-                                  good_checkpoint=self.good_checkpoint, restore=self._load_training_state,
+                                  good_checkpoint=self.good_checkpoint, restore=self._restore,
                                   monitor=self.health.cfg, reduced_precision=self.cfg.precision != "32",
                                   run_dir=self.run_dir, alerts=self.alerts, logger=self.logger)
+
+    def _restore(self, ckpt: dict[str, Any]) -> None:
+        """Mid-run rollback: the training state of ``ckpt``, then the strategies' reaction to its scores (a
+        last.pt holds the state before them), so the state is the one the run had after that checkpoint."""
+        self._load_training_state(ckpt)
+        if ckpt.get("after_eval") is not None:
+            self._react_to_eval(ckpt["after_eval"])
 
     def _stop_at_hard_limit(self, found: UpdateFindings) -> None:
         """Save a checkpoint (the update was not applied), then alert and raise TrainingHealthError."""
