@@ -158,6 +158,10 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     G, D = spec.generator.to(device), spec.discriminator.to(device)
     tcfg = TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True))  # type: ignore[arg-type]
     tcfg.n_critic = spec.n_critic
+    if spec.samples_per_score != 1:  # e.g. PacGAN-m: D scores trainer.batch_size packs of m samples
+        tcfg.batch_size *= spec.samples_per_score
+        log.info("each update draws %d samples (trainer.batch_size %d x %d per D score)", tcfg.batch_size,
+                 cfg.trainer.batch_size, spec.samples_per_score)
     if tcfg.channels_last:
         speed.to_channels_last([G, D])
     opt_g, opt_d = spec.g_optim(G.parameters()), spec.d_optim(D.parameters())

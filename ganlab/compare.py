@@ -28,15 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Direction of every score: True when higher is better. The one place this is defined.
-HIGHER_IS_BETTER: dict[str, bool] = {
-    "modes_covered": True, "hq_fraction": True, "reverse_kl": False, "kl_uniform": False,
-    "clusters_covered": True, "clusters_covered_fraction": True, "cluster_kl": False, "cluster_jsd": False,
-    "ndb": False, "ndb_fraction": False, "ndb_jsd": False,
-    "precision": True, "recall": True, "density": True, "coverage": True, "fd": False,
-    "high_similarity_fraction": False, "collapsed": False, "duplicate_fraction": False,
-    "memorization_fraction": False,
-}  # vendi has no best: samples scattered off the data score high too; read it against data/vendi
+from ganlab.compare_plots import plot_scores, row_label
+from ganlab.metrics.directions import higher_is_better, ordered_scores
 
 #: One row's scores: score name -> (mean, std over seeds, number of seeds).
 Summary = dict[str, dict[str, tuple[float, float, int]]]
@@ -50,17 +43,6 @@ class FailedJob:
     log: Path                  # the job's log, holding the traceback
     error: str                 # ``Type: message`` from failure.json, or why the job counts as failed
     status: str = "failed"     # "failed" (it raised) or "unfinished" (killed, or still running)
-
-
-def higher_is_better(name: str) -> bool | None:
-    """Direction of a score (``data/`` prefix ignored); None when unknown."""
-    return HIGHER_IS_BETTER.get(name.removeprefix("data/"))
-
-
-def ordered_scores(names: Iterable[str]) -> list[str]:
-    """Known scores in :data:`HIGHER_IS_BETTER`'s order, then the others alphabetically."""
-    rank = {k: i for i, k in enumerate(HIGHER_IS_BETTER)}
-    return sorted(set(names), key=lambda k: (rank.get(k, len(rank)), k))
 
 
 def _overrides(job: Path) -> list[str]:
@@ -81,11 +63,6 @@ LABEL_SKIP = ("seed", "strategy", "dataset", "experiment", "trainer.progress", "
 def _tells_apart(override: str) -> bool:
     key = override.lstrip("+~").split("=")[0]
     return key not in LABEL_SKIP and not key.startswith(("hydra.", "logger."))
-
-
-def _label(run: dict[str, Any], extra: list[str]) -> str:
-    strategies = ",".join(run.get("strategies", [])) or "plain"
-    return " ".join([f"{run.get('dataset', '?')} [{strategies}]", *extra])
 
 
 def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob]]:
@@ -120,7 +97,7 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
         else:
             run = {**json.loads((job / "metrics.json").read_text()), "run_dir": str(job)}
             extra = sorted(o for o in overrides[job] if o not in common and _tells_apart(o))
-            runs.append({**run, "label": _label(run, extra)})
+            runs.append({**run, "label": row_label(run, extra)})
     return runs, failed
 
 
@@ -129,7 +106,7 @@ def summarise(runs: list[dict[str, Any]]) -> Summary:
     groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         for k, v in r.get("scores", {}).items():
-            groups[r.get("label") or _label(r, [])][k].append(float(v))
+            groups[r.get("label") or row_label(r, [])][k].append(float(v))
     return {label: {k: (statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0, len(v))
                     for k, v in scores.items()} for label, scores in groups.items()}
 
@@ -236,10 +213,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{job.status.upper()} {job.run_dir}: {job.error} (log: {job.log})")
     print(f"{len(runs)} finished, {len(failed)} failed or unfinished")
     return 0 if runs else 1
-
-
-# The curves need this module's helpers; imported last so ``from ganlab.compare import plot_scores`` works.
-from ganlab.compare_plots import plot_scores, score_curves, score_figure  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,7 +19,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ganlab.compare import _label, higher_is_better, table_keys, summarise
+from ganlab.metrics.directions import higher_is_better, ordered_scores
+
+
+def row_label(run: dict[str, Any], extra: list[str]) -> str:
+    """The row a run belongs to: ``dataset [strategies]`` (``plain`` without one), then ``extra`` overrides."""
+    strategies = ",".join(run.get("strategies", [])) or "plain"
+    return " ".join([f"{run.get('dataset', '?')} [{strategies}]", *extra])
 
 
 def read_curve(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
@@ -45,7 +51,7 @@ def score_curves(runs: list[dict[str, Any]], key: str) -> dict[str, tuple[list[i
     """
     values: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        label = run.get("label") or _label(run, [])
+        label = run.get("label") or row_label(run, [])
         for step, scores in read_curve(run["run_dir"]):
             if key in scores and not math.isnan(float(scores[key])):
                 values[label][step].append(float(scores[key]))
@@ -89,7 +95,8 @@ def plot_scores(runs: list[dict[str, Any]], out_dir: str | Path, keys: list[str]
     Args:
         runs: from :func:`ganlab.compare.collect_runs`.
         out_dir: created when missing.
-        keys: scores to plot (default: every model score of the runs, not the ``data/`` baseline).
+        keys: scores to plot (default: every model score of the runs, not the ``data/`` baseline, in
+            :func:`ganlab.metrics.directions.ordered_scores` order).
         dpi: resolution of the PNGs.
 
     Returns:
@@ -98,7 +105,8 @@ def plot_scores(runs: list[dict[str, Any]], out_dir: str | Path, keys: list[str]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for key in keys or table_keys(summarise(runs)):
+    model_scores = (k for run in runs for k in run.get("scores", {}) if not k.startswith("data/"))
+    for key in keys or ordered_scores(model_scores):
         fig = score_figure(runs, key)
         if fig is None:
             continue

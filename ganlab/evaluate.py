@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab.build import build_trainer
+from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
 from ganlab.train import format_scores
@@ -139,8 +140,7 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
             any work.
     """
     ckpt_path, _, _, trainer = rebuild_from_checkpoint(path, overrides)
-    G = trainer.state.g_ema or trainer.G
-    scores = trainer.evaluator(G, trainer.data).scores
+    scores = trainer.evaluator(scored_generator(trainer.state), trainer.data).scores
     result = {"checkpoint": str(ckpt_path), "step": trainer.state.step, "overrides": list(overrides or []),
               "scores": scores}
     out = ckpt_path.parent.parent / "eval" / (ckpt_path.stem + overrides_tag(overrides)) / "metrics.json"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganlab.compare import ordered_scores
+from ganlab.metrics.directions import ordered_scores
 
 #: Prefix of the loop's score scalars (``Trainer.evaluate`` logs ``diversity/<score>``); keep the two in step.
 SCORE_TAG_PREFIX = "diversity/"

@@ -12,6 +12,8 @@ from omegaconf import DictConfig
 
 from ganlab import CONFIG_DIR, sweep
 from ganlab.build import build_trainer
+from ganlab.io import remove_stale_temp_files
+from ganlab.trainer import checkpoint as ckpt_io
 
 log = logging.getLogger("ganlab")
 
@@ -33,10 +35,36 @@ def preflight(cfg: DictConfig) -> bool:
     return all(r.passed is not False for r in rows)
 
 
+#: A temporary checkpoint file in the folder of the run being resumed counts as abandoned after this many
+#: seconds without a write (that run may still be going; a checkpoint write takes seconds).
+ABANDONED_AFTER_S = 300.0
+
+
+def remove_interrupted_writes(run_dir: Path, resume: str | None) -> list[Path]:
+    """Delete the temporary files of checkpoint writes killed mid-way (``checkpoints/.<name>.<random>.tmp``,
+    see :func:`ganlab.io.atomic_open`), with a log line: all of them in this run's own ``checkpoints/``, and
+    those untouched for :data:`ABANDONED_AFTER_S` in the ``checkpoints/`` of the run ``resume`` continues.
+
+    Returns:
+        The files deleted.
+    """
+    folders = [(run_dir / "checkpoints", 0.0)]
+    if resume:
+        source = ckpt_io.resolve_checkpoint(resume).parent
+        if source.resolve() != folders[0][0].resolve():
+            folders.append((source, ABANDONED_AFTER_S))
+    removed = [p for folder, age in folders for p in remove_stale_temp_files(folder, age)]
+    if removed:
+        log.info("removed %d temporary file(s) left by interrupted checkpoint writes: %s", len(removed),
+                 ", ".join(str(p) for p in removed))
+    return removed
+
+
 def run(cfg: DictConfig) -> dict:
     """Train one configuration into Hydra's output directory and return ``metrics.json``'s content."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    trainer = build_trainer(cfg, run_dir)
+    trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
+    remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
     sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
     metrics = trainer.fit()

@@ -44,7 +44,8 @@ CONFIGS: dict[str, list[str]] = {
     "pacgan + r1": ["strategy=[pacgan,r1]"],
 }
 
-#: Published rows (PROTOCOLS.md): (modes, HQ %, reverse KL) per data set; their geometry differs (see notes).
+#: Published rows (PacGAN, Lin et al. 2018, Table 1; VEEGAN, Srivastava et al. 2017, Table 1): (modes, HQ %,
+#: reverse KL) per data set; their geometry differs (see notes).
 PUBLISHED = [
     ("PacGAN paper: GAN (10 trials)", (6.3, 98.2, 0.45), (17.3, 94.8, 0.70)),
     ("PacGAN paper: PacGAN2 / PacGAN3", (7.9, 95.6, 0.07), (24.6, 94.2, 0.06)),

@@ -36,14 +36,14 @@ def test_every_dataset_yaml(name: str) -> None:
     assert data.num_modes in {8, 25, 10, 1000}
 
 
-@pytest.mark.parametrize("name,shape", [("mlp", (2,)), ("dcgan", (1, 32, 32)), ("dcgan", (3, 8, 8))])
+@pytest.mark.parametrize("name,shape", [("mlp", (2,)), ("pacgan_mlp", (2,)), ("dcgan", (1, 32, 32)), ("dcgan", (3, 8, 8))])
 def test_every_model_yaml(name: str, shape: tuple[int, ...]) -> None:
     cfg = compose_cfg([f"model={name}"])
     G = instantiate(cfg.model.generator, data_shape=shape)
     D = instantiate(cfg.model.discriminator, data_shape=shape)
     assert isinstance(G, Generator) and isinstance(D, Discriminator)
     assert D(G(G.sample_z(3))).shape == (3,)
-    assert set(options("model")) == {"mlp", "dcgan"}
+    assert set(options("model")) == {"mlp", "pacgan_mlp", "dcgan"}
 
 
 @pytest.mark.parametrize("name", options("loss"))
@@ -67,10 +67,49 @@ def test_other_groups(group: str, cls: type | None, tmp_path: Path) -> None:
             assert isinstance(instantiate(cfg[group]), cls)
 
 
+#: What each experiment composes to, worked out from its YAML and the ones it builds on (the *_cpu presets keep
+#: their parent's data set, model, D norm and batch size unless they set them).
+MLP, DCGAN = ("ganlab.models.MLPGenerator", "ganlab.models.MLPDiscriminator"), \
+    ("ganlab.models.DCGANGenerator", "ganlab.models.DCGANDiscriminator")
+EXPERIMENTS = {
+    "fashion_mnist_dcgan": dict(dataset="fashion_mnist", model=DCGAN, width=32, norm="batch", steps=3000,
+                                batch_size=64, eval_every=500, ckpt_every=1000, log_every=25, num_samples=2500),
+    "grid25_strategies": dict(dataset="grid25", model=MLP, steps=30000, batch_size=256, eval_every=1000,
+                              ckpt_every=5000, log_every=50, num_samples=2500),
+    "grid25_strategies_cpu": dict(dataset="grid25", model=MLP, steps=3000, batch_size=64, eval_every=500,
+                                  ckpt_every=1000, log_every=25, num_samples=2500),
+    "ring8_strategies": dict(dataset="ring8", model=MLP, steps=20000, batch_size=256, eval_every=1000,
+                             ckpt_every=5000, log_every=50, num_samples=2500),
+    "ring8_strategies_cpu": dict(dataset="ring8", model=MLP, steps=2000, batch_size=64, eval_every=250,
+                                 ckpt_every=1000, log_every=25, num_samples=2500),
+    "stacked_fmnist_strategies": dict(dataset="stacked_fashion_mnist", model=DCGAN, width=64, norm="layer",
+                                      steps=20000, batch_size=64, eval_every=2000, ckpt_every=5000, log_every=50,
+                                      num_samples=2500),
+    "stacked_fmnist_strategies_cpu": dict(dataset="stacked_fashion_mnist", model=DCGAN, width=32, norm="layer",
+                                          steps=1000, batch_size=64, eval_every=250, ckpt_every=500, log_every=25,
+                                          num_samples=1000),
+}
+
+
+def test_every_experiment_has_expected_values() -> None:
+    """A new experiment YAML needs its row in EXPERIMENTS."""
+    assert sorted(EXPERIMENTS) == options("experiment")
+
+
 @pytest.mark.parametrize("name", options("experiment"))
 def test_every_experiment_composes(name: str) -> None:
+    """The composed config carries the experiment's data set, model, sizes and schedule (not the defaults)."""
     cfg = compose_cfg([f"experiment={name}"], tiny=False)
-    assert cfg.trainer.steps > 0 and "_target_" in cfg.dataset
+    want = EXPERIMENTS[name]
+    assert cfg.dataset.name == want["dataset"] and "_target_" in cfg.dataset
+    assert (cfg.model.generator._target_, cfg.model.discriminator._target_) == want["model"]
+    if "width" in want:
+        assert cfg.model.generator.width == cfg.model.discriminator.width == want["width"]
+        assert cfg.model.discriminator.norm == want["norm"]
+    for key in ("steps", "batch_size", "eval_every", "ckpt_every", "log_every"):
+        assert cfg.trainer[key] == want[key], f"{name}: trainer.{key}"
+    assert cfg.metrics.num_samples == want["num_samples"]
+    assert cfg.strategy == {} and cfg.seed == 0  # one run without -m: plain GAN, seed 0
 
 
 def test_unknown_option_lists_the_choices() -> None:

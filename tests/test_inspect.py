@@ -96,10 +96,12 @@ def test_load_run_rebuilds_the_run_and_rescoring_reproduces_its_scores(ring8_run
     assert [s for s in steps if s > 0] == [20, 40] and steps == sorted(steps)  # (a step-0 one with the NaN guard)
 
 
-@pytest.fixture(scope="module")
-def ema_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished tiny ring8 run with ``strategy=[ema]`` (20 steps, beta 0.9: the average differs from G)."""
-    return train_tiny(RING8_RUN + ["strategy=[ema]", "strategy.ema.beta=0.9", "trainer.steps=20"],
+@pytest.fixture(scope="module", params=[False, True], ids=["mlp", "mlp_batch_norm"])
+def ema_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """A finished tiny ring8 run with ``strategy=[ema]`` (20 steps, beta 0.9: the average differs from G), with
+    and without batch norm in G (then the EMA copy is scored with batch-norm statistics of its own)."""
+    return train_tiny(RING8_RUN + ["strategy=[ema]", "strategy.ema.beta=0.9", "trainer.steps=20",
+                                   f"model.generator.batch_norm={str(request.param).lower()}"],
                       tmp_path_factory.mktemp("ema") / "run")
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ganlab.compare import collect_runs, score_curves, summarise, table_keys
+from ganlab.compare import collect_runs, summarise, table_keys
+from ganlab.compare_plots import score_curves
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")

@@ -62,12 +62,29 @@ def test_channels_last_dcgan_trains_like_the_contiguous_one(tmp_path) -> None:
         assert torch.allclose(a, b, atol=1e-4)
 
 
-def test_batcher_hands_out_indices_on_its_device_in_the_cpu_order() -> None:
-    a, b = Batcher(10, 3, seed=0), Batcher(10, 3, seed=0, device="meta")
-    for _ in range(7):  # crosses two epoch boundaries
-        ia, ib = a.next(), b.next()
-        assert ib.device.type == "meta" and ib.shape == ia.shape
-    assert torch.equal(a.perm, b.perm)
+def _reference_batches(n: int, batch_size: int, seed: int, count: int) -> list[torch.Tensor]:
+    """The documented order: a fresh CPU ``randperm`` per epoch from a generator seeded ``seed``, cut into
+    batches, the last partial batch of each epoch dropped."""
+    gen, out = torch.Generator().manual_seed(seed), []
+    while len(out) < count:
+        perm = torch.randperm(n, generator=gen)
+        out += [perm[i:i + batch_size] for i in range(0, n - batch_size + 1, batch_size)]
+    return out[:count]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_batcher_hands_out_indices_on_its_device_in_the_cpu_order(device: str) -> None:
+    """7 batches of 3 out of 10 cross two epoch boundaries: every batch lives on the device and equals the
+    reference order, so a device copy of the permutation that went stale at an epoch boundary would show."""
+    expected = _reference_batches(10, 3, seed=0, count=7)
+    assert not torch.equal(expected[0], expected[3])  # the epochs really are reshuffled
+    batcher, meta = Batcher(10, 3, seed=0, device=device), Batcher(10, 3, seed=0, device="meta")
+    for want in expected:
+        got, on_meta = batcher.next(), meta.next()
+        assert got.device.type == device and torch.equal(got.cpu(), want)
+        assert on_meta.device.type == "meta" and on_meta.shape == want.shape and on_meta.dtype == torch.int64
+    assert meta.epoch == 2 and torch.equal(meta.perm[:3], expected[6])  # the meta batcher drew the same order
 
 
 def test_compiled_training_matches_eager(tmp_path) -> None:

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from ganlab.data.base import GANData
 from ganlab.health.alerts import AlertLog
-from ganlab.metrics.kmeans import assign
+from ganlab.metrics.clusters import clusters_hit, default_num_clusters
 from ganlab.metrics.similarity import similarity_histogram
 from ganlab.models.base import eval_mode
 
@@ -21,8 +21,10 @@ class CollapseAlarm:
 
     * ``fixed_z/high_similarity_fraction``: the fraction of the n(n-1)/2 pairs with cosine similarity > ``tau``
       (the similarity-histogram score of :func:`ganlab.metrics.similarity.similarity_histogram`);
-    * ``fixed_z/clusters_covered``: how many of the k real-data k-means clusters (k = number of modes or 10, at
-      most 100; :meth:`ganlab.metrics.Evaluator.reference_clusters`) receive at least one sample.
+    * ``fixed_z/clusters_hit``: how many of the k real-data k-means clusters
+      (k = :func:`~ganlab.metrics.clusters.default_num_clusters`; :meth:`ganlab.metrics.Evaluator.reference_clusters`)
+      receive at least one sample (:func:`ganlab.metrics.clusters.clusters_hit`; not the scorer's
+      ``clusters_covered``, which also asks for a minimum share of the samples).
 
     Diversity *falls* at an evaluation when fewer clusters are covered than at the previous one, or when the
     high-similarity fraction rose by more than ``min_rise`` while coverage did not grow. After ``patience``
@@ -51,8 +53,8 @@ class CollapseAlarm:
             samples = generator(self.z)
         emb = evaluator.embedder(samples)
         sim = similarity_histogram(emb, tau=self.tau).high_similarity_fraction
-        fit = evaluator.reference_clusters(min(int(data.num_modes or 10), 100))
-        covered = float(assign(emb, fit.centers)[0].unique().numel())
+        fit = evaluator.reference_clusters(default_num_clusters(data.num_modes))
+        covered = float(clusters_hit(emb, fit.centers))
         if self.previous is not None:
             prev_sim, prev_cov = self.previous
             fell = covered < prev_cov or (sim > prev_sim + self.min_rise and covered <= prev_cov)
@@ -61,11 +63,11 @@ class CollapseAlarm:
         fired = self.falls >= self.patience
         if fired:
             self.alerts.emit("collapse", step, f"diversity of the {len(self.z)} fixed latent codes fell at "
-                             f"{self.falls} evaluations in a row (now {covered:g} clusters covered, "
+                             f"{self.falls} evaluations in a row (now {covered:g} clusters hit, "
                              f"{sim:.1%} of pairs with similarity > {self.tau:g})",
-                             clusters_covered=covered, high_similarity_fraction=sim)
+                             clusters_hit=covered, high_similarity_fraction=sim)
             self.falls = 0
-        return {"fixed_z/high_similarity_fraction": sim, "fixed_z/clusters_covered": covered,
+        return {"fixed_z/high_similarity_fraction": sim, "fixed_z/clusters_hit": covered,
                 "collapse_alarm": float(fired)}
 
     def state_dict(self) -> dict[str, Any]:

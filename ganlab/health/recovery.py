@@ -43,29 +43,35 @@ def dump_batch(run_dir: str | Path, step: int, net: str, batch: dict[str, Any]) 
 
 @torch.no_grad()
 def diagnose(generator: nn.Module, discriminator: nn.Module, real: Tensor, z: Tensor,
-             reduced_precision: bool = False) -> dict[str, Any]:
-    """Tell corrupted weights from an overflow: check the weights, re-run G(z), D(real), D(G(z)) in float32.
+             dtype: torch.dtype | None = None) -> dict[str, Any]:
+    """Tell corrupted weights from an overflow: check the weights, re-run G(z), D(real), D(G(z)) in float32 and,
+    for a run under autocast, in its reduced precision ``dtype`` (bf16/fp16; None: a float32 run).
 
-    Batch-norm running statistics are saved and restored around the re-run, so it changes nothing.
+    Batch-norm running statistics are saved and restored around the re-runs, so it changes nothing.
 
     Returns:
         ``{"weights_finite", "forward_fp32_finite", "verdict"}``; ``verdict`` is ``corrupted_weights`` (a weight
-        is NaN/Inf already); with finite weights and a finite float32 forward pass, ``overflow`` when the run
-        uses ``reduced_precision`` (the value overflowed in bf16/fp16) and ``loss_or_backward`` otherwise (it
-        came from a loss term, a penalty or the backward pass); ``unstable_fp32`` when finite weights give
-        non-finite outputs even in float32 (exploding weights or bad inputs).
+        is NaN/Inf already); ``unstable_fp32`` when finite weights give non-finite outputs even in float32
+        (exploding weights or bad inputs); with a finite float32 forward pass, ``overflow`` when the forward pass
+        is non-finite in ``dtype`` (the value overflowed in bf16/fp16) and ``loss_or_backward`` otherwise (it
+        came from a loss term, a penalty or the backward pass).
     """
     nets = (generator, discriminator)
     weights_ok = all_finite(p for net in nets for p in net.parameters())
     buffers = [{k: b.clone() for k, b in net.named_buffers()} for net in nets]
-    with torch.autocast(real.device.type, enabled=False):
-        fake = generator(z.float())
-        forward_ok = all_finite([fake, discriminator(real.float()), discriminator(fake)])
+
+    def forward_finite(autocast_dtype: torch.dtype | None) -> bool:
+        with torch.autocast(real.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            fake = generator(z.float())
+            return all_finite([fake, discriminator(real.float()), discriminator(fake)])
+
+    forward_ok = forward_finite(None)
+    reduced_ok = forward_ok if dtype is None else forward_finite(dtype)
     for net, saved in zip(nets, buffers):
         for k, b in net.named_buffers():
             b.copy_(saved[k])
-    finite_forward = "overflow" if reduced_precision else "loss_or_backward"
-    verdict = "corrupted_weights" if not weights_ok else (finite_forward if forward_ok else "unstable_fp32")
+    verdict = ("corrupted_weights" if not weights_ok else "unstable_fp32" if not forward_ok
+               else "overflow" if not reduced_ok else "loss_or_backward")
     return {"weights_finite": weights_ok, "forward_fp32_finite": forward_ok, "verdict": verdict}
 
 

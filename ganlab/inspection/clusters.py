@@ -55,8 +55,7 @@ def fit_clusters(run: LoadedRun) -> KMeansResult:
     scorer = run.evaluator.scorers.get("clusters")
     if not isinstance(scorer, ClusterScorer):
         scorer = ClusterScorer(seed=run.evaluator.seed)
-    k = scorer.k or min(int(run.data.num_modes or 10), 100)  # ClusterScorer's default k
-    return run.evaluator.reference_clusters(k, seed=scorer.seed)
+    return run.evaluator.reference_clusters(scorer.num_clusters(run.data), seed=scorer.seed)
 
 
 def assign_clusters(run: LoadedRun, result: EvalResult, fit: KMeansResult | None = None) -> ClusterAssignment:

@@ -16,6 +16,7 @@ from torch import nn
 from ganlab.data.base import GANData
 from ganlab.evaluate import rebuild_from_checkpoint
 from ganlab.metrics.evaluator import EvalResult, Evaluator
+from ganlab.strategies.ema import scored_generator
 from ganlab.trainer.loop import Trainer
 
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
@@ -178,7 +179,8 @@ class LoadedRun:
         step: its generator step.
         cfg: the run's stored config (with any overrides applied).
         generator: the generator the run scores, in eval mode without gradients: the EMA copy when a strategy
-            kept one (as the training loop evaluates it), else G. Maps (B, z_dim) codes to (B, *data_shape)
+            kept one (batch-norm statistics recomputed, as the training loop evaluates it), else G
+            (:func:`ganlab.strategies.ema.scored_generator`). Maps (B, z_dim) codes to (B, *data_shape)
             samples (images in [-1, 1]).
         data: the data set, on the run's device.
         evaluator: the run's evaluator, prepared (real reference embedded, ``data/`` baseline scored).
@@ -225,7 +227,7 @@ def load_run(run_dir: str | Path, checkpoint: str | int | Path = "last",
     rebuilt = rebuild_from_checkpoint(_resolve_checkpoint(run_dir, checkpoint), list(overrides or []))
     trainer, ckpt = rebuilt.trainer, rebuilt.ckpt
     uses_ema = trainer.state.g_ema is not None  # started by rebuild_from_checkpoint: the checkpoint's EMA weights
-    generator = trainer.state.g_ema if uses_ema else trainer.G  # what the loop scores
+    generator = scored_generator(trainer.state)  # what the loop scores
     generator.eval().requires_grad_(False)
     return LoadedRun(run_dir, rebuilt.checkpoint, int(ckpt["step"]), rebuilt.cfg, generator, trainer.data,
                      trainer.evaluator, dict(ckpt.get("scores") or {}), uses_ema, trainer)

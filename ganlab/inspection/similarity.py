@@ -4,19 +4,19 @@ pairs, and the table of scores."""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from ganlab.compare import higher_is_better, ordered_scores
+from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.metrics.scorers import SimilarityScorer
 from ganlab.metrics.similarity import SimilarityHistogram, normalize_rows, similarity_histogram
+from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
 
 
@@ -29,11 +29,6 @@ class CheckpointHistogram:
     step: int
     checkpoint: Path
     histogram: SimilarityHistogram
-
-
-def _generator_weights(ckpt: dict[str, Any]) -> dict[str, Tensor]:
-    """The weights the loop scores: the EMA copy's when the run kept one, else G's."""
-    return ckpt["g_ema"] if ckpt.get("g_ema") is not None else ckpt["generator"]
 
 
 def _similarity_settings(evaluator: Evaluator) -> SimilarityScorer:
@@ -65,8 +60,9 @@ def similarity_histograms(run: LoadedRun, result: EvalResult) -> dict[str, Simil
 def histograms_over_checkpoints(run: LoadedRun | str | Path, include_last: bool = True) -> list[CheckpointHistogram]:
     """The generated similarity histogram at every saved checkpoint of a run, in step order.
 
-    Each ``checkpoints/step_*.pt`` (and ``last.pt`` when its step is not among them) is loaded into the run's
-    generator (the EMA copy's weights when the run kept one), sampled from the evaluator's fixed latent codes,
+    Each ``checkpoints/step_*.pt`` (and ``last.pt`` when its step is not among them) is loaded into copies of
+    the run's G and EMA copy; the one the loop scores (:func:`ganlab.strategies.ema.scored_generator`: the EMA
+    copy, batch-norm statistics recomputed, when the run kept one) is sampled from the evaluator's fixed latent codes,
     embedded, and histogrammed with the ``similarity`` scorer's settings. Mass moving to the right (towards
     cosine 1) over training is mode collapse setting in.
 
@@ -91,12 +87,19 @@ def histograms_over_checkpoints(run: LoadedRun | str | Path, include_last: bool 
         raise FileNotFoundError(f"{run.run_dir} has no checkpoints/step_*.pt{' or last.pt' if include_last else ''}: "
                                 "keep intermediate checkpoints with trainer.ckpt_every below trainer.steps")
     sim, ev = _similarity_settings(run.evaluator), run.evaluator
-    G = copy.deepcopy(run.generator)
+    live = run.trainer.state
+    G = copy.deepcopy(live.generator)  # copies: the run's own networks keep the weights they were loaded with
+    G_ema = copy.deepcopy(live.g_ema) if live.g_ema is not None else None
     device = next(G.parameters()).device
     out = []
     for step in sorted(found):
-        G.load_state_dict(_generator_weights(ckpt_io.load_checkpoint(found[step])))  # one in memory at a time
-        emb = ev.embedder(ev.sample(G, ev.num_samples, device))
+        ckpt = ckpt_io.load_checkpoint(found[step])  # one in memory at a time
+        G.load_state_dict(ckpt["generator"])
+        keeps_ema = G_ema is not None and ckpt.get("g_ema") is not None
+        if keeps_ema:
+            G_ema.load_state_dict(ckpt["g_ema"])
+        scored = scored_generator(replace(live, generator=G, g_ema=G_ema if keeps_ema else None))
+        emb = ev.embedder(ev.sample(scored, ev.num_samples, device))
         out.append(CheckpointHistogram(step, found[step],
                                        similarity_histogram(emb[: sim.num_samples], bins=sim.bins, tau=sim.tau)))
     return out

@@ -24,8 +24,14 @@ from torch import Tensor
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
 from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
 
-__all__ = ["cluster_scores", "jensen_shannon", "kl_divergence", "ndb",
+__all__ = ["cluster_scores", "clusters_hit", "default_num_clusters", "jensen_shannon", "kl_divergence", "ndb",
            "two_proportion_z_test"]
+
+
+def default_num_clusters(num_modes: int | None) -> int:
+    """k of the real-data k-means when none is set (cluster scores, collapse alarm, projector, notebooks): the
+    data set's number of modes or classes, 10 when unknown, at most 100 (k-means cost grows with k)."""
+    return min(int(num_modes or 10), 100)
 
 
 def kl_divergence(p: Tensor, q: Tensor, eps: float = 1e-10) -> float:
@@ -131,6 +137,23 @@ def cluster_scores(real_emb: Tensor, fake_emb: Tensor, k: int, min_share: float 
     covered = int(((fake_c >= 1) & (fake_c.to(torch.float64) >= share * m)).sum())
     return {"clusters_covered": covered, "clusters_covered_fraction": covered / k,
             "cluster_kl": kl_divergence(fake_c, real_c, eps), "cluster_jsd": jensen_shannon(fake_c, real_c)}
+
+
+def clusters_hit(fake_emb: Tensor, centers: Tensor, block_size: int = DEFAULT_BLOCK_SIZE) -> int:
+    """How many of the k real-data clusters receive at least one generated sample (nearest centre).
+
+    Unlike ``clusters_covered`` of :func:`cluster_scores` there is no minimum share: meant for small sample
+    sets (the collapse alarm's fixed codes, 64 by default), where one sample is already a share of 1/64.
+
+    Args:
+        fake_emb: generated embeddings, shape (M, D), M >= 1.
+        centers: k-means centres of the real embeddings, shape (k, D).
+        block_size: maximum number of distances held at once.
+
+    Returns:
+        A count in [1, min(k, M)]; higher is better.
+    """
+    return int(assign(fake_emb, centers, block_size)[0].unique().numel())
 
 
 def ndb(real_emb: Tensor, fake_emb: Tensor, k: int = 100, alpha: float = 0.05,

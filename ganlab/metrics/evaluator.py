@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.data.base import GANData
+from ganlab.metrics.clusters import default_num_clusters
 from ganlab.metrics.embedders import AutoEmbedder, Embedder
 from ganlab.metrics.kmeans import KMeansResult, assign
 from ganlab.metrics.scorers import EvalBatch, ReferenceFits, Scorer
@@ -142,7 +143,7 @@ class Evaluator:
         assert self._real is not None, "call the evaluator first"
         real_x, real_emb = self._real[0][:n], self._real[1][:n]
         fake_x, fake_emb = result.samples[:n], result.embeddings[:n]
-        fit = self.reference_clusters(min(int(data.num_modes or 10), 100, len(self._real[1]) - 1))
+        fit = self.reference_clusters(min(default_num_clusters(data.num_modes), len(self._real[1]) - 1))
         clusters = torch.cat([assign(real_emb, fit.centers)[0], assign(fake_emb, fit.centers)[0]]).tolist()
         sources = ["real"] * len(real_emb) + ["generated"] * len(fake_emb)
         metadata = [[src, str(c)] for src, c in zip(sources, clusters)]

@@ -3,12 +3,8 @@
 Everything runs on the device of the input; nothing is copied to the CPU except
 scalars. Memory is bounded by ``block_size``: the largest distance block ever
 materialised has at most ``max(block_size, n_columns)`` entries. The Lloyd iterations
-(with Hamerly's pruning) live in :mod:`ganlab.metrics.lloyd`.
-
-The helpers shared with the other metric modules moved to :mod:`ganlab.metrics.blocks`
-(:data:`DEFAULT_BLOCK_SIZE`, :func:`validate_embeddings`, :func:`rows_per_block`,
-:func:`pairwise_sq_dists`) and :mod:`ganlab.metrics.workers` (:class:`WorkerPool`);
-they are re-exported here for existing imports.
+(with Hamerly's pruning) live in :mod:`ganlab.metrics.lloyd`; the blocked-distance helpers in
+:mod:`ganlab.metrics.blocks` and the thread pool in :mod:`ganlab.metrics.workers`.
 """
 
 from __future__ import annotations
@@ -23,8 +19,7 @@ from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_pe
 from ganlab.metrics.lloyd import _assign, _lloyd
 from ganlab.metrics.workers import WorkerPool
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "KMeansResult", "WorkerPool", "assign", "kmeans",
-           "pairwise_sq_dists", "rows_per_block", "validate_embeddings"]
+__all__ = ["KMeansResult", "assign", "kmeans"]
 
 
 @dataclass

@@ -1,11 +1,16 @@
-"""Scores for 2-D Gaussian mixtures: modes covered, high-quality fraction, reverse KL.
+"""Scores for 2-D Gaussian mixtures: modes covered, high-quality fraction, reverse KL (two variants).
 
-Protocol (VEEGAN, Srivastava et al. 2017, Sec. 5.1; PacGAN, Lin et al. 2018, Sec. 5 and its
-``extensions.py`` with ``dis_thre=3``): a sample is *high quality* when its Euclidean distance to the
-nearest mode mean is at most ``threshold`` (3) standard deviations; a mode is *covered* when it is the
-nearest mode of at least one high-quality sample; the *reverse KL* assigns every sample to its nearest
-mode and compares that histogram p with the uniform distribution over the K modes:
-``KL(p || U) = sum_k p_k log(K p_k)`` (terms with p_k = 0 are 0). Score 2,500 generated samples.
+Protocol (VEEGAN, Srivastava et al. 2017, Sec. 5.1; PacGAN, Lin et al. 2018, Sec. 5 and Table 1, whose code
+uses ``dis_thre=3``): a sample is *high quality* (HQ) when its Euclidean distance to the nearest mode mean is
+at most ``threshold`` (3) standard deviations; a mode is *covered* when it is the nearest mode of at least one
+HQ sample. Reverse KL compares a histogram p over the K modes with the uniform distribution:
+``KL(p || U) = sum_k p_k log(K p_k)`` (terms with p_k = 0 are 0). Two histograms are in use:
+
+* ``reverse_kl``: every sample counts, assigned to its nearest mode (VEEGAN's reading);
+* ``reverse_kl_hq``: HQ samples only (PacGAN's code counts only samples within 3 std of a mode). With no HQ
+  sample the histogram is undefined; the score is then log K, the value of a generator on one mode.
+
+Score 2,500 generated samples.
 """
 
 from __future__ import annotations
@@ -14,6 +19,44 @@ import math
 
 import torch
 from torch import Tensor
+
+
+def mode_counts(samples: Tensor, means: Tensor, std: float, threshold: float = 3.0) -> tuple[Tensor, Tensor]:
+    """Per-mode sample counts: every sample, and HQ samples only, each assigned to its nearest mode.
+
+    Args:
+        samples: (N, D) generated points, any device.
+        means: (K, D) mode means.
+        std: component standard deviation (> 0).
+        threshold: high-quality radius in standard deviations (default 3).
+
+    Returns:
+        ``(all_counts, hq_counts)``: two (K,) int64 tensors on ``samples``' device; ``all_counts`` sums to N.
+
+    Raises:
+        ValueError: empty or non-2-D input, mismatched dimensions, non-positive std.
+    """
+    if samples.dim() != 2 or means.dim() != 2 or samples.shape[1] != means.shape[1]:
+        raise ValueError(f"samples (N, D) and means (K, D) must share D; got {tuple(samples.shape)} and "
+                         f"{tuple(means.shape)}")
+    if samples.shape[0] == 0 or std <= 0:
+        raise ValueError(f"need at least one sample and a positive std; got N={samples.shape[0]}, std={std}")
+    k = means.shape[0]
+    dist = torch.cdist(samples.double(), means.double().to(samples.device))  # (N, K); K is small
+    nearest_dist, nearest = dist.min(dim=1)  # (N,), (N,)
+    hq = nearest_dist <= threshold * std
+    return torch.bincount(nearest, minlength=k), torch.bincount(nearest[hq], minlength=k)
+
+
+def reverse_kl_uniform(counts: Tensor) -> float:
+    """KL(p || U_K) in nats for the histogram ``counts`` (K,), p = counts / sum; log K when it is empty."""
+    k = counts.numel()
+    total = counts.sum()
+    if total == 0:
+        return math.log(k)
+    p = counts.double() / total
+    nz = p > 0
+    return max(float((p[nz] * torch.log(k * p[nz])).sum()), 0.0)
 
 
 def mixture_scores(samples: Tensor, means: Tensor, std: float, threshold: float = 3.0) -> dict[str, float]:
@@ -27,29 +70,13 @@ def mixture_scores(samples: Tensor, means: Tensor, std: float, threshold: float 
 
     Returns:
         ``modes_covered`` in [0, K] (higher is better), ``hq_fraction`` in [0, 1] (higher is better),
-        ``reverse_kl`` in [0, log K] nats (lower is better).
+        ``reverse_kl`` and ``reverse_kl_hq`` in [0, log K] nats (lower is better; see the module docstring).
 
     Raises:
         ValueError: empty or non-2-D input, mismatched dimensions, non-positive std.
     """
-    if samples.dim() != 2 or means.dim() != 2 or samples.shape[1] != means.shape[1]:
-        raise ValueError(f"samples (N, D) and means (K, D) must share D; got {tuple(samples.shape)} and "
-                         f"{tuple(means.shape)}")
-    if samples.shape[0] == 0 or std <= 0:
-        raise ValueError(f"need at least one sample and a positive std; got N={samples.shape[0]}, std={std}")
-    k = means.shape[0]
-    dist = torch.cdist(samples.double(), means.double().to(samples.device))  # (N, K); K is small
-    nearest_dist, nearest = dist.min(dim=1)
-    hq = nearest_dist <= threshold * std
-    counts = torch.bincount(nearest, minlength=k).double()
-    p = counts / counts.sum()
-    nz = p > 0
-    reverse_kl = float((p[nz] * torch.log(k * p[nz])).sum())
-    return {"modes_covered": float(torch.unique(nearest[hq]).numel()),
-            "hq_fraction": float(hq.double().mean()),
-            "reverse_kl": max(reverse_kl, 0.0)}
-
-
-def max_reverse_kl(num_modes: int) -> float:
-    """Reverse KL of a generator that puts every sample on one mode: log K."""
-    return math.log(num_modes)
+    all_counts, hq_counts = mode_counts(samples, means, std, threshold)
+    return {"modes_covered": float((hq_counts > 0).sum()),
+            "hq_fraction": float(hq_counts.sum()) / samples.shape[0],
+            "reverse_kl": reverse_kl_uniform(all_counts),
+            "reverse_kl_hq": reverse_kl_uniform(hq_counts)}

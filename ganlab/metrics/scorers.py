@@ -2,18 +2,22 @@
 
 Each scorer has ``applies_to(data) -> bool`` and ``__call__(batch) -> dict[str, float]``; configured under
 ``metrics.scorers`` (one entry each). Scorers that fit something on the real data (k-means) cache it per
-data set. Directions (higher or lower is better) are in :data:`ganlab.metrics.directions.DIRECTIONS`.
+data set. Each scorer declares the direction of every score it returns in ``higher_is_better`` (as
+torchmetrics' ``Metric.higher_is_better`` does: True, False, or None when neither way is better);
+:func:`ganlab.metrics.directions.higher_is_better` looks a score up by name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
 from ganlab.data.base import GANData
-from ganlab.metrics.clusters import cluster_scores, ndb
+from ganlab.metrics.clusters import cluster_scores, default_num_clusters, ndb
 from ganlab.metrics.duplicates import duplicate_fraction, memorization_fraction
 from ganlab.metrics.frechet import frechet_distance
 from ganlab.metrics.kmeans import KMeansResult, kmeans
@@ -68,7 +72,14 @@ class EvalBatch:
 
 
 class Scorer:
-    """Base class; applies to every data set."""
+    """Base class; applies to every data set.
+
+    Attributes:
+        higher_is_better: score name -> True (higher is better), False (lower is better) or None (no better
+            way, e.g. ``vendi``), for every score ``__call__`` returns.
+    """
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {}
 
     def applies_to(self, data: GANData) -> bool:
         return True
@@ -79,6 +90,9 @@ class Scorer:
 
 class MixtureScorer(Scorer):
     """``modes_covered``, ``hq_fraction``, ``reverse_kl`` for known mixtures (see :mod:`ganlab.metrics.mixture`)."""
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {
+        "modes_covered": True, "hq_fraction": True, "reverse_kl": False, "reverse_kl_hq": False}
 
     def __init__(self, threshold: float = 3.0) -> None:
         self.threshold = threshold
@@ -97,6 +111,8 @@ class ModeScorer(Scorer):
     stacked data) and ``kl_uniform`` = KL(p_gen || Uniform_K) = sum_k p_k log(K p_k) nats (VEEGAN Table 2
     protocol; lower is better)."""
 
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"modes_covered": True, "kl_uniform": False}
+
     def applies_to(self, data: GANData) -> bool:
         return data.is_image and data.num_modes is not None and data.mixture is None
 
@@ -112,19 +128,28 @@ class ModeScorer(Scorer):
 
 class ClusterScorer(Scorer):
     """``clusters_covered``, ``cluster_kl``, ``cluster_jsd``: k-means on real embeddings, generated samples
-    assigned to the nearest centre. ``k`` defaults to the number of modes/classes (at most 100)."""
+    assigned to the nearest centre. ``k`` defaults to :func:`~ganlab.metrics.clusters.default_num_clusters`."""
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {
+        "clusters_covered": True, "clusters_covered_fraction": True, "cluster_kl": False, "cluster_jsd": False}
 
     def __init__(self, k: int | None = None, min_share: float | None = None, seed: int = 0) -> None:
         self.k, self.min_share, self.seed = k, min_share, seed
 
+    def num_clusters(self, data: GANData) -> int:
+        """The k this scorer uses on ``data``: ``k`` when set, else the default for its number of modes."""
+        return self.k or default_num_clusters(data.num_modes)
+
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
-        k = self.k or min(int(batch.data.num_modes or 10), 100)
+        k = self.num_clusters(batch.data)
         fit = batch.fits.fit(batch.real_embeddings, k, self.seed)
         return cluster_scores(batch.real_embeddings, batch.embeddings, k, min_share=self.min_share, fit=fit)
 
 
 class NDBScorer(Scorer):
     """``ndb``, ``ndb_fraction``, ``ndb_jsd`` (Richardson & Weiss 2018: K=100 bins, alpha 0.05)."""
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"ndb": False, "ndb_fraction": False, "ndb_jsd": False}
 
     def __init__(self, k: int = 100, alpha: float = 0.05, seed: int = 0) -> None:
         self.k, self.alpha, self.seed = k, alpha, seed
@@ -139,6 +164,8 @@ class SimilarityScorer(Scorer):
     """``high_similarity_fraction`` among ``num_samples`` embeddings (pairs with cosine > tau) and
     ``collapsed`` (1.0 when it exceeds ``collapse_threshold``); the histogram goes to TensorBoard."""
 
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"high_similarity_fraction": False, "collapsed": False}
+
     def __init__(self, num_samples: int = 1000, bins: int = 100, tau: float = 0.9,
                  collapse_threshold: float = 0.30) -> None:
         self.num_samples, self.bins, self.tau, self.collapse_threshold = num_samples, bins, tau, collapse_threshold
@@ -152,6 +179,9 @@ class SimilarityScorer(Scorer):
 
 class PRDCScorer(Scorer):
     """``precision``, ``recall`` (k=3, Kynkaanniemi 2019), ``density``, ``coverage`` (k=5, Naeem 2020)."""
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {
+        "precision": True, "recall": True, "density": True, "coverage": True}
 
     def __init__(self, k_pr: int = 3, k_dc: int = 5) -> None:
         self.k_pr, self.k_dc = k_pr, k_dc
@@ -168,6 +198,9 @@ class VendiScorer(Scorer):
     score reads as an effective number of modes), else the cosine kernel on the embeddings. A set whose
     cosine kernel is undefined (an all-zero embedding) scores NaN rather than stopping the run.
     """
+
+    # None: samples scattered off the data score high too; read it against data/vendi
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"vendi": None}
 
     def __init__(self, kernel: str = "auto", bandwidth: float | None = None, max_rbf_samples: int = 2500) -> None:
         self.kernel, self.bandwidth, self.max_rbf_samples = kernel, bandwidth, max_rbf_samples
@@ -187,6 +220,8 @@ class VendiScorer(Scorer):
 class FrechetScorer(Scorer):
     """``fd``: Frechet distance between Gaussians fitted to real and generated embeddings (FID with Inception)."""
 
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"fd": False}
+
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
         return {"fd": frechet_distance(batch.real_embeddings, batch.embeddings)}
 
@@ -200,6 +235,9 @@ class DuplicateScorer(Scorer):
     (on digits, 75% of held-out images are within cosine 0.99 of a training image in classifier space,
     0.3% in pixel space).
     """
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {
+        "duplicate_fraction": False, "memorization_fraction": False}
 
     def __init__(self, threshold: float = 0.99, num_samples: int = 2500, space: str = "pixels") -> None:
         if space not in ("pixels", "embedding"):

@@ -2,7 +2,8 @@
 
 from ganlab.models.base import Discriminator, Generator, has_batch_norm
 from ganlab.models.dcgan import DCGANDiscriminator, DCGANGenerator
+from ganlab.models.maxout import MaxoutDiscriminator
 from ganlab.models.mlp import MLPDiscriminator, MLPGenerator
 
 __all__ = ["Generator", "Discriminator", "has_batch_norm", "MLPGenerator", "MLPDiscriminator",
-           "DCGANGenerator", "DCGANDiscriminator"]
+           "DCGANGenerator", "DCGANDiscriminator", "MaxoutDiscriminator"]

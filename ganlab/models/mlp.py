@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from torch import Tensor, nn
 
 from ganlab.models.base import Discriminator, Generator
+from ganlab.models.maxout import init_normal_
 
 
-def _mlp(widths: Sequence[int], act: type[nn.Module] | nn.Module, norm: bool) -> list[nn.Module]:
+def _mlp(widths: Sequence[int], act: type[nn.Module] | nn.Module, norm: bool, bias: bool = True) -> list[nn.Module]:
     layers: list[nn.Module] = []
     for w_in, w_out in zip(widths[:-1], widths[1:]):
-        layers.append(nn.Linear(w_in, w_out))
+        layers.append(nn.Linear(w_in, w_out, bias=bias))
         if norm:
             layers.append(nn.BatchNorm1d(w_out))
         layers.append(act() if isinstance(act, type) else act)
@@ -27,10 +28,17 @@ class MLPGenerator(Generator):
         z_dim: latent dimension (> 0).
         hidden: widths of the hidden layers.
         batch_norm: batch norm after each hidden linear layer.
+        bias: biases in the hidden linear layers (PacGAN's G has none: batch norm follows each); the output
+            layer always has one.
+        init_std: every linear weight ~ N(0, init_std^2) and bias 0 when set (PacGAN: 0.02); PyTorch's
+            default init when None.
+
+    Raises:
+        ValueError: image-shaped samples, z_dim <= 0, or init_std <= 0.
     """
 
     def __init__(self, data_shape: Sequence[int], z_dim: int = 16, hidden: Sequence[int] = (128, 128, 128),
-                 batch_norm: bool = False) -> None:
+                 batch_norm: bool = False, bias: bool = True, init_std: float | None = None) -> None:
         super().__init__()
         if len(data_shape) != 1:
             raise ValueError(f"model=mlp needs flat samples; this data set has sample shape {tuple(data_shape)}: "
@@ -38,7 +46,12 @@ class MLPGenerator(Generator):
         if z_dim <= 0:
             raise ValueError(f"model.generator.z_dim must be positive, got {z_dim}")
         self.z_dim, self.data_shape = int(z_dim), (int(data_shape[0]),)
-        self.net = nn.Sequential(*_mlp([z_dim, *hidden], nn.ReLU, batch_norm), nn.Linear(hidden[-1], data_shape[0]))
+        if init_std is not None and not init_std > 0:
+            raise ValueError(f"model.generator.init_std must be positive or null, got {init_std}")
+        self.net = nn.Sequential(*_mlp([z_dim, *hidden], nn.ReLU, batch_norm, bias),
+                                 nn.Linear(hidden[-1], data_shape[0]))
+        if init_std is not None:
+            init_normal_(self, float(init_std))
 
     def forward(self, z: Tensor) -> Tensor:
         return self.net(z)  # (B, data_dim)

@@ -43,6 +43,7 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.losses import AdversarialLoss
+from ganlab.models.standing_stats import StandingStats
 
 
 @dataclass
@@ -57,6 +58,9 @@ class GANSpec:
         n_critic: discriminator updates per generator update.
         data_shape: shape of one sample.
         build_discriminator: rebuilds D from its config with keyword overrides (e.g. ``in_channels=``).
+        samples_per_score: samples D consumes per output score (PacGAN-m: m). Each update draws
+            ``trainer.batch_size * samples_per_score`` real and generated samples, so D still gives
+            ``trainer.batch_size`` scores per batch (as PacGAN's code does).
     """
 
     generator: nn.Module
@@ -67,6 +71,7 @@ class GANSpec:
     n_critic: int
     data_shape: tuple[int, ...]
     build_discriminator: Callable[..., nn.Module]
+    samples_per_score: int = 1
 
 
 @dataclass
@@ -77,12 +82,15 @@ class TrainState:
         generator, discriminator: the networks being trained.
         opt_g, opt_d: their optimisers.
         step: number of generator updates done so far.
-        g_ema: an exponential-moving-average copy of G when a strategy keeps one, else None.
+        g_ema: an exponential-moving-average copy of G when a strategy keeps one, else None. Score or sample
+            it through :func:`ganlab.strategies.ema.scored_generator`, which recomputes its batch-norm statistics.
         log_text: ``log_text(tag, message)`` writes an event to the log and TensorBoard.
         extra: free slots strategies may share (e.g. the latest eval scores).
         lr_scale: the factor the NaN/Inf guard has applied to every learning rate (``monitor.nan_lr_factor``
             per recovery); a strategy that sets learning rates from stored base values multiplies them by it.
         loss: the adversarial loss in use (after every strategy's ``configure``); None outside a trainer.
+        g_ema_stats: how ``g_ema``'s batch-norm statistics are recomputed (set by the strategy that keeps it;
+            None: the defaults of :class:`~ganlab.models.standing_stats.StandingStats`).
     """
 
     generator: nn.Module
@@ -95,6 +103,7 @@ class TrainState:
     extra: dict[str, Any] = field(default_factory=dict)
     lr_scale: float = 1.0
     loss: AdversarialLoss | None = None
+    g_ema_stats: StandingStats | None = None
 
 
 @dataclass

@@ -1,9 +1,11 @@
 """PacGAN (Lin et al. 2018, "PacGAN: The power of two samples in GANs", Sec. 3).
 
-D judges m samples at once: the batch (B, C, ...) is cut into B/m packs of m consecutive samples,
-concatenated along dim 1 into (B/m, m*C, ...), and a discriminator built with ``in_channels = m*C``
-scores each pack (all m real, or all m generated). Packing penalises collapse because m samples from a
-collapsed G look alike. The paper uses m = 2..4 (PacGAN2, PacGAN3, PacGAN4).
+D judges m samples at once: each update draws m x ``trainer.batch_size`` real and generated samples
+(``GANSpec.samples_per_score``), the batch (m*B, C, ...) is cut into B packs of m consecutive samples,
+concatenated along dim 1 into (B, m*C, ...), and a discriminator built with ``in_channels = m*C`` scores
+each pack (all m real, or all m generated). D thus gives ``trainer.batch_size`` scores per batch, as in the
+paper's code, for any m. Packing penalises collapse because m samples from a collapsed G look alike. The
+paper uses m = 2..4 (PacGAN2, PacGAN3, PacGAN4).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ def pack(x: Tensor, m: int) -> Tensor:
         ValueError: B is not divisible by m.
     """
     if x.shape[0] % m:
-        raise ValueError(f"strategy pacgan packs m={m} samples, but the batch has {x.shape[0]} samples; choose "
-                         f"trainer.batch_size as a multiple of strategy.pacgan.m")
+        raise ValueError(f"strategy pacgan packs m={m} samples, but the batch has {x.shape[0]} samples, not a "
+                         f"multiple of m (the loop draws trainer.batch_size x m samples per update)")
     return x.reshape(x.shape[0] // m, m * x.shape[1], *x.shape[2:])
 
 
@@ -76,6 +78,7 @@ class PacGAN(Strategy):
         if hasattr(old, "head"):
             inner.head = old.head  # keep a head another strategy installed (it sees features, not inputs)
         spec.discriminator = PackedDiscriminator(inner, self.m)
+        spec.samples_per_score *= self.m  # D still scores trainer.batch_size packs per update
 
     def __repr__(self) -> str:
         return f"PacGAN(m={self.m})"

@@ -6,8 +6,9 @@ snapshot is taken at every healthy evaluation; when an evaluation shows a collap
 to the last healthy snapshot, at most once per ``cooldown`` steps. Collapse signals, whichever keys the
 scores have: a coverage key (``modes_covered``, ``clusters_covered``) at least ``min_drop`` below its best
 value so far, ``high_similarity_fraction`` above ``similarity_threshold``, or the training-health collapse
-alarm (``collapse_alarm`` = 1, :class:`ganlab.health.CollapseAlarm`). No controlled published
-study of rollback exists (see PROTOCOLS.md); each rollback is logged as text and as scalars.
+alarm (``collapse_alarm`` = 1, :class:`ganlab.health.CollapseAlarm`). There is no paper to cite: we know
+of no controlled published study of rollback, so its defaults are ganlab's own; each rollback is logged as
+text and as scalars.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 D and G get separate learning rates (D faster), which the paper proves makes GAN training converge to a
 local Nash equilibrium under stochastic approximation conditions. Defaults: D 4e-4, G 1e-4 (a common
-choice after the paper; PROTOCOLS.md lists the paper's own pairs: D 1e-5 / G 5e-4 for DCGAN on CelebA,
-D 3e-4 / G 1e-4 for WGAN-GP on CIFAR-10).
+choice after the paper; the pairs of the paper's own experiments (Sec. 4) are D 1e-5 / G 5e-4 for DCGAN on
+CelebA and D 3e-4 / G 1e-4 for WGAN-GP on CIFAR-10).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.strategies.base import StepContext, Strategy, TrainState
+from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import recovery, visuals
 from ganlab.trainer.config import TrainerConfig
@@ -255,16 +256,18 @@ class Trainer:
         return scalars
 
     def evaluate(self) -> dict[str, float]:
-        """Score the generator (its EMA copy when a strategy keeps one), log scores and pictures, save last.pt,
-        then let the strategies react (``after_eval``).
+        """Score the generator (its EMA copy, batch-norm statistics recomputed, when a strategy keeps one; see
+        :func:`ganlab.strategies.ema.scored_generator`), log scores and pictures, save last.pt, then let the
+        strategies react (``after_eval``).
 
         The collapse alarm's values and the peak memory go to TensorBoard as ``health/<key>`` and to
         ``metrics.jsonl`` under ``"health"``; strategies' ``after_eval`` sees them merged into the scores.
         last.pt holds the G that was scored, with its scores, because a reaction may change G (a rollback);
         it also holds the reaction's input, which :meth:`fit` replays when a run resumes from it.
         """
-        step, G = self.state.step, self.state.g_ema or self.G
+        step = self.state.step
         with self._isolated_rng():
+            G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
             visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
                                 self.run_dir / "samples" / f"step_{step:07d}.png", step)
@@ -380,7 +383,7 @@ class Trainer:
         self.health.recoveries += 1
         recovery.recover_from_nan(found, state=self.state, batch=self.last_batch, recoveries=self.health.recoveries,
                                   good_checkpoint=self.good_checkpoint, restore=self._restore,
-                                  monitor=self.health.cfg, reduced_precision=self.cfg.precision != "32",
+                                  monitor=self.health.cfg, dtype=self.health.dtype,
                                   run_dir=self.run_dir, alerts=self.alerts, logger=self.logger)
 
     def _restore(self, ckpt: dict[str, Any]) -> None:

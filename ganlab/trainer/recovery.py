@@ -31,7 +31,7 @@ def cut_learning_rates(optimizers: tuple[torch.optim.Optimizer, ...], lrs: list[
 
 def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[str, Any], recoveries: int,
                      good_checkpoint: Path | None, restore: Callable[[dict[str, Any]], None], monitor: MonitorConfig,
-                     reduced_precision: bool, run_dir: Path, alerts: AlertLog, logger: NullLogger) -> None:
+                     dtype: torch.dtype | None, run_dir: Path, alerts: AlertLog, logger: NullLogger) -> None:
     """The NaN/Inf guard: dump the batch, diagnose, roll back to the last good checkpoint, cut the lr.
 
     The weights, optimiser states, EMA copy, strategy states and step counter come back from
@@ -47,7 +47,8 @@ def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[st
         good_checkpoint: the newest checkpoint with finite weights, or None.
         restore: loads a checkpoint dict into the trainer (weights, optimisers, EMA copy, strategies, step).
         monitor: the ``monitor`` settings (``max_recoveries``, ``nan_lr_factor``).
-        reduced_precision: the run uses bf16 or fp16 (the diagnosis then calls a finite fp32 pass an overflow).
+        dtype: the run's reduced precision (bf16/fp16) or None at precision 32 (the diagnosis re-runs the forward
+            pass in it to tell an overflow from a loss or backward fault).
         run_dir, alerts, logger: where the dump, the alert and the flush go.
 
     Raises:
@@ -56,7 +57,7 @@ def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[st
     step = state.step
     dump = diagnosis_tools.dump_batch(run_dir, step + 1, found.net, batch)
     diagnosis = diagnosis_tools.diagnose(state.generator, state.discriminator, batch["real"], batch["z"],
-                                         reduced_precision=reduced_precision)
+                                         dtype=dtype)
     terms = {k: float(v.detach()) for k, v in batch["terms"].items()}
     details = {"net": found.net, "loss": found.loss, "grad_norm": found.grad_norm, "terms": terms,
                "dump": str(dump), **diagnosis}
@@ -66,7 +67,7 @@ def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[st
                if good_checkpoint is not None else "no checkpoint with finite weights to roll back to")
         alerts.emit("nan_stop", step + 1, f"stopping: {why}", severity="error", **details)
         logger.flush()
-        advice = "Lower optim.*.lr or set monitor.clip=1.0" + (", or use trainer.precision=32" if reduced_precision else "")
+        advice = "Lower optim.*.lr or set monitor.clip=1.0" + (", or use trainer.precision=32" if dtype is not None else "")
         raise TrainingHealthError(f"{what} at generator step {step + 1}; stopped after {why}. The batch is in "
                                   f"{dump}; diagnosis: {diagnosis['verdict']}. {advice}")
     optimizers = (state.opt_g, state.opt_d)

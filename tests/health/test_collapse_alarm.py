@@ -41,7 +41,7 @@ def test_alarm_fires_after_three_falls_in_a_row(tmp_path) -> None:
         g.m = m
         out = alarm.observe(g, ev, data, step)
         fired.append(out["collapse_alarm"])
-        assert out["fixed_z/clusters_covered"] == m
+        assert out["fixed_z/clusters_hit"] == m
     # falls at evals 3, 4, 5 (4 -> 3 -> 2 -> 1 clusters): fires at 5; eval 6 is flat, 7 rises, 8 falls once
     assert fired == [0, 0, 0, 0, 1, 0, 0, 0]
     # 8 samples on m centres: pairs on one centre have similarity 1 > tau, others <= 0
@@ -64,5 +64,5 @@ def test_every_eval_scores_the_fixed_codes(tmp_path) -> None:
     assert [r["step"] for r in records] == [3, 6]
     for r in records:
         h = r["health"]
-        assert 0 <= h["fixed_z/high_similarity_fraction"] <= 1 and 1 <= h["fixed_z/clusters_covered"] <= 8
+        assert 0 <= h["fixed_z/high_similarity_fraction"] <= 1 and 1 <= h["fixed_z/clusters_hit"] <= 8
         assert h["collapse_alarm"] == 0.0 and h["peak_memory_mib"] > 10

@@ -44,8 +44,23 @@ def test_pack_puts_m_consecutive_samples_side_by_side() -> None:
     img = torch.randn(4, 1, 8, 8)
     packed = pack(img, 2)
     assert packed.shape == (2, 2, 8, 8) and torch.equal(packed[1, 0], img[2, 0]) and torch.equal(packed[1, 1], img[3, 0])
-    with pytest.raises(ValueError, match="multiple of strategy.pacgan.m"):
+    with pytest.raises(ValueError, match="not a multiple of m"):
         pack(x, 4)
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_pacgan_update_draws_m_samples_per_score_and_d_scores_batch_size_packs(make_cfg, tmp_path, m: int) -> None:
+    """As PacGAN's code: trainer.batch_size=10 gives 10 D scores of m packed samples, for m that divides nothing."""
+    from ganlab.build import build_trainer
+
+    trainer = build_trainer(make_cfg("strategy=[pacgan]", f"strategy.pacgan.m={m}", "trainer.batch_size=10"), tmp_path)
+    assert trainer.cfg.batch_size == 10 * m
+    inner = copy.deepcopy(trainer.D.inner)  # D before the update d_step applies
+    ctx, terms, findings = trainer.d_step()
+    real, d_real, d_fake = ctx.real, ctx.d_real, ctx.d_fake
+    assert real.shape == (10 * m, 2) and d_real.shape == (10,) and d_fake.shape == (10,)
+    # pack i holds samples i*m .. i*m + m - 1: D's score of pack 0 is D.inner on those m samples side by side
+    assert torch.allclose(d_real[0], inner(real[:m].reshape(1, 2 * m))[0])
 
 
 def test_pacgan_rebuilds_d_and_refuses_layers_changed_before() -> None:

@@ -11,6 +11,9 @@ CASES = {
     # the snapshot (step 3) is taken before the step-4 checkpoint and restored after it (step 6)
     "rollback": ["strategy=[rollback]", "strategy.rollback.period=6", "strategy.rollback.lag=3"],
     "ema": ["strategy=[ema]", "strategy.ema.beta=0.5"],
+    # the EMA copy's batch-norm statistics are recomputed at every evaluation (steps 3, 6, 8), across the checkpoint
+    "ema_batch_norm": ["strategy=[ema]", "strategy.ema.beta=0.5", "model.generator.batch_norm=true",
+                       "strategy.ema.bn_batches=2", "strategy.ema.bn_batch_size=32"],
     "d_lr_damping": ["strategy=[d_lr_damping]", "strategy.d_lr_damping.mode=adaptive",
                      "strategy.d_lr_damping.window=3", "strategy.d_lr_damping.high=0.1",
                      "strategy.d_lr_damping.low=0.05"],  # damps at steps 3 and 6: across the checkpoint
@@ -39,3 +42,7 @@ def test_resume_equals_an_uninterrupted_run(make_cfg, tmp_path, name: str) -> No
         assert resumed.strategies[0].count == full.strategies[0].count == 1
     if name == "d_lr_damping":
         assert resumed.strategies[0].scale == full.strategies[0].scale == 0.25
+    if name == "ema_batch_norm":  # the last evaluation left the EMA copy with its own statistics, not G's
+        assert int(full.state.g_ema.net[1].num_batches_tracked) == 2
+        assert not torch.equal(full.state.g_ema.net[1].running_mean, full.G.net[1].running_mean)
+        assert full.last_scores == resumed.last_scores

@@ -1,0 +1,183 @@
+"""Collapse detection at every evaluation: is G collapsed *now*, judged against the data baseline, and is it
+on its way (trends, mode hopping)? Each rule that fires names itself and the values it saw.
+
+Presence rules (one evaluation is enough, so a run collapsed from its first evaluation is flagged at once):
+
+* ``coverage``: a coverage score (``modes_covered``, ``clusters_covered``) below ``coverage_fraction`` x the
+  same score on held-out real data (``data/<key>``);
+* ``similarity`` (images only): ``high_similarity_fraction`` above ``similarity_threshold`` (more than 30 %
+  of sample pairs with cosine similarity above tau is the practitioner's collapse criterion) while the real
+  data's own fraction is below it. Cosine similarity is blind on 2-D points (on grid25 the real data and a
+  G on the centre mode score alike), so on points only the distance-based coverage scores count;
+* ``duplicates`` (images only): ``duplicate_fraction`` above ``duplicate_threshold`` and above the data's.
+
+Trend rules (across evaluations):
+
+* ``similarity_rising`` (images only): ``high_similarity_fraction`` rose by more than ``min_rise`` at
+  ``patience`` evaluations in a row;
+* ``coverage_drop``: a coverage score at or below (1 - ``drop_fraction``) x its best value so far;
+* ``mode_hopping``: the set of covered modes/clusters changed since the previous evaluation while its size
+  stays below ``coverage_fraction`` x the data's (G moves from mode to mode instead of spreading).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+COVERAGE_KEYS = ("modes_covered", "clusters_covered")
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """Thresholds of :class:`CollapseDetector` (keys ``monitor.detector.<name>``).
+
+    Raises:
+        ValueError: from :meth:`validate`, naming the key, when a fraction is outside (0, 1) or patience < 1.
+    """
+
+    coverage_fraction: float = 0.5      # collapsed: coverage below this x the data's
+    similarity_threshold: float = 0.3   # collapsed: more than this fraction of highly similar pairs (images)
+    duplicate_threshold: float = 0.1    # collapsed: more than this fraction of near-duplicate samples (images)
+    drop_fraction: float = 0.5          # trend: coverage fell by this fraction of its best
+    min_rise: float = 0.02              # trend: a rise of the similarity fraction counts when above this
+    patience: int = 3                   # trend: rises in a row that fire similarity_rising
+
+    def validate(self) -> DetectorConfig:
+        for key in ("coverage_fraction", "similarity_threshold", "duplicate_threshold", "drop_fraction"):
+            if not 0 < float(getattr(self, key)) < 1:
+                raise ValueError(f"monitor.detector.{key} must be in (0, 1), got {getattr(self, key)}")
+        if not float(self.min_rise) >= 0 or int(self.patience) < 1:
+            raise ValueError(f"monitor.detector needs min_rise >= 0 and patience >= 1; got {self.min_rise}, "
+                             f"{self.patience}")
+        return self
+
+
+@dataclass
+class Finding:
+    """One rule that fired: ``rule`` (its name), ``message`` (a sentence with the values), ``values``."""
+
+    rule: str
+    message: str
+    values: dict[str, float] = field(default_factory=dict)
+    presence: bool = True  # a presence rule (G is collapsed now), else a trend rule (it is getting there)
+
+
+class CollapseDetector:
+    """Applies the rules of the module docstring to the scores of each evaluation.
+
+    Args:
+        cfg: thresholds.
+        points: the data are low-dimensional points (2-D mixtures): the cosine-based rules are skipped.
+    """
+
+    def __init__(self, cfg: DetectorConfig | None = None, points: bool = False) -> None:
+        self.cfg, self.points = (cfg or DetectorConfig()).validate(), bool(points)
+        self.best: dict[str, float] = {}
+        self.previous_similarity: float | None = None
+        self.rises = 0
+        self.previous_covered: list[int] | None = None
+        self.first_alarm_step: int | None = None
+        self.last: dict[str, Any] = {}
+
+    def observe(self, step: int, scores: dict[str, float], covered: set[int] | None = None) -> list[Finding]:
+        """The findings of one evaluation.
+
+        Args:
+            step: generator steps done.
+            scores: the evaluation's scores with their ``data/`` baselines (missing keys skip their rules).
+            covered: ids of the modes/clusters G covers (for mode hopping), or None.
+        """
+        found = self._presence(scores) + self._trends(scores, covered)
+        if found and self.first_alarm_step is None:
+            self.first_alarm_step = int(step)
+        self.last = {"step": int(step), "scores": dict(scores), "rules": [f.rule for f in found],
+                     "collapsed": any(f.presence for f in found)}
+        return found
+
+    def _presence(self, s: dict[str, float]) -> list[Finding]:
+        c, out = self.cfg, []
+        for key in (k for k in COVERAGE_KEYS if k in s and s.get(f"data/{k}", 0) > 0):
+            data = s[f"data/{key}"]
+            if s[key] < c.coverage_fraction * data:
+                out.append(Finding("coverage", f"{key} {s[key]:g} < {c.coverage_fraction:g} x the data's {data:g}",
+                                   {key: s[key], f"data/{key}": data}))
+        if self.points:
+            return out
+        sim, data_sim = s.get("high_similarity_fraction"), s.get("data/high_similarity_fraction", 0.0)
+        if sim is not None and sim > c.similarity_threshold and data_sim <= c.similarity_threshold:
+            out.append(Finding("similarity", f"{sim:.0%} of sample pairs are highly similar (> "
+                               f"{c.similarity_threshold:.0%}; data {data_sim:.0%})",
+                               {"high_similarity_fraction": sim, "data/high_similarity_fraction": data_sim}))
+        dup, data_dup = s.get("duplicate_fraction"), s.get("data/duplicate_fraction", 0.0)
+        if dup is not None and dup > max(c.duplicate_threshold, data_dup):
+            out.append(Finding("duplicates", f"{dup:.0%} of samples are near-duplicates (> "
+                               f"{c.duplicate_threshold:.0%}; data {data_dup:.0%})",
+                               {"duplicate_fraction": dup, "data/duplicate_fraction": data_dup}))
+        return out
+
+    def _trends(self, s: dict[str, float], covered: set[int] | None) -> list[Finding]:
+        c, out = self.cfg, []
+        for key in (k for k in COVERAGE_KEYS if k in s):
+            best = max(self.best.get(key, float("-inf")), float(s[key]))
+            self.best[key] = best
+            if best > 0 and s[key] <= (1 - c.drop_fraction) * best:
+                out.append(Finding("coverage_drop", f"{key} fell to {s[key]:g} from its best {best:g}",
+                                   {key: s[key], f"best/{key}": best}, presence=False))
+        sim = s.get("high_similarity_fraction")
+        if sim is not None and not self.points:
+            rose = self.previous_similarity is not None and sim > self.previous_similarity + c.min_rise
+            self.rises = self.rises + 1 if rose else 0
+            self.previous_similarity = float(sim)
+            if self.rises >= c.patience:
+                out.append(Finding("similarity_rising", f"high_similarity_fraction rose at {self.rises} "
+                                   f"evaluations in a row, to {sim:.0%}", {"high_similarity_fraction": sim},
+                                   presence=False))
+        if covered is not None:
+            now = sorted(int(i) for i in covered)
+            small = self._small(len(now), s)
+            if self.previous_covered is not None and now != self.previous_covered and small:
+                out.append(Finding("mode_hopping", f"the {len(now)} covered modes/clusters changed from "
+                                   f"{self.previous_covered} to {now}", {"covered": float(len(now))},
+                                   presence=False))
+            self.previous_covered = now
+        return out
+
+    def _small(self, n: int, s: dict[str, float]) -> bool:
+        """``n`` covered ids are few: below coverage_fraction x the data's coverage (the largest baseline)."""
+        data = max((s.get(f"data/{k}", 0.0) for k in COVERAGE_KEYS), default=0.0)
+        return data > 0 and n < self.cfg.coverage_fraction * data
+
+    def verdict(self, num_modes: int | None = None) -> str:
+        """One line about the latest evaluation, e.g. ``collapsed: 1 of 8 modes (data 8), 100 % highly similar
+        pairs; rules: coverage, similarity; first alarm at step 1000`` or ``healthy: 8 of 8 modes (data 8)``.
+
+        Args:
+            num_modes: the data set's number of modes (the "of K" in the line), when known.
+        """
+        if not self.last:
+            return "unknown: no evaluation yet"
+        s = self.last["scores"]
+        parts = []
+        for key, noun in (("modes_covered", "modes"), ("clusters_covered", "clusters")):
+            if key in s:
+                of = f" of {num_modes}" if num_modes and noun == "modes" else ""
+                data = f" (data {s[f'data/{key}']:g})" if f"data/{key}" in s else ""
+                parts.append(f"{s[key]:g}{of} {noun}{data}")
+        if not self.points and "high_similarity_fraction" in s:
+            parts.append(f"{s['high_similarity_fraction']:.0%} highly similar pairs")
+        head = "collapsed" if self.last["collapsed"] else "healthy"
+        tail = f"; rules: {', '.join(self.last['rules'])}" if self.last["rules"] else ""
+        first = f"; first alarm at step {self.first_alarm_step}" if self.first_alarm_step is not None else ""
+        return f"{head}: {', '.join(parts) or 'no coverage score'}{tail}{first}"
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": dict(self.best), "previous_similarity": self.previous_similarity, "rises": self.rises,
+                "previous_covered": self.previous_covered, "first_alarm_step": self.first_alarm_step,
+                "last": self.last, "cfg": asdict(self.cfg)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state:
+            self.best, self.rises = dict(state["best"]), int(state["rises"])
+            self.previous_similarity, self.previous_covered = state["previous_similarity"], state["previous_covered"]
+            self.first_alarm_step, self.last = state["first_alarm_step"], dict(state["last"])

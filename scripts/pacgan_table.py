@@ -1,0 +1,137 @@
+"""Reproduce PacGAN's Table 1 (Lin et al. 2018): GAN and PacGAN2-4 on the 2-D ring and grid, several trials.
+
+Each run is ``ganlab-train experiment=pacgan_<ring|grid> [strategy=[pacgan] strategy.pacgan.m=M] seed=S``,
+trained in chunks of ``--chunk`` steps with ``trainer.resume`` (an interrupted table loses at most one chunk;
+finished chunks are skipped), jobs in parallel with joblib, one thread each. Every evaluation of every run goes
+to ``<out>/curve.csv``; the last evaluation of each run to ``<out>/trials.csv``; the table (mean +- standard error
+over trials, as the paper reports, beside the paper's rows) to ``<out>/table.md``. Example::
+
+    OMP_NUM_THREADS=1 nice -n 10 python scripts/pacgan_table.py --steps 50000 --trials 5 --jobs 2 \\
+        --out docs/results/pacgan_table
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from joblib import Parallel, delayed
+
+ROWS = {"GAN": [], "PacGAN2": ["strategy=[pacgan]", "strategy.pacgan.m=2"],
+        "PacGAN3": ["strategy=[pacgan]", "strategy.pacgan.m=3"], "PacGAN4": ["strategy=[pacgan]", "strategy.pacgan.m=4"]}
+#: PacGAN Table 1, copied from the paper (mean +- standard error over 10 trials, 400,000 G steps):
+#: (modes, HQ %, reverse KL) per data set and row.
+PAPER = {"ring": {"GAN": ((6.3, 0.5), (98.2, 0.2), (0.45, 0.09)), "PacGAN2": ((7.9, 0.1), (95.6, 2.0), (0.07, 0.03)),
+                  "PacGAN3": ((7.8, 0.1), (97.7, 0.3), (0.10, 0.02)), "PacGAN4": ((7.8, 0.1), (95.9, 1.4), (0.07, 0.02))},
+         "grid": {"GAN": ((17.3, 0.8), (94.8, 0.7), (0.70, 0.07)), "PacGAN2": ((23.8, 0.7), (91.3, 0.8), (0.13, 0.04)),
+                  "PacGAN3": ((24.6, 0.4), (94.2, 0.4), (0.06, 0.02)), "PacGAN4": ((24.8, 0.2), (93.6, 0.6), (0.04, 0.01))}}
+KEYS = ("modes_covered", "hq_fraction", "reverse_kl_hq", "reverse_kl")
+
+
+def run_one(out: Path, dataset: str, row: str, seed: int, steps: int, chunk: int, eval_every: int) -> str:
+    """Train one run up to ``steps`` in chunks; returns its folder name. Finished chunks are skipped."""
+    name = f"{dataset}_{row}_s{seed}"
+    previous = None
+    for upto in range(chunk, steps + chunk, chunk):
+        upto = min(upto, steps)
+        folder = out / "runs" / name / f"upto_{upto:07d}"
+        done = folder / "metrics.json"
+        if done.is_file() and json.loads(done.read_text())["step"] == upto:
+            previous = folder
+            continue
+        cmd = [sys.executable, "-m", "ganlab.train", f"experiment=pacgan_{dataset}", *ROWS[row], f"seed={seed}",
+               f"trainer.steps={upto}", f"trainer.eval_every={eval_every}", f"trainer.ckpt_every={chunk}",
+               "logger=none", "trainer.progress=false", "trainer.projector=false", "threads=1",
+               f"hydra.run.dir={folder}"]
+        if previous is not None:
+            cmd.append(f"trainer.resume={previous}")
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        (folder / "wall_s.txt").parent.mkdir(parents=True, exist_ok=True)
+        (folder / "wall_s.txt").write_text(f"{time.perf_counter() - t0:.1f}\n")
+        if proc.returncode != 0:
+            raise RuntimeError(f"{name} up to {upto} failed:\n{proc.stderr[-2000:]}")
+        previous = folder
+    return name
+
+
+def collect(out: Path) -> list[dict[str, object]]:
+    """Every evaluation of every run: dataset, row, seed, step, the scores of KEYS, wall seconds so far."""
+    records = []
+    for run in sorted((out / "runs").glob("*_s*")):
+        dataset, row, seed = run.name.split("_")
+        wall = 0.0
+        for folder in sorted(run.glob("upto_*")):
+            wall += float((folder / "wall_s.txt").read_text()) if (folder / "wall_s.txt").is_file() else math.nan
+            jsonl = folder / "metrics.jsonl"
+            for line in jsonl.read_text().splitlines() if jsonl.is_file() else []:
+                rec = json.loads(line)
+                records.append({"dataset": dataset, "row": row, "seed": int(seed[1:]), "step": rec["step"],
+                                **{k: rec["scores"].get(k) for k in KEYS}, "wall_s": round(wall, 1)})
+    return records
+
+
+def write_csv(path: Path, records: list[dict[str, object]]) -> None:
+    if records:
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(records[0]))
+            writer.writeheader()
+            writer.writerows(records)
+
+
+def mean_se(values: list[float]) -> str:
+    if not values:
+        return "-"
+    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+    return f"{statistics.mean(values):.3g} ± {se:.2g}"
+
+
+def table(finals: list[dict[str, object]], steps: int) -> str:
+    """Markdown: ganlab's rows (mean +- standard error over trials) beside the paper's (copied)."""
+    lines = [f"| data | row | source | trials | steps | modes | HQ % | reverse KL (HQ) | reverse KL (all) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for dataset in ("ring", "grid"):
+        for row in ROWS:
+            mine = [r for r in finals if r["dataset"] == dataset and r["row"] == row]
+            if mine:
+                col = {k: [float(r[k]) for r in mine] for k in KEYS}  # type: ignore[arg-type]
+                hq = [100 * v for v in col["hq_fraction"]]
+                lines.append(f"| {dataset} | {row} | ganlab | {len(mine)} | {steps:,} | {mean_se(col['modes_covered'])} "
+                             f"| {mean_se(hq)} | {mean_se(col['reverse_kl_hq'])} | {mean_se(col['reverse_kl'])} |")
+            (m, ms), (h, hs), (k, ks) = PAPER[dataset][row]
+            lines.append(f"| {dataset} | {row} | paper (copied) | 10 | 400,000 | {m} ± {ms} | {h} ± {hs} | {k} ± {ks} | - |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=50000)
+    ap.add_argument("--chunk", type=int, default=10000)
+    ap.add_argument("--eval-every", type=int, default=5000)
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--datasets", nargs="+", default=["ring", "grid"], choices=["ring", "grid"])
+    ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=Path("docs/results/pacgan_table"))
+    args = ap.parse_args()
+    jobs = [(d, r, s) for s in range(args.trials) for d in args.datasets for r in args.rows]
+    Parallel(n_jobs=args.jobs)(delayed(run_one)(args.out, d, r, s, args.steps, args.chunk, args.eval_every)
+                               for d, r, s in jobs)
+    records = collect(args.out)
+    write_csv(args.out / "curve.csv", records)
+    finals = [r for r in records if r["step"] == args.steps]
+    write_csv(args.out / "trials.csv", finals)
+    text = table(finals, args.steps)
+    (args.out / "table.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The collapse detector's rules on hand-made score sequences: each fires exactly when its definition says."""
+
+from __future__ import annotations
+
+import pytest
+
+from ganlab.health.detector import CollapseDetector, DetectorConfig
+
+RING = {"data/modes_covered": 8.0, "data/clusters_covered": 8.0, "data/high_similarity_fraction": 0.12}
+IMAGES = {"data/modes_covered": 10.0, "data/clusters_covered": 10.0, "data/high_similarity_fraction": 0.05,
+          "data/duplicate_fraction": 0.0}
+
+
+def rules(found: list) -> list[str]:
+    return [f.rule for f in found]
+
+
+def test_collapsed_from_the_first_evaluation_is_flagged_at_once() -> None:
+    det = CollapseDetector(points=True)
+    found = det.observe(1000, {"modes_covered": 1.0, "clusters_covered": 1.0, "high_similarity_fraction": 1.0} | RING)
+    assert rules(found) == ["coverage", "coverage"]
+    assert found[0].values == {"modes_covered": 1.0, "data/modes_covered": 8.0}
+    assert det.verdict(num_modes=8) == ("collapsed: 1 of 8 modes (data 8), 1 clusters (data 8); rules: coverage, "
+                                        "coverage; first alarm at step 1000")
+
+
+def test_coverage_threshold_is_half_the_data_baseline() -> None:
+    det = CollapseDetector(points=True)
+    assert rules(det.observe(1, {"modes_covered": 4.0} | RING)) == []        # 4 = 0.5 x 8: not below
+    assert rules(det.observe(2, {"modes_covered": 3.0} | RING)) == ["coverage"]
+    assert det.verdict(8).startswith("collapsed: 3 of 8 modes (data 8)")
+
+
+def test_cosine_rules_are_skipped_on_points_and_apply_to_images() -> None:
+    scores = {"modes_covered": 10.0, "clusters_covered": 10.0, "high_similarity_fraction": 0.31}
+    assert rules(CollapseDetector(points=True).observe(1, scores | RING)) == []
+    found = CollapseDetector().observe(1, scores | IMAGES)
+    assert rules(found) == ["similarity"] and "31% of sample pairs" in found[0].message
+    # the rule needs the data's own fraction below the threshold (else similarity says nothing about G)
+    assert rules(CollapseDetector().observe(1, scores | IMAGES | {"data/high_similarity_fraction": 0.4})) == []
+
+
+def test_duplicates_above_threshold_and_data() -> None:
+    det = CollapseDetector()
+    assert rules(det.observe(1, {"duplicate_fraction": 0.1} | IMAGES)) == []   # not above 0.1
+    assert rules(det.observe(2, {"duplicate_fraction": 0.25} | IMAGES)) == ["duplicates"]
+
+
+def test_coverage_drop_from_best_is_a_trend_not_a_presence() -> None:
+    det = CollapseDetector(points=True)
+    for step, m in [(1, 6.0), (2, 8.0), (3, 5.0)]:
+        assert rules(det.observe(step, {"modes_covered": m} | RING)) == []
+    found = det.observe(4, {"modes_covered": 4.0} | RING)                     # 4 <= 0.5 x best 8
+    assert rules(found) == ["coverage_drop"] and not found[0].presence
+    assert det.verdict(8).startswith("healthy: 4 of 8 modes") and det.first_alarm_step == 4
+
+
+def test_similarity_rising_three_times_in_a_row() -> None:
+    det = CollapseDetector()
+    base = {"modes_covered": 10.0} | IMAGES
+    seq = [0.05, 0.08, 0.11, 0.14]       # three rises of 0.03 > min_rise 0.02
+    assert [rules(det.observe(i, base | {"high_similarity_fraction": v})) for i, v in enumerate(seq)] == \
+        [[], [], [], ["similarity_rising"]]
+    assert rules(det.observe(5, base | {"high_similarity_fraction": 0.18})) == ["similarity_rising"]  # 4th rise
+    assert rules(det.observe(6, base | {"high_similarity_fraction": 0.19})) == []  # +0.01: streak broken
+
+
+def test_mode_hopping_needs_a_changed_and_small_set() -> None:
+    det = CollapseDetector(points=True)
+    s = {"modes_covered": 2.0} | RING
+    det.observe(1, s, covered={0, 1})
+    assert "mode_hopping" in rules(det.observe(2, s, covered={3, 4}))
+    assert "mode_hopping" not in rules(det.observe(3, s, covered={3, 4}))          # unchanged
+    wide = {"modes_covered": 6.0} | RING
+    det.observe(4, wide, covered={0, 1, 2, 3, 4, 5})
+    assert "mode_hopping" not in rules(det.observe(5, wide, covered={1, 2, 3, 4, 5, 6}))  # changed, but 6 >= 4
+
+
+def test_state_round_trip_keeps_trends() -> None:
+    det = CollapseDetector(points=True)
+    det.observe(1, {"modes_covered": 8.0} | RING, covered=set(range(8)))
+    other = CollapseDetector(points=True)
+    other.load_state_dict(det.state_dict())
+    assert rules(other.observe(2, {"modes_covered": 4.0} | RING)) == ["coverage_drop"]
+
+
+@pytest.mark.parametrize("key,value", [("coverage_fraction", 0.0), ("drop_fraction", 1.0), ("patience", 0)])
+def test_bad_thresholds_name_the_key(key: str, value: float) -> None:
+    with pytest.raises(ValueError, match=f"monitor.detector"):
+        CollapseDetector(DetectorConfig(**{key: value}))
