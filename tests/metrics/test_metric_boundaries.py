@@ -18,7 +18,9 @@ MEANS = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0]])
 def test_a_sample_exactly_threshold_stds_away_is_high_quality() -> None:
     """'At most threshold standard deviations' includes the edge: distance 3 std counts, 3 std + a bit not."""
     at_edge = mixture_scores(torch.tensor([[1.5, 0.0]]), MEANS, std=0.5)  # 1.5 = 3 * 0.5 from mode 0
-    assert at_edge == {"modes_covered": 1.0, "hq_fraction": 1.0, "reverse_kl": pytest.approx(math.log(4))}
+    assert at_edge == {"modes_covered": 1.0, "hq_fraction": 1.0, "reverse_kl": pytest.approx(math.log(4)),
+                       "reverse_kl_hq": pytest.approx(math.log(4))}
+    assert mixture_scores(torch.tensor([[1.5001, 0.0]]), MEANS, std=0.5)["reverse_kl_hq"] == pytest.approx(math.log(4))
     beyond = mixture_scores(torch.tensor([[1.5001, 0.0]]), MEANS, std=0.5)
     assert beyond["modes_covered"] == 0.0 and beyond["hq_fraction"] == 0.0
 
@@ -27,7 +29,8 @@ def test_one_sample_is_scored_and_an_empty_or_malformed_batch_is_refused() -> No
     """N = 1 is a valid batch (one mode covered, all mass on it: reverse KL = log K); N = 0, 1-D samples and
     mismatched dimensions raise ValueError."""
     one = mixture_scores(torch.tensor([[10.0, 10.0]]), MEANS, std=1.0)
-    assert one == {"modes_covered": 1.0, "hq_fraction": 1.0, "reverse_kl": pytest.approx(math.log(4))}
+    assert one == {"modes_covered": 1.0, "hq_fraction": 1.0, "reverse_kl": pytest.approx(math.log(4)),
+                   "reverse_kl_hq": pytest.approx(math.log(4))}
     for samples, means in ((torch.zeros(0, 2), MEANS), (torch.zeros(5), MEANS), (torch.zeros(5, 3), MEANS)):
         with pytest.raises(ValueError):
             mixture_scores(samples, means, std=1.0)
