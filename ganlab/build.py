@@ -24,7 +24,8 @@ from ganlab.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.strategies.base import GANSpec, Strategy, check_compatible
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
-from ganlab.trainer.loop import Trainer, TrainerConfig
+from ganlab.trainer.config import TrainerConfig
+from ganlab.trainer.loop import Trainer
 
 log = logging.getLogger("ganlab")
 

@@ -5,8 +5,7 @@ from ganlab.health.alerts import ALERTS_FILE, AlertLog, TrainingHealthError, rea
 from ganlab.health.collapse import CollapseAlarm
 from ganlab.health.config import MonitorConfig, PreflightConfig
 from ganlab.health.memory import peak_memory_mib
-from ganlab.health.monitor import HardLimitExceeded, HealthMonitor, NonFiniteStep, parse_precision
+from ganlab.health.monitor import HealthMonitor, UpdateFindings, parse_precision
 
-__all__ = ["ALERTS_FILE", "AlertLog", "CollapseAlarm", "HardLimitExceeded", "HealthMonitor", "MonitorConfig",
-           "NonFiniteStep", "PreflightConfig", "TrainingHealthError", "parse_precision", "peak_memory_mib",
-           "read_alerts"]
+__all__ = ["ALERTS_FILE", "AlertLog", "CollapseAlarm", "HealthMonitor", "MonitorConfig", "PreflightConfig",
+           "TrainingHealthError", "UpdateFindings", "parse_precision", "peak_memory_mib", "read_alerts"]

@@ -1,15 +1,19 @@
-"""The per-update health checks of the training loop: precision, loss scaling, gradient norms, clipping,
-the hard limit, the non-finite guard's trigger and effective update ratios.
+"""The per-update health checks of the training loop: precision, loss scaling, gradient norms, the hard
+limit, the non-finite guard's trigger and effective update ratios.
 
-:meth:`HealthMonitor.update` replaces ``zero_grad(); loss.backward(); opt.step()`` for D and for G. It costs
-one host synchronisation per update (the loss and the global gradient norm are read together), plus, every
-``monitor.every`` generator steps, per-layer norms and a parameter copy for the update ratio.
+The monitor reads, the loop acts. Per update the loop runs ``zero_grad``, backward (scaled under fp16),
+``unscale_``, then :meth:`HealthMonitor.inspect` (returns :class:`UpdateFindings`), then clips and steps
+unless the findings stop the update, then :meth:`HealthMonitor.record`. This costs one host
+synchronisation per measured update (the loss and the global gradient norm are read together), plus, every
+``monitor.every`` generator steps, per-layer norms and a parameter copy for the update ratio. Nothing here
+calls an optimiser's ``step`` or writes to a logger: :meth:`HealthMonitor.after_step` returns its scalars.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -33,20 +37,37 @@ def parse_precision(value: Any) -> str:
     return text
 
 
-class NonFiniteStep(Exception):
-    """An update met a non-finite loss or gradient and was skipped (caught by the loop, which recovers)."""
+@dataclass(frozen=True)
+class UpdateFindings:
+    """What the monitor read from one update's loss and gradients, before the optimiser step.
 
-    def __init__(self, net: str, loss: float, grad_norm: float) -> None:
-        super().__init__(f"non-finite {net} update: loss={loss}, gradient norm={grad_norm}")
-        self.net, self.loss, self.grad_norm = net, loss, grad_norm
+    The training loop acts on it: it drops the update when ``nan_guard_trips`` (and rolls back) or when
+    ``over_limit`` (and stops the run), else clips and steps.
 
+    Attributes:
+        net: ``"D"`` or ``"G"``.
+        measured: the loss and gradient norm were read (see :meth:`HealthMonitor.begin_step`); when False,
+            ``loss`` and ``grad_norm`` are NaN and the other fields keep their defaults.
+        loss: the scalar loss (a sum of terms).
+        grad_norm: the global L2 norm of the (unscaled) gradients, before clipping.
+        finite: ``loss`` and ``grad_norm`` are both finite.
+        over_limit: finite, and ``grad_norm`` > ``monitor.hard_limit``.
+        nan_guard_trips: not finite, ``monitor.nan_guard`` is on, and this is not an fp16 overflow that the
+            GradScaler handles itself (it skips the step and backs off while its scale is above 1).
+    """
 
-class HardLimitExceeded(Exception):
-    """A global gradient norm exceeded ``monitor.hard_limit`` (caught by the loop, which stops the run)."""
+    net: str
+    measured: bool = False
+    loss: float = math.nan
+    grad_norm: float = math.nan
+    finite: bool = True
+    over_limit: bool = False
+    nan_guard_trips: bool = False
 
-    def __init__(self, net: str, grad_norm: float, limit: float) -> None:
-        super().__init__(f"{net} gradient norm {grad_norm:.4g} > monitor.hard_limit={limit:g}")
-        self.net, self.grad_norm, self.limit = net, grad_norm, limit
+    @property
+    def apply(self) -> bool:
+        """The loop may clip and step (neither the guard nor the hard limit stops this update)."""
+        return not (self.nan_guard_trips or self.over_limit)
 
 
 class _Streak:
@@ -69,23 +90,20 @@ class HealthMonitor:
             ``torch.amp.GradScaler`` per network, Micikevicius et al. 2018).
         device: the training device.
         alerts: where alerts go.
-        logger: where scalars go (``scalars(dict, step)``).
 
-    Logged every ``cfg.every`` generator steps: ``grad_norm/{D,G}`` (latest global L2 norm, before clipping),
+    Returned by :meth:`after_step` every ``cfg.every`` generator steps: ``grad_norm/{D,G}`` (latest global L2 norm, before clipping),
     ``grad_norm/{D,G}/{mean,max,std}`` over the last ``cfg.window`` updates, ``grad_norm/{D,G}/<layer>``,
     ``update_ratio/{D,G}/group<i>`` (see :mod:`ganlab.health.update_ratio`) and, under fp16,
     ``health/loss_scale/{D,G}``.
     """
 
-    def __init__(self, cfg: MonitorConfig, precision: str, device: torch.device, alerts: AlertLog,
-                 logger: Any) -> None:
-        self.cfg, self.precision, self.device = cfg, parse_precision(precision), device
-        self.alerts, self.logger = alerts, logger
+    def __init__(self, cfg: MonitorConfig, precision: str, device: torch.device, alerts: AlertLog) -> None:
+        self.cfg, self.precision, self.device, self.alerts = cfg, parse_precision(precision), device, alerts
         self.dtype = PRECISIONS[self.precision]
         fp16 = self.precision == "fp16"
         self.scalers = {net: torch.amp.GradScaler(device.type, enabled=fp16) for net in "DG"}
         self.stats = {net: RollingStats(cfg.window) for net in "DG"}
-        self.last: dict[str, dict[str, float]] = {net: {} for net in "DG"}
+        self.last = {net: UpdateFindings(net) for net in "DG"}  # the latest measured update of each network
         self.detail = False                     # collect per-layer norms and update ratios in this G step
         self.measure = True                     # read the loss and gradient norm of each update
         self.pending: dict[str, float] = {}     # those, until the next log
@@ -95,6 +113,8 @@ class HealthMonitor:
         self._ratio: dict[str, _Streak] = {}
         self._scale_low = {net: _Streak(1) for net in "DG"}
         self._named: dict[str, tuple[nn.Module, list[tuple[str, nn.Parameter]]]] = {}
+        self._layer_norms: dict[str, dict[str, float]] = {}  # from inspect to record, monitored steps only
+        self._before: dict[str, list[list[Tensor]] | None] = {}
 
     # ------------------------------------------------------------------ precision
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -110,72 +130,67 @@ class HealthMonitor:
         return float(scaler.get_scale()) if scaler.is_enabled() else 1.0
 
     # ------------------------------------------------------------------ one update
-    def begin_step(self, step: int, logging: bool = False) -> None:
-        """Called before the D and G updates of generator step ``step + 1``; ``logging``: the loop logs it.
+    def begin_step(self, step: int, measure: bool = False) -> None:
+        """Called before the D and G updates of generator step ``step + 1``; ``measure``: the loop logs this
+        step's losses and gradient norms, so read them.
 
         With ``monitor.nan_guard=false`` and no ``monitor.hard_limit``, only monitored and logged steps read
         the gradient norms: the other updates are a plain backward and step (no per-update cost, no host
         synchronisation); the rolling statistics then cover those steps only.
         """
         self.detail = (step + 1) % self.cfg.every == 0
-        self.measure = self.detail or logging or self.cfg.nan_guard or self.cfg.hard_limit is not None
+        self.measure = self.detail or measure or self.cfg.nan_guard or self.cfg.hard_limit is not None
 
-    def update(self, net: str, module: nn.Module, opt: torch.optim.Optimizer, loss: Tensor, step: int) -> None:
-        """Backward ``loss`` into ``module`` and step ``opt``, with every check of this module.
+    def inspect(self, net: str, module: nn.Module, opt: torch.optim.Optimizer, loss: Tensor) -> UpdateFindings:
+        """Read the loss and the gradients of ``module`` after backward (and unscaling); change nothing.
+
+        One host synchronisation (the loss and every per-parameter norm are read together). On a monitored
+        step whose update will be applied, a float32 copy of the parameters is kept for the update ratio
+        (:meth:`record`).
 
         Args:
             net: ``"D"`` or ``"G"``.
-            module: the network whose parameters ``opt`` updates.
-            opt: its optimiser.
-            loss: the scalar loss (a sum of terms).
-            step: generator steps done so far.
+            module: the network whose parameters ``opt`` updates; its ``.grad`` hold true (unscaled) gradients.
+            opt: its optimiser (read only).
+            loss: the 0-d loss that was back-propagated (unscaled).
 
-        Raises:
-            NonFiniteStep: the loss or the gradient is NaN/Inf and ``monitor.nan_guard`` is on. Under fp16 a
-                non-finite gradient is left to the GradScaler (it skips the step and backs off) until the loss
-                scale has fallen to 1; a non-finite loss with finite gradients raises at once.
-                The update is not applied; the gradients are cleared.
-            HardLimitExceeded: the global gradient norm is above ``monitor.hard_limit``; nothing is applied.
+        Returns:
+            The findings; unmeasured (NaN values, nothing to act on) unless this step reads the norms or
+            the precision is fp16 (whose GradScaler needs the check every update).
         """
-        scaler, fp16 = self.scalers[net], self.scalers[net].is_enabled()
-        opt.zero_grad(set_to_none=True)
-        if fp16:
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)  # norms, clipping and the limit see the true gradients
-        else:
-            loss.backward()
-        measured = self.measure or fp16  # else nothing to check in this update (see begin_step)
-        finite = True
-        if measured:
-            names, norms = parameter_grad_norms(self._parameters(net, module))
-            loss_v, *norm_vs = torch.stack([loss.detach().reshape(()), *norms]).tolist()  # the one host sync
-            norm_v = global_norm(norm_vs)
-            finite = math.isfinite(loss_v) and math.isfinite(norm_v)
-            # fp16: an overflow in the gradients is the GradScaler's to handle (skip, back off) while its scale
-            # is above 1; a non-finite loss with finite gradients is not an overflow it can see: the guard acts
-            scaler_handles = fp16 and not math.isfinite(norm_v) and scaler.get_scale() > 1.0
-            if not finite and self.cfg.nan_guard and not scaler_handles:
-                self._abort(opt, scaler)
-                raise NonFiniteStep(net, loss_v, norm_v)
-            if self.cfg.hard_limit is not None and finite and norm_v > self.cfg.hard_limit:
-                self._abort(opt, scaler)
-                raise HardLimitExceeded(net, norm_v, float(self.cfg.hard_limit))
-        if self.cfg.clip is not None and finite:
-            torch.nn.utils.clip_grad_norm_(module.parameters(), float(self.cfg.clip))
-        before = snapshot(opt) if self.detail and finite else None  # detail implies measured
-        if fp16:
-            scaler.step(opt)  # skipped by the scaler when a gradient is inf/NaN
-            scaler.update()
-        else:
-            opt.step()
-        if not measured:
+        scaler = self.scalers[net]
+        fp16 = scaler.is_enabled()
+        if not (self.measure or fp16):
+            return UpdateFindings(net)
+        names, norms = parameter_grad_norms(self._parameters(net, module))
+        loss_v, *norm_vs = torch.stack([loss.detach().reshape(()), *norms]).tolist()  # the one host sync
+        norm_v = global_norm(norm_vs)
+        finite = math.isfinite(loss_v) and math.isfinite(norm_v)
+        # fp16: an overflow in the gradients is the GradScaler's to handle (skip, back off) while its scale
+        # is above 1; a non-finite loss with finite gradients is not an overflow it can see: the guard acts
+        scaler_handles = fp16 and not math.isfinite(norm_v) and scaler.get_scale() > 1.0
+        limit = self.cfg.hard_limit
+        found = UpdateFindings(net, True, loss_v, norm_v, finite,
+                               over_limit=finite and limit is not None and norm_v > limit,
+                               nan_guard_trips=not finite and self.cfg.nan_guard and not scaler_handles)
+        if self.detail and found.apply:
+            self._layer_norms[net] = layer_norms(names, norm_vs)
+            self._before[net] = snapshot(opt) if finite else None
+        return found
+
+    def record(self, found: UpdateFindings, opt: torch.optim.Optimizer) -> None:
+        """After the loop applied the update that ``found`` describes: rolling statistics, per-layer norms and
+        (on monitored steps) the update ratio of ``opt``'s step."""
+        if not found.measured:
             return
-        self.last[net] = {"loss": loss_v, "grad_norm": norm_v}
-        self.stats[net].add(norm_v)
-        if not finite:
+        net = found.net
+        self.last[net] = found
+        self.stats[net].add(found.grad_norm)
+        if not found.finite:
             self.scaler_skips[net] += 1
         if self.detail:
-            self.pending |= {f"grad_norm/{net}/{k}": v for k, v in layer_norms(names, norm_vs).items()}
+            self.pending |= {f"grad_norm/{net}/{k}": v for k, v in self._layer_norms.pop(net, {}).items()}
+            before = self._before.pop(net, None)
             if before is not None:
                 for i, r in enumerate(effective_update_ratios(opt, before)):
                     self.pending[f"update_ratio/{net}/group{i}"] = r
@@ -188,23 +203,17 @@ class HealthMonitor:
             cached = self._named[net] = (module, list(module.named_parameters()))
         return cached[1]
 
-    @staticmethod
-    def _abort(opt: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> None:
-        """Drop this update: clear the gradients and close the scaler's iteration (it has unscaled them)."""
-        opt.zero_grad(set_to_none=True)
-        if scaler.is_enabled():
-            scaler.update()
-
     # ------------------------------------------------------------------ after each generator step
     def after_step(self, step: int) -> dict[str, float]:
-        """On monitored steps: log the collected scalars, check them, raise alerts. Returns what was logged."""
+        """On monitored steps: the collected scalars, checked (alerts raised); {} on other steps. The loop logs
+        them (this method writes to no logger)."""
         if not self.detail:
             return {}
         scalars = dict(self.pending)
         self.pending = {}
         for net in "DG":
             summary = self.stats[net].summary()
-            scalars[f"grad_norm/{net}"] = self.last[net].get("grad_norm", math.nan)
+            scalars[f"grad_norm/{net}"] = self.last[net].grad_norm
             scalars |= {f"grad_norm/{net}/{k}": v for k, v in summary.items() if k != "cv"}
             if self._variability[net].update(summary.get("cv", 0.0) > 1.0):
                 self.alerts.emit("grad_norm_variability", step, f"{net}'s gradient norm varies more than its mean "
@@ -225,7 +234,6 @@ class HealthMonitor:
                                  f"{self.cfg.ratio_high:g}] at {self.cfg.ratio_patience} checks in a row: the "
                                  "parameters do not move as the optimiser asks (lost fp16 updates, or something "
                                  "else changes them)", ratio=ratio)
-        self.logger.scalars(scalars, step)
         return scalars
 
     # ------------------------------------------------------------------ checkpoints

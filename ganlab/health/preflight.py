@@ -86,8 +86,8 @@ def _dry_run(trainer: Any, steps: int) -> dict[str, list[float]]:
         for s in trainer.strategies:
             s.after_step(trainer.state)
         for net in "DG":
-            rec[f"{net}_loss"].append(trainer.health.last[net]["loss"])
-            rec[f"{net}_norm"].append(trainer.health.last[net]["grad_norm"])
+            rec[f"{net}_loss"].append(trainer.health.last[net].loss)
+            rec[f"{net}_norm"].append(trainer.health.last[net].grad_norm)
     return rec
 
 

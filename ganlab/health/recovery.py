@@ -1,6 +1,6 @@
 """What the NaN/Inf guard does once a non-finite update was caught: dump the batch, diagnose, and the
 fault injection used to test it (``debug.inject_nan_at_step``). The rollback itself is
-:meth:`ganlab.trainer.loop.Trainer.recover`."""
+:func:`ganlab.trainer.recovery.recover_from_nan`."""
 
 from __future__ import annotations
 

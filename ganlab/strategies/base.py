@@ -1,27 +1,34 @@
 """The ``Strategy`` interface: how an anti-collapse method plugs into the training loop.
 
 A strategy never sees an ``if strategy == ...`` in the loop. It acts only through these hooks, called in
-this order (every hook has a no-op default, so a strategy overrides just what it needs):
+this order (every hook has a no-op default, so a strategy overrides just what it needs). Each hook gets one
+object that carries what it may read or change: ``spec`` before training, the live :class:`TrainState`
+(``state``) once optimisers exist, and, inside an update, a :class:`StepContext` (``ctx``) whose
+``ctx.state`` is that same TrainState.
 
 1. ``configure(spec)`` once, after G and D are built and before optimisers exist: wrap or replace
    ``spec.generator`` / ``spec.discriminator`` (e.g. a new ``discriminator.head``), replace ``spec.loss``,
    change ``spec.g_optim`` / ``spec.d_optim`` (``functools.partial`` optimiser factories; re-wrap with
    ``functools.partial(spec.d_optim, lr=...)``) or ``spec.n_critic``.
 2. ``on_start(state)`` once, when optimisers exist (after a resume, after ``load_state_dict``).
-3. ``d_terms(ctx)`` at every discriminator update and ``g_terms(ctx)`` at every generator update: named
-   scalar loss terms added to the adversarial loss. The loop sums them and logs each as
-   ``loss/D/<term>`` / ``loss/G/<term>``. Two strategies returning the same term name is an error.
-   Before the generator's adversarial term, ``g_discriminator(discriminator, real, fake)`` may swap the
-   function that scores the fakes in the G step (unrolled GANs score them with a look-ahead copy of D);
-   strategies chain, each receiving the previous result. The default returns ``discriminator`` unchanged.
+3. Every discriminator update: ``d_terms(ctx)`` returns named scalar loss terms added to the adversarial
+   loss; after the update is applied, ``after_d_step(ctx)`` observes it (e.g. D's outputs ``ctx.d_real``,
+   ``ctx.d_fake``). Every generator update: ``g_discriminator(ctx, critic)`` may swap the function that
+   scores the fakes (unrolled GANs score them with a look-ahead copy of D; strategies chain, each receiving
+   the previous result, the first one D; ``ctx.d_fake`` is still None), then ``g_terms(ctx)`` returns G's
+   extra terms. The loop sums the terms and logs each as ``loss/D/<term>`` / ``loss/G/<term>``; two
+   strategies returning the same term name is an error.
 4. ``after_step(state)`` after each generator update (``state.step`` already counts it) and
-   ``after_eval(state, scores)`` after each evaluation (``scores``: the dict written to ``metrics.jsonl``).
-   Both return scalars to log under ``strategy/<name>/<key>``.
+   ``after_eval(state, scores)`` after each evaluation (``scores``: the dict written to ``metrics.jsonl``,
+   with the health values). Both return scalars to log under ``strategy/<name>/<key>``.
 5. ``state_dict()`` / ``load_state_dict(d)``: whatever the strategy must carry across a resume. Only
    tensors, numbers, strings, lists and dicts (checkpoints load with ``weights_only=True``).
 
-``replaces`` declares which part of the GAN a strategy takes over (e.g. ``{"loss"}``): two selected
-strategies that replace the same part are refused before training by :func:`check_compatible`.
+Class attributes (facts about the method, never set per instance): ``name``, and ``replaces``, the parts of
+the GAN a strategy takes over, from the fixed set :class:`Part` (checked when the class is created): two
+selected strategies that replace the same part are refused before training by :func:`check_compatible`.
+``double_backward`` is a property (it may depend on the instance's settings): True when a loss term
+differentiates a gradient, which ``torch.compile`` cannot.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, ClassVar
 
 import torch
@@ -80,6 +88,7 @@ class TrainState:
         extra: free slots strategies may share (e.g. the latest eval scores).
         lr_scale: the factor the NaN/Inf guard has applied to every learning rate (``monitor.nan_lr_factor``
             per recovery); a strategy that sets learning rates from stored base values multiplies them by it.
+        loss: the adversarial loss in use (after every strategy's ``configure``); None outside a trainer.
         g_ema_stats: how ``g_ema``'s batch-norm statistics are recomputed (set by the strategy that keeps it;
             None: the defaults of :class:`~ganlab.models.standing_stats.StandingStats`).
     """
@@ -93,44 +102,83 @@ class TrainState:
     log_text: Callable[[str, str], None] = lambda tag, msg: None
     extra: dict[str, Any] = field(default_factory=dict)
     lr_scale: float = 1.0
+    loss: AdversarialLoss | None = None
     g_ema_stats: StandingStats | None = None
 
 
 @dataclass
 class StepContext:
-    """Inputs of one D or G update, handed to ``d_terms`` / ``g_terms``.
+    """One D or G update, handed to ``d_terms``, ``after_d_step``, ``g_discriminator`` and ``g_terms``.
 
     Attributes:
-        step: generator updates done before this one.
+        state: the live training state (networks, optimisers, step, EMA copy, loss...).
         real: (B, *data_shape) real batch.
         fake: (B, *data_shape) generated batch; detached from G in the D step, attached in the G step.
         z: (B, z_dim) latent codes that made ``fake``.
         d_real: (B,) D outputs on ``real`` (in the G step: None; the G step does not score real data).
-        d_fake: (B,) D outputs on ``fake``.
-        generator, discriminator: the networks.
+        d_fake: (B,) D outputs on ``fake`` (float32); None in the G step until the fakes are scored, i.e.
+            during ``g_discriminator``.
         grad_scale: the loss scale of this update (1.0 except under ``trainer.precision=fp16``). A term built
             from ``autograd.grad`` (a gradient penalty) multiplies the differentiated output by it and divides
             the gradient by it, so fp16 gradients neither underflow nor get the penalty wrong (PyTorch AMP,
             "Gradient penalty" recipe).
     """
 
-    step: int
+    state: TrainState
     real: Tensor
     fake: Tensor
     z: Tensor
-    d_real: Tensor | None
-    d_fake: Tensor
-    generator: nn.Module
-    discriminator: nn.Module
+    d_real: Tensor | None = None
+    d_fake: Tensor | None = None
     grad_scale: float = 1.0
+
+    @property
+    def step(self) -> int:
+        """Generator updates done before this one (``state.step``)."""
+        return self.state.step
+
+    @property
+    def generator(self) -> nn.Module:
+        return self.state.generator
+
+    @property
+    def discriminator(self) -> nn.Module:
+        """D itself (its parameters are frozen in the G step), not a strategy's replacement critic."""
+        return self.state.discriminator
+
+
+class Part(StrEnum):
+    """The parts of the GAN a strategy may take over (``Strategy.replaces``); one owner each."""
+
+    LOSS = "loss"                                # the adversarial loss (spec.loss)
+    DISCRIMINATOR_HEAD = "discriminator head"    # D's last layer (discriminator.head)
+    DISCRIMINATOR_INPUT = "discriminator input"  # what D's first layer sees (e.g. packed samples)
+    G_DISCRIMINATOR = "g_discriminator"          # the function scoring the fakes in the G step
+    G_EMA = "g_ema"                              # the averaged copy of G (state.g_ema)
 
 
 class Strategy:
-    """Base class of anti-collapse strategies; every hook is a no-op here. See the module docstring."""
+    """Base class of anti-collapse strategies; every hook is a no-op here. See the module docstring.
+
+    Raises:
+        ValueError: at class creation, when ``replaces`` names something that is not a :class:`Part`.
+    """
 
     name: ClassVar[str] = "strategy"
-    replaces: ClassVar[frozenset[str]] = frozenset()
-    double_backward: bool = False  # True when a loss term differentiates a gradient (torch.compile cannot)
+    replaces: ClassVar[frozenset[Part]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        try:
+            cls.replaces = frozenset(Part(p) for p in cls.replaces)
+        except ValueError as err:
+            raise ValueError(f"strategy {cls.name!r}: replaces={set(cls.replaces)} names an unknown part; "
+                             f"allowed: {sorted(p.value for p in Part)}") from err
+
+    @property
+    def double_backward(self) -> bool:
+        """True when a loss term differentiates a gradient (``torch.compile`` cannot); default False."""
+        return False
 
     def configure(self, spec: GANSpec) -> None:
         """Change G, D, the loss, the optimiser factories or n_critic before training (in place on ``spec``)."""
@@ -146,15 +194,18 @@ class Strategy:
         """Extra generator loss terms, each a scalar tensor to minimise."""
         return {}
 
-    def g_discriminator(self, discriminator: Callable[[Tensor], Tensor], real: Tensor,
-                        fake: Tensor) -> Callable[[Tensor], Tensor]:
-        """The function that scores ``fake`` (B, *data_shape) for G's adversarial term; default: unchanged.
+    def after_d_step(self, ctx: StepContext) -> None:
+        """Observe a discriminator update once it is applied (``ctx`` as given to ``d_terms``)."""
 
-        Called in every generator step while D's parameters are frozen; ``real`` is the last D step's batch
-        and ``fake`` is attached to G. A strategy that overrides it should declare ``"g_discriminator"`` in
-        ``replaces``.
+    def g_discriminator(self, ctx: StepContext, critic: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+        """The function that scores ``ctx.fake`` (B, *data_shape) -> (B,) for G's adversarial term.
+
+        Called in every generator step while D's parameters are frozen, before the fakes are scored
+        (``ctx.d_fake`` is None); ``ctx.real`` is the last D step's batch and ``ctx.fake`` is attached to G.
+        ``critic`` is D or the previous strategy's result; the default returns it unchanged. A strategy that
+        overrides it declares :attr:`Part.G_DISCRIMINATOR` in ``replaces``.
         """
-        return discriminator
+        return critic
 
     def after_step(self, state: TrainState) -> dict[str, float]:
         """Act after each generator update; return scalars to log under ``strategy/<name>/``."""
@@ -182,7 +233,7 @@ def check_compatible(strategies: Sequence[Strategy]) -> None:
         ValueError: two strategies share a name, or both replace the same part of the GAN; the message
             names both strategies and the part.
     """
-    owner: dict[str, str] = {}
+    owner: dict[Part, str] = {}
     seen: set[str] = set()
     for s in strategies:
         if s.name in seen:

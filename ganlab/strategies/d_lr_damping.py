@@ -1,7 +1,7 @@
 """Damp the discriminator's learning rate so that D cannot overpower G (a common remedy for collapse).
 
 ``mode: static`` multiplies D's lr by ``factor`` once (2e-4 * 0.5 = 1e-4). ``mode: adaptive`` watches D's
-outputs in every D step and, every ``window`` generator steps, compares the window's mean signal with two
+outputs after every D update (``after_d_step``) and, every ``window`` generator steps, compares the window's mean signal with two
 thresholds: above ``high`` (D dominates) D's lr is multiplied by ``decay``, down to ``min_factor`` times its
 configured value; below ``low`` (the game is balanced) it is divided by ``decay``, up to the configured value.
 Signals: ``accuracy`` = (mean[D(x) > t] + mean[D(G(z)) < t]) / 2 in [0, 1] with decision threshold t
@@ -60,14 +60,12 @@ class DLRDamping(Strategy):
         self._sum: Tensor | float = 0.0      # running sum of the signal over the current window
         self._count = 0
         self.last_signal: float | None = None
-        self._state: TrainState | None = None
 
     def configure(self, spec: GANSpec) -> None:
         if self.mode == "static":
             spec.d_optim = LRAdjust.wrap(spec.d_optim, factor=self.factor)
 
     def on_start(self, state: TrainState) -> None:
-        self._state = state
         if not self.base_lrs:  # a resume has loaded them already
             self.base_lrs = [float(g["lr"]) for g in state.opt_d.param_groups]
 
@@ -77,11 +75,10 @@ class DLRDamping(Strategy):
             return 0.5 * ((d_real > self.t).float().mean() + (d_fake < self.t).float().mean())
         return d_real.mean() - d_fake.mean()
 
-    def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        if self.mode == "adaptive" and ctx.d_real is not None:
-            self._sum = self._sum + self.measure(ctx.d_real.detach(), ctx.d_fake.detach())
+    def after_d_step(self, ctx: StepContext) -> None:
+        if self.mode == "adaptive" and ctx.d_real is not None and ctx.d_fake is not None:
+            self._sum = self._sum + self.measure(ctx.d_real.detach(), ctx.d_fake.detach())  # no host sync
             self._count += 1
-        return {}
 
     def after_step(self, state: TrainState) -> dict[str, float]:
         if self.mode == "adaptive" and state.step % self.window == 0 and self._count > 0:

@@ -12,13 +12,11 @@ average's, so :func:`scored_generator` first recomputes them on the EMA copy's o
 from __future__ import annotations
 
 import copy
-from typing import Any
-
 import torch
 from torch import nn
 
 from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
-from ganlab.strategies.base import Strategy, TrainState
+from ganlab.strategies.base import Part, Strategy, TrainState
 
 
 @torch.no_grad()
@@ -75,37 +73,25 @@ class EMA(Strategy):
     """
 
     name = "ema"
-    replaces = frozenset({"g_ema"})
+    replaces = frozenset({Part.G_EMA})
 
     def __init__(self, beta: float = 0.999, bn_batches: int = 16, bn_batch_size: int = 256, bn_seed: int = 0) -> None:
         if not 0 <= beta < 1:
             raise ValueError(f"strategy.ema.beta must be in [0, 1), got {beta}")
         self.beta = float(beta)
         self.standing_stats = StandingStats(int(bn_batches), int(bn_batch_size), int(bn_seed))
-        self._pending: dict[str, Any] | None = None  # g_ema weights loaded from a checkpoint, applied in on_start
-        self._state: TrainState | None = None
 
     def on_start(self, state: TrainState) -> None:
+        # On a resume the loop loads the checkpoint's g_ema into this copy right after on_start (its
+        # "g_ema" key is the one home of the averaged weights), so the strategy carries no state.
         if state.g_ema is None:
             state.g_ema = copy.deepcopy(state.generator).requires_grad_(False)
         state.g_ema_stats = self.standing_stats
-        if self._pending is not None:  # a resume: on_start runs after load_state_dict
-            state.g_ema.load_state_dict(self._pending)
-            self._pending = None
-        self._state = state
 
     def after_step(self, state: TrainState) -> dict[str, float]:
         assert state.g_ema is not None
         ema_update(state.g_ema, state.generator, self.beta)
         return {}
-
-    def state_dict(self) -> dict[str, Any]:
-        # The loop's own g_ema slot is restored before on_start creates the copy, so the strategy carries it.
-        state = self._state
-        return {"g_ema": state.g_ema.state_dict()} if state is not None and state.g_ema is not None else {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._pending = state.get("g_ema")
 
     def __repr__(self) -> str:
         return f"EMA(beta={self.beta})"

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from ganlab.strategies.base import GANSpec, Strategy
+from ganlab.strategies.base import GANSpec, Part, Strategy
 from ganlab.strategies.common import head_owner
 
 
@@ -121,7 +121,7 @@ class MinibatchDiscrimination(Strategy):
     """
 
     name = "minibatch_discrimination"
-    replaces = frozenset({"discriminator head"})
+    replaces = frozenset({Part.DISCRIMINATOR_HEAD})
 
     def __init__(self, num_kernels: int = 100, kernel_dim: int = 5, max_elements: int = 2**24) -> None:
         for key, v in (("num_kernels", num_kernels), ("kernel_dim", kernel_dim), ("max_elements", max_elements)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ganlab.strategies.base import GANSpec, Strategy
+from ganlab.strategies.base import GANSpec, Part, Strategy
 from ganlab.strategies.common import head_owner
 
 
@@ -72,7 +72,7 @@ class MinibatchStdDev(Strategy):
     """
 
     name = "minibatch_stddev"
-    replaces = frozenset({"discriminator head"})
+    replaces = frozenset({Part.DISCRIMINATOR_HEAD})
 
     def __init__(self, group_size: int = 4) -> None:
         if int(group_size) < 1:

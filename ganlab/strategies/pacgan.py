@@ -13,7 +13,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
-from ganlab.strategies.base import GANSpec, Strategy
+from ganlab.strategies.base import GANSpec, Part, Strategy
 
 
 def pack(x: Tensor, m: int) -> Tensor:
@@ -59,7 +59,7 @@ class PacGAN(Strategy):
     """
 
     name = "pacgan"
-    replaces = frozenset({"discriminator input"})
+    replaces = frozenset({Part.DISCRIMINATOR_INPUT})
 
     def __init__(self, m: int = 2) -> None:
         if int(m) < 2:

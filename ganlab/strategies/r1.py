@@ -45,12 +45,15 @@ class R1(Strategy):
     """
 
     name = "r1"
-    double_backward = True  # the penalty differentiates a gradient (no torch.compile)
 
     def __init__(self, gamma: float = 1.0) -> None:
         if gamma < 0:
             raise ValueError(f"strategy.r1.gamma must be >= 0, got {gamma}")
         self.gamma = float(gamma)
+
+    @property
+    def double_backward(self) -> bool:
+        return True  # the penalty differentiates a gradient (no torch.compile)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
         return {"r1": 0.5 * self.gamma * r1_penalty(ctx.discriminator, ctx.real, grad_scale=ctx.grad_scale)}

@@ -5,7 +5,8 @@ d theta_D^k (eq. 6, with an Adam-like step as in the authors' code), and G minim
 (eq. 7). Differentiating through the unrolled steps (second_order) gives G the term of eq. 8 that sees how D
 would react, which discourages collapse. The real D is left unchanged: its update stays the loop's.
 The look-ahead D is a functional copy (``torch.func.functional_call``) scored on the last D step's real
-batch and the G step's fakes; it uses only the adversarial loss (no strategy's extra D terms).
+batch and the G step's fakes; it uses only the adversarial loss in use (``ctx.state.loss``, after every
+strategy's ``configure``; no strategy's extra D terms).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ganlab.strategies.base import GANSpec, Strategy, TrainState
+from ganlab.losses import AdversarialLoss
+from ganlab.strategies.base import Part, StepContext, Strategy
 
 
 class Unrolled(Strategy):
@@ -35,26 +37,29 @@ class Unrolled(Strategy):
     """
 
     name = "unrolled"
-    replaces = frozenset({"g_discriminator"})
+    replaces = frozenset({Part.G_DISCRIMINATOR})
 
     def __init__(self, k: int = 5, optimizer: str = "adam", lr: float | None = None, second_order: bool = True) -> None:
         if int(k) < 1 or optimizer not in ("adam", "sgd") or (lr is not None and not lr > 0):
             raise ValueError(f"strategy.unrolled needs k >= 1, optimizer in (adam, sgd), lr > 0 or null; got "
                              f"k={k}, optimizer={optimizer!r}, lr={lr}")
         self.k, self.optimizer, self.lr, self.second_order = int(k), optimizer, lr, bool(second_order)
-        self._spec: GANSpec | None = None
-        self._state: TrainState | None = None
-        self.double_backward = bool(second_order)  # differentiates through D's update (no torch.compile)
 
-    def configure(self, spec: GANSpec) -> None:
-        self._spec = spec  # its final loss (after every strategy's configure) is read at each step
+    @property
+    def double_backward(self) -> bool:
+        return self.second_order  # differentiates through D's update (no torch.compile)
 
-    def on_start(self, state: TrainState) -> None:
-        self._state = state
+    def unroll(self, d: nn.Module, opt: torch.optim.Optimizer, loss: AdversarialLoss, real: Tensor,
+               fake: Tensor) -> dict[str, Tensor]:
+        """theta_D^k (eq. 6, k times) as a name -> tensor dict (parameters and cloned buffers).
 
-    def unroll(self, d: nn.Module, opt: torch.optim.Optimizer, real: Tensor, fake: Tensor) -> dict[str, Tensor]:
-        """theta_D^k as a name -> tensor dict (parameters and cloned buffers), differentiable w.r.t. ``fake``."""
-        assert self._spec is not None
+        Args:
+            d: D, maps (B, *data_shape) to (B,); left unchanged.
+            opt: D's optimiser (read only: its lr, betas, eps, moments and step count).
+            loss: the adversarial loss whose ``d_loss`` is f of eq. 6.
+            real: (B, *data_shape) real batch.
+            fake: (B, *data_shape) generated batch; with ``second_order`` the result is differentiable w.r.t. it.
+        """
         group = opt.param_groups[0]
         lr = self.lr if self.lr is not None else float(group["lr"])
         b1, b2 = group.get("betas", (0.9, 0.999))
@@ -67,8 +72,8 @@ class Unrolled(Strategy):
         fake_in = fake if self.second_order else fake.detach()
         for i in range(self.k):
             both = {**params, **buffers}
-            loss = self._spec.loss.d_loss(functional_call(d, both, (real,)), functional_call(d, both, (fake_in,)))
-            grads = torch.autograd.grad(loss, list(params.values()), create_graph=self.second_order)
+            f = loss.d_loss(functional_call(d, both, (real,)), functional_call(d, both, (fake_in,)))
+            grads = torch.autograd.grad(f, list(params.values()), create_graph=self.second_order)
             new = {}
             for (n, p), g in zip(params.items(), grads):
                 if self.optimizer == "sgd":
@@ -84,13 +89,18 @@ class Unrolled(Strategy):
             params = new
         return {**params, **buffers}
 
-    def g_discriminator(self, discriminator: Callable[[Tensor], Tensor], real: Tensor,
-                        fake: Tensor) -> Callable[[Tensor], Tensor]:
-        if self._state is None:
-            raise RuntimeError("strategy unrolled: on_start was not called before the first generator step")
-        d = self._state.discriminator
+    def g_discriminator(self, ctx: StepContext, critic: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+        """D unrolled k steps ahead on (``ctx.real``, ``ctx.fake``): (B, *data_shape) -> (B,).
+
+        Raises:
+            ValueError: ``ctx.state.loss`` is None (a TrainState built without the adversarial loss).
+        """
+        st = ctx.state
+        if st.loss is None:
+            raise ValueError("strategy unrolled needs the adversarial loss in TrainState.loss")
+        d = st.discriminator
         with torch.enable_grad():
-            theta_k = self.unroll(d, self._state.opt_d, real.detach(), fake)
+            theta_k = self.unroll(d, st.opt_d, st.loss, ctx.real.detach(), ctx.fake)
         return lambda x: functional_call(d, theta_k, (x,))
 
     def __repr__(self) -> str:

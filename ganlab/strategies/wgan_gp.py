@@ -15,7 +15,7 @@ from torch import Tensor
 
 from ganlab.losses import WassersteinLoss
 from ganlab.models.base import has_batch_norm
-from ganlab.strategies.base import GANSpec, StepContext, Strategy, with_optim_kwargs
+from ganlab.strategies.base import GANSpec, Part, StepContext, Strategy, with_optim_kwargs
 
 
 def gradient_penalty(critic: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor,
@@ -69,8 +69,7 @@ class WGANGP(Strategy):
     """
 
     name = "wgan_gp"
-    double_backward = True  # the penalty differentiates a gradient (no torch.compile)
-    replaces = frozenset({"loss"})
+    replaces = frozenset({Part.LOSS})
 
     def __init__(self, lambda_gp: float = 10.0, n_critic: int = 5, lr: float | None = 1e-4,
                  betas: Sequence[float] | None = (0.0, 0.9)) -> None:
@@ -94,6 +93,10 @@ class WGANGP(Strategy):
         spec.n_critic = self.n_critic
         spec.d_optim = with_optim_kwargs(spec.d_optim, lr=self.lr, betas=self.betas)
         spec.g_optim = with_optim_kwargs(spec.g_optim, lr=self.lr, betas=self.betas)
+
+    @property
+    def double_backward(self) -> bool:
+        return True  # the penalty differentiates a gradient (no torch.compile)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
         return {"gp": self.lambda_gp * gradient_penalty(ctx.discriminator, ctx.real, ctx.fake,

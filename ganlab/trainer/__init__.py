@@ -1,5 +1,6 @@
 """The training loop, its checkpoints and loggers."""
 
-from ganlab.trainer.loop import Trainer, TrainerConfig
+from ganlab.trainer.config import TrainerConfig
+from ganlab.trainer.loop import Trainer
 
 __all__ = ["Trainer", "TrainerConfig"]

@@ -1,8 +1,20 @@
 """Checkpoints: atomic writes, every RNG stream, loadable with ``torch.load(..., weights_only=True)``.
 
-A checkpoint is a dict of plain containers and tensors:
-``{"format": 1, "step", "generator", "discriminator", "opt_g", "opt_d", "g_ema" (or None), "strategies":
-{name: state}, "batcher", "noise_rng", "rng": {"python", "numpy", "torch", "cuda"}, "config", "scores"}``.
+A checkpoint (:meth:`ganlab.trainer.loop.Trainer.state_dict`) is a dict of plain containers and tensors:
+
+* ``format``: :data:`FORMAT`; ``step``: generator updates done;
+* ``generator``, ``discriminator``: the networks' ``state_dict`` (parameters and buffers);
+* ``opt_g``, ``opt_d``: the optimisers' ``state_dict`` (their param groups hold the learning rates in force);
+* ``g_ema``: the EMA copy of G's ``state_dict``, or None when no strategy keeps one;
+* ``strategies``: ``{name: state}`` from each strategy's ``state_dict()``;
+* ``batcher``: the data order (permutation and position); ``noise_rng``: the latent-code generator's state;
+* ``rng``: the global RNGs, ``{"python", "numpy", "torch", "cuda"}`` (:func:`rng_state`);
+* ``config``: the resolved run config; ``scores``: the latest evaluation's scores;
+* ``health``: ``{"recoveries", "scalers": {"D", "G"}: GradScaler state, "lr_scale"}`` (NaN-guard recoveries
+  so far, fp16 loss scales, the product of the guard's lr cuts);
+* ``alarm``: the collapse alarm's state (``{}`` when it is off);
+* ``after_eval``: in a ``last.pt``, the scores and health values the strategies' ``after_eval`` reacted to
+  right after it was written (the weights are the ones scored; resuming replays that reaction); else None.
 """
 
 from __future__ import annotations

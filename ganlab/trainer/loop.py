@@ -1,9 +1,12 @@
 """The GAN training loop. It reads top to bottom and never branches on a component's name: strategies act
-only through the hooks of :class:`ganlab.strategies.Strategy`."""
+only through the hooks of :class:`ganlab.strategies.Strategy`. Each update is written out in :meth:`Trainer._update`
+(zero_grad, backward, unscale, clip, step); the health monitor only reads the gradients and returns findings,
+which the loop acts on (NaN rollback, hard-limit stop: :mod:`ganlab.trainer.recovery`)."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import math
@@ -18,52 +21,19 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from ganlab.data.base import Batcher, GANData
-from ganlab.health import (AlertLog, CollapseAlarm, HardLimitExceeded, HealthMonitor, MonitorConfig, NonFiniteStep,
-                           parse_precision, peak_memory_mib)
-from ganlab.health import recovery
+from ganlab.health import AlertLog, CollapseAlarm, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
+from ganlab.health.recovery import all_finite
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.metrics.evaluator import EvalResult, Evaluator
-from ganlab.models.base import eval_mode
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
-from ganlab.trainer import speed, visuals
-from ganlab.trainer.recovery import RecoveryMixin
+from ganlab.trainer import recovery, visuals
+from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.loggers import NullLogger
 
 log = logging.getLogger("ganlab")
-
-
-@dataclass
-class TrainerConfig:
-    """Keys of ``conf/trainer/*.yaml`` (``trainer.<key>=`` on the command line)."""
-
-    steps: int = 5000          # generator updates in the whole run
-    batch_size: int = 256      # samples per D and per G update
-    n_critic: int = 1          # D updates per G update (a strategy such as wgan_gp may raise it)
-    eval_every: int = 1000     # evaluate (scores, sample grid) every this many G steps, and at the end
-    ckpt_every: int = 1000     # write checkpoints/step_XXXXXXX.pt every this many G steps (last.pt at every eval)
-    log_every: int = 50        # TensorBoard scalars and progress-bar losses every this many G steps
-    grid_size: int = 64        # fixed-z samples drawn at every eval (image grid / scatter)
-    resume: str | None = None  # run directory or checkpoint file to continue from
-    progress: bool = True      # show a progress bar
-    projector: bool = True     # at the end, real and generated embeddings for TensorBoard's projector
-    precision: str = "32"      # 32 | bf16 (autocast) | fp16 (autocast + loss scaling)
-    compile: bool = False      # torch.compile G and D (eager, with a warning, when a strategy differentiates twice)
-    channels_last: bool = False  # NHWC weights for conv models (faster convolutions on GPUs)
-    fused_optim: Any = "auto"  # fused Adam/AdamW/SGD kernel: auto (CUDA only), true, false
-
-    def validate(self) -> None:
-        """Raise ValueError naming the key when a count is not positive or the precision is unknown."""
-        for key in ("steps", "batch_size", "n_critic", "eval_every", "ckpt_every", "log_every", "grid_size"):
-            if int(getattr(self, key)) <= 0:
-                raise ValueError(f"trainer.{key} must be a positive integer, got {getattr(self, key)}")
-        for key in ("progress", "projector", "compile", "channels_last"):
-            if not isinstance(getattr(self, key), bool):
-                raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")
-        self.precision = parse_precision(self.precision)
-        speed.parse_fused(self.fused_optim)
 
 
 def _total(terms: dict[str, Tensor]) -> Tensor:
@@ -71,7 +41,19 @@ def _total(terms: dict[str, Tensor]) -> Tensor:
     return functools.reduce(operator.add, terms.values())
 
 
-class Trainer(RecoveryMixin):
+@dataclass
+class StepResult:
+    """One generator step (:meth:`Trainer.train_step`): the last D update's and the G update's loss terms and
+    D outputs ((B,) each, detached), or ``stopped``: the findings of an update the loop did not apply."""
+
+    d_terms: dict[str, Tensor]
+    g_terms: dict[str, Tensor]
+    d_real: Tensor | None
+    d_fake: Tensor | None
+    stopped: UpdateFindings | None = None
+
+
+class Trainer:
     """Alternating D/G updates with strategies, evaluation, TensorBoard logging and resumable checkpoints.
 
     Args:
@@ -102,15 +84,16 @@ class Trainer(RecoveryMixin):
         self.device = data.x.device
         self.batcher = Batcher(len(data), cfg.batch_size, seed, device=self.device)
         self.noise = torch.Generator(device=self.device).manual_seed(seed + 1)
-        self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text)
+        self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss)
         self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
         self._pending_g_ema: dict[str, Tensor] | None = None
+        self._pending_after_eval: dict[str, float] | None = None  # from last.pt: the strategies' reaction to replay
         self._started = False
         monitor = monitor or MonitorConfig()
         self.alerts = AlertLog(self.run_dir, self.logger)
-        self.health = HealthMonitor(monitor, cfg.precision, self.device, self.alerts, self.logger)
+        self.health = HealthMonitor(monitor, cfg.precision, self.device, self.alerts)
         alarm_z = generator.sample_z(monitor.collapse_z, torch.Generator(device=self.device).manual_seed(seed + 3)) \
             if monitor.collapse_z else None
         self.alarm = CollapseAlarm(alarm_z, monitor.collapse_tau, monitor.collapse_patience, self.alerts) \
@@ -128,49 +111,80 @@ class Trainer(RecoveryMixin):
                 terms[name] = value
         return terms
 
-    def d_step(self) -> tuple[dict[str, Tensor], Tensor, Tensor, Tensor]:
-        """One discriminator update on a fresh real batch; returns (terms, real, d_real, d_fake)."""
+    def _update(self, net: str, module: nn.Module, opt: torch.optim.Optimizer, loss: Tensor) -> UpdateFindings:
+        """Back-propagate ``loss`` (0-d) into ``module`` and step ``opt``, unless the monitor's findings stop it.
+
+        The order of nanoGPT's and StyleGAN2-ADA's loops, with the fp16 GradScaler (Micikevicius et al. 2018),
+        whose calls pass through when it is disabled (precision 32 or bf16). A stopped update is dropped
+        (gradients cleared, the scaler's iteration closed); the caller rolls back or stops the run.
+        """
+        scaler = self.health.scalers[net]
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)  # the monitor and the clipping see the true gradients
+        found = self.health.inspect(net, module, opt, loss)
+        if not found.apply:
+            opt.zero_grad(set_to_none=True)
+            scaler.update()
+            return found
+        if self.health.cfg.clip is not None and found.finite:
+            torch.nn.utils.clip_grad_norm_(module.parameters(), float(self.health.cfg.clip))
+        scaler.step(opt)  # under fp16 the scaler skips the step when a gradient is inf/NaN
+        scaler.update()
+        self.health.record(found, opt)
+        return found
+
+    def d_step(self) -> tuple[StepContext, dict[str, Tensor], UpdateFindings]:
+        """One discriminator update on a fresh real batch; returns (its context, its loss terms, the findings)."""
         real = self.data.x[self.batcher.next()]  # (B, *shape), indices already on the device
         z = self.G.sample_z(self.cfg.batch_size, self.noise)  # (B, z_dim)
         with self.health.autocast():
             with torch.no_grad():
                 fake = self.G(z)
             d_real, d_fake = self.D(real).float(), self.D(fake).float()  # (B,), (B,)
-            ctx = StepContext(self.state.step, real, fake, z, d_real, d_fake, self.G, self.D,
-                              grad_scale=self.health.grad_scale("D"))
+            ctx = StepContext(self.state, real, fake, z, d_real, d_fake, grad_scale=self.health.grad_scale("D"))
             terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
         self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": d_real, "d_fake": d_fake, "terms": terms}
-        self.health.update("D", self.D, self.state.opt_d, _total(terms), self.state.step)
-        return terms, real, d_real.detach(), d_fake.detach()
+        found = self._update("D", self.D, self.state.opt_d, _total(terms))
+        if found.apply:
+            for s in self.strategies:
+                s.after_d_step(ctx)
+        return ctx, terms, found
 
-    def g_step(self, real: Tensor) -> dict[str, Tensor]:
-        """One generator update; D's parameters are frozen meanwhile (no gradient is stored for them)."""
+    def g_step(self, real: Tensor) -> tuple[dict[str, Tensor], UpdateFindings]:
+        """One generator update (``real``: the last D step's batch); D's parameters are frozen meanwhile (no
+        gradient is stored for them). Returns (its loss terms, the findings)."""
         z = self.G.sample_z(self.cfg.batch_size, self.noise)
         self.D.requires_grad_(False)
         try:
             with self.health.autocast():
                 fake = self.G(z)
+                ctx = StepContext(self.state, real, fake, z, grad_scale=self.health.grad_scale("G"))
                 critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
-                    critic = s.g_discriminator(critic, real, fake)
-                d_fake = critic(fake).float()
-                ctx = StepContext(self.state.step, real, fake, z, None, d_fake, self.G, self.D,
-                                  grad_scale=self.health.grad_scale("G"))
-                terms = self._sum_terms(self.loss.g_loss(d_fake), [s.g_terms(ctx) for s in self.strategies])
-            self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": None, "d_fake": d_fake, "terms": terms}
-            self.health.update("G", self.G, self.state.opt_g, _total(terms), self.state.step)
+                    critic = s.g_discriminator(ctx, critic)
+                ctx.d_fake = critic(fake).float()
+                terms = self._sum_terms(self.loss.g_loss(ctx.d_fake), [s.g_terms(ctx) for s in self.strategies])
+            self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": None, "d_fake": ctx.d_fake, "terms": terms}
+            found = self._update("G", self.G, self.state.opt_g, _total(terms))
         finally:
             self.D.requires_grad_(True)
-        return terms
+        return terms, found
 
     # ---------------------------------------------------------------- the run
-    def train_step(self) -> tuple[dict[str, Tensor], dict[str, Tensor], Tensor, Tensor]:
-        """``n_critic`` D updates, then one G update; returns (D terms, G terms, d_real, d_fake) of the last ones."""
+    def train_step(self) -> StepResult:
+        """``n_critic`` D updates, then one G update; stops at the first update the monitor's findings stop."""
         upcoming = self.state.step + 1
-        self.health.begin_step(self.state.step, logging=upcoming % self.cfg.log_every == 0 or upcoming == self.cfg.steps)
+        self.health.begin_step(self.state.step, measure=upcoming % self.cfg.log_every == 0 or upcoming == self.cfg.steps)
         for _ in range(self.cfg.n_critic):
-            d_terms, real, d_real, d_fake = self.d_step()
-        return d_terms, self.g_step(real), d_real, d_fake
+            ctx, d_terms, found = self.d_step()
+            if not found.apply:
+                return StepResult({}, {}, None, None, stopped=found)
+        g_terms, found = self.g_step(ctx.real)
+        if not found.apply:
+            return StepResult({}, {}, None, None, stopped=found)
+        assert ctx.d_real is not None and ctx.d_fake is not None
+        return StepResult(d_terms, g_terms, ctx.d_real.detach(), ctx.d_fake.detach())
 
     def start(self) -> None:
         """Strategies' ``on_start`` (which may create ``state.g_ema``), then the checkpoint's EMA weights into it.
@@ -195,27 +209,30 @@ class Trainer(RecoveryMixin):
                 more than ``monitor.max_recoveries`` non-finite updates.
         """
         self.start()
+        if self._pending_after_eval is not None:  # resumed from a last.pt: the strategies' reaction to its scores
+            self._react_to_eval(self._pending_after_eval)
         if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
             self.save(self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt")
         start_step, t0 = self.state.step, time.perf_counter()
         bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not self.cfg.progress, dynamic_ncols=True,
                    unit="step", desc="train")
         while self.state.step < self.cfg.steps:
-            try:
-                d_terms, g_terms, d_real, d_fake = self.train_step()
-            except NonFiniteStep as err:
-                self.recover(err)
+            out = self.train_step()
+            if out.stopped is not None and out.stopped.over_limit:
+                bar.close()
+                self._stop_at_hard_limit(out.stopped)
+            if out.stopped is not None:  # a non-finite update: roll back and go on
+                self._recover(out.stopped)
                 bar.n = self.state.step
                 continue
-            except HardLimitExceeded as err:
-                bar.close()
-                self._stop_at_hard_limit(err)
             self.state.step += 1
             step = self.state.step
             strategy_scalars = {f"strategy/{s.name}/{k}": v for s in self.strategies for k, v in s.after_step(self.state).items()}
-            self.health.after_step(step)
+            scalars = self.health.after_step(step)  # monitored steps only
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
-                self._log_step(step, d_terms, g_terms, d_real, d_fake, strategy_scalars, bar)
+                scalars |= self._step_scalars(out, strategy_scalars, bar)
+            if scalars:
+                self.logger.scalars(scalars, step)
             if step % self.cfg.eval_every == 0 or step == self.cfg.steps:
                 self.evaluate()
             if step % self.cfg.ckpt_every == 0:
@@ -225,30 +242,35 @@ class Trainer(RecoveryMixin):
         elapsed = time.perf_counter() - t0
         return self._finish(start_step, elapsed)
 
-    def _log_step(self, step: int, d_terms: dict[str, Tensor], g_terms: dict[str, Tensor], d_real: Tensor,
-                  d_fake: Tensor, extra: dict[str, float], bar: Any) -> None:
-        scalars = {f"loss/D/{k}": float(v.detach()) for k, v in d_terms.items()}
-        scalars |= {f"loss/G/{k}": float(v.detach()) for k, v in g_terms.items()}
-        scalars |= {"D/real": float(d_real.mean()), "D/fake": float(d_fake.mean()),
-                    "grad_norm/D": self.health.last["D"]["grad_norm"], "grad_norm/G": self.health.last["G"]["grad_norm"],
+    def _step_scalars(self, out: StepResult, extra: dict[str, float], bar: Any) -> dict[str, float]:
+        """The scalars of a logged step (losses, D outputs, gradient norms, lrs, ``extra``); updates the bar."""
+        assert out.d_real is not None and out.d_fake is not None
+        scalars = {f"loss/D/{k}": float(v.detach()) for k, v in out.d_terms.items()}
+        scalars |= {f"loss/G/{k}": float(v.detach()) for k, v in out.g_terms.items()}
+        scalars |= {"D/real": float(out.d_real.mean()), "D/fake": float(out.d_fake.mean()),
+                    "grad_norm/D": self.health.last["D"].grad_norm, "grad_norm/G": self.health.last["G"].grad_norm,
                     **extra}
         for i, group in enumerate(self.state.opt_d.param_groups[:1] + self.state.opt_g.param_groups[:1]):
             scalars[f"lr/{'DG'[i]}"] = float(group["lr"])
-        self.logger.scalars(scalars, step)
         bar.set_postfix(D=f"{scalars['loss/D/adv']:.3f}", G=f"{scalars['loss/G/adv']:.3f}", refresh=False)
+        return scalars
 
     def evaluate(self) -> dict[str, float]:
         """Score the generator (its EMA copy, batch-norm statistics recomputed, when a strategy keeps one; see
-        :func:`ganlab.strategies.ema.scored_generator`), log scores and pictures, save last.pt.
+        :func:`ganlab.strategies.ema.scored_generator`), log scores and pictures, save last.pt, then let the
+        strategies react (``after_eval``).
 
         The collapse alarm's values and the peak memory go to TensorBoard as ``health/<key>`` and to
         ``metrics.jsonl`` under ``"health"``; strategies' ``after_eval`` sees them merged into the scores.
+        last.pt holds the G that was scored, with its scores, because a reaction may change G (a rollback);
+        it also holds the reaction's input, which :meth:`fit` replays when a run resumes from it.
         """
         step = self.state.step
         with self._isolated_rng():
             G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
-            self._log_pictures(G, result.samples, step)
+            visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
+                                self.run_dir / "samples" / f"step_{step:07d}.png", step)
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
         scores = result.scores
         health["peak_memory_mib"] = peak_memory_mib(self.device)
@@ -256,34 +278,23 @@ class Trainer(RecoveryMixin):
                             | {f"health/{k}": v for k, v in health.items()}, step)
         for name, (counts, edges) in result.histograms.items():
             self.logger.histogram_counts(f"diversity/{name}", counts, edges, step)
-        extra = {f"strategy/{s.name}/{k}": v for s in self.strategies
-                 for k, v in s.after_eval(self.state, scores | health).items()}
-        self.logger.scalars(extra, step)
         self.last_scores, self.last_result = scores, result
         self._append_jsonl({"step": step, "scores": scores, "health": health})
-        self.save(self.run_dir / "checkpoints" / "last.pt")
+        self.save(self.run_dir / "checkpoints" / "last.pt", after_eval=scores | health)
+        self._react_to_eval(scores | health)
         self.logger.flush()
         return scores
+
+    def _react_to_eval(self, scores: dict[str, float]) -> None:
+        """Strategies' ``after_eval`` on ``scores`` (scores and health values); their scalars logged."""
+        self._pending_after_eval = None
+        extra = {f"strategy/{s.name}/{k}": v for s in self.strategies
+                 for k, v in s.after_eval(self.state, scores).items()}
+        self.logger.scalars(extra, self.state.step)
 
     def _isolated_rng(self) -> Any:
         """Global RNG draws inside (evaluation, projector) leave the training streams untouched."""
         return torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else [])
-
-    @torch.no_grad()
-    def _log_pictures(self, G: nn.Module, samples: Tensor, step: int) -> None:
-        """Images: a grid from the fixed latent codes. Points: a scatter of the scored samples vs real data."""
-        out = self.run_dir / "samples" / f"step_{step:07d}.png"
-        if self.data.is_image:
-            with eval_mode(G):
-                grid = visuals.image_grid(G(self.fixed_z))
-            self.logger.image("samples", grid, step)
-            visuals.save_grid_png(grid, out)
-        else:
-            means = self.data.mixture.means if self.data.mixture is not None else None
-            fig = visuals.scatter_figure(self.data.x[: len(samples)], samples, means,
-                                         title=f"{self.data.name}, step {step}")
-            visuals.save_figure_png(fig, out)
-            self.logger.figure("samples", fig, step)
 
     def _log_text(self, tag: str, message: str) -> None:
         log.info("[%s] step %d: %s", tag, self.state.step, message)
@@ -308,8 +319,9 @@ class Trainer(RecoveryMixin):
         return metrics
 
     # ---------------------------------------------------------------- checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        """Everything a bitwise-identical resume needs (see :mod:`ganlab.trainer.checkpoint`)."""
+    def state_dict(self, after_eval: dict[str, float] | None = None) -> dict[str, Any]:
+        """Everything a bitwise-identical resume needs (see :mod:`ganlab.trainer.checkpoint`); ``after_eval``:
+        the scores the strategies are about to react to (last.pt), or None."""
         st = self.state
         return {"format": ckpt_io.FORMAT, "step": st.step, "generator": self.G.state_dict(),
                 "discriminator": self.D.state_dict(), "opt_g": st.opt_g.state_dict(), "opt_d": st.opt_d.state_dict(),
@@ -317,18 +329,31 @@ class Trainer(RecoveryMixin):
                 "strategies": {s.name: s.state_dict() for s in self.strategies}, "batcher": self.batcher.state_dict(),
                 "noise_rng": self.noise.get_state(), "rng": ckpt_io.rng_state(), "config": self.config,
                 "scores": self.last_scores, "health": self.health.state_dict() | {"lr_scale": st.lr_scale},
-                "alarm": self.alarm.state_dict() if self.alarm is not None else {}}
+                "alarm": self.alarm.state_dict() if self.alarm is not None else {}, "after_eval": after_eval}
 
-    def save(self, path: Path) -> None:
-        """Write a checkpoint atomically; one with finite weights becomes :attr:`good_checkpoint`."""
-        ckpt_io.atomic_save(self.state_dict(), path)
+    def save(self, path: Path, after_eval: dict[str, float] | None = None) -> None:
+        """Write a checkpoint atomically (``after_eval``: see :meth:`state_dict`).
+
+        One whose parameters and buffers (G, D, the EMA copy) are all finite becomes :attr:`good_checkpoint`;
+        one that is not, written over the current good checkpoint, leaves none (the NaN guard then stops
+        instead of rolling back to non-finite weights).
+        """
+        path = Path(path)
+        ckpt_io.atomic_save(self.state_dict(after_eval), path)
         nets = [self.G, self.D] + ([self.state.g_ema] if self.state.g_ema is not None else [])
-        if recovery.all_finite(p for net in nets for p in net.parameters()):
-            self.good_checkpoint = Path(path)
+        if all_finite(itertools.chain.from_iterable(itertools.chain(n.parameters(), n.buffers()) for n in nets)):
+            self.good_checkpoint = path
+        elif self.good_checkpoint == path:
+            self.good_checkpoint = None
 
     def load_state_dict(self, ckpt: dict[str, Any]) -> None:
-        """Restore a checkpoint made by :meth:`state_dict` (weights, optimisers, strategies, data order, RNGs)."""
+        """Restore a checkpoint made by :meth:`state_dict` (weights, optimisers, strategies, data order, RNGs).
+
+        A last.pt's ``after_eval`` scores are kept for :meth:`fit`, which replays the strategies' reaction to
+        them (tools that only score the checkpoint, such as ganlab-eval, see the scored G).
+        """
         self._load_training_state(ckpt)
+        self._pending_after_eval = ckpt.get("after_eval")
         self.batcher.load_state_dict(ckpt["batcher"])
         self.noise.set_state(ckpt["noise_rng"])
         ckpt_io.set_rng_state(ckpt["rng"])
@@ -351,3 +376,27 @@ class Trainer(RecoveryMixin):
             s.load_state_dict(ckpt["strategies"].get(s.name, {}))
         st.step, self.last_scores = int(ckpt["step"]), dict(ckpt.get("scores", {}))
         st.lr_scale = float(ckpt.get("health", {}).get("lr_scale", 1.0))
+
+    # ---------------------------------------------------------------- when the monitor's findings stop an update
+    def _recover(self, found: UpdateFindings) -> None:
+        """The NaN/Inf guard's rollback to :attr:`good_checkpoint` (:func:`ganlab.trainer.recovery.recover_from_nan`)."""
+        self.health.recoveries += 1
+        recovery.recover_from_nan(found, state=self.state, batch=self.last_batch, recoveries=self.health.recoveries,
+                                  good_checkpoint=self.good_checkpoint, restore=self._restore,
+                                  monitor=self.health.cfg, dtype=self.health.dtype,
+                                  run_dir=self.run_dir, alerts=self.alerts, logger=self.logger)
+
+    def _restore(self, ckpt: dict[str, Any]) -> None:
+        """Mid-run rollback: the training state of ``ckpt``, then the strategies' reaction to its scores (a
+        last.pt holds the state before them), so the state is the one the run had after that checkpoint."""
+        self._load_training_state(ckpt)
+        if ckpt.get("after_eval") is not None:
+            self._react_to_eval(ckpt["after_eval"])
+
+    def _stop_at_hard_limit(self, found: UpdateFindings) -> None:
+        """Save a checkpoint (the update was not applied), then alert and raise TrainingHealthError."""
+        path = self.run_dir / "checkpoints" / f"hard_limit_step_{self.state.step:07d}.pt"
+        self.save(path)
+        recovery.stop_at_hard_limit(found, step=self.state.step, steps=self.cfg.steps,
+                                    limit=float(self.health.cfg.hard_limit), checkpoint=path, alerts=self.alerts,
+                                    logger=self.logger)

@@ -1,81 +1,109 @@
-"""What the training loop does when a health check stops an update (:mod:`ganlab.health`): the NaN/Inf guard's
-rollback, and the hard gradient limit's stop. Mixed into :class:`ganlab.trainer.loop.Trainer`."""
+"""What the training loop does when the health monitor's findings stop an update (:mod:`ganlab.health`): the
+NaN/Inf guard's rollback and the hard gradient limit's stop. Plain functions: every input is an argument."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
 
-from ganlab.health import HardLimitExceeded, NonFiniteStep, TrainingHealthError
-from ganlab.health import recovery
+import torch
+
+from ganlab.health import AlertLog, MonitorConfig, TrainingHealthError, UpdateFindings
+from ganlab.health import recovery as diagnosis_tools
+from ganlab.strategies.base import TrainState
 from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer.loggers import NullLogger
 
 
-class RecoveryMixin:
-    """``recover`` and ``_stop_at_hard_limit`` for the Trainer (uses its state, health, alerts, logger, save)."""
+def learning_rates(optimizers: tuple[torch.optim.Optimizer, ...]) -> list[list[float]]:
+    """Every param group's lr, per optimiser."""
+    return [[g["lr"] for g in opt.param_groups] for opt in optimizers]
 
-    G: Any
-    D: Any
-    state: Any
-    health: Any
-    alerts: Any
-    logger: Any
-    cfg: Any
-    run_dir: Any
-    last_batch: dict[str, Any]
-    good_checkpoint: Any
 
-    def recover(self, err: NonFiniteStep) -> None:
-        """The NaN/Inf guard: dump the batch, diagnose, roll back to the last good checkpoint, lower the lr.
+def cut_learning_rates(optimizers: tuple[torch.optim.Optimizer, ...], lrs: list[list[float]], factor: float) -> None:
+    """The NaN guard's lr cut: set every param group's lr to ``factor`` times ``lrs`` (the rates in force
+    when the update failed, read by :func:`learning_rates` before the rollback reloaded older ones)."""
+    for opt, old in zip(optimizers, lrs):
+        for group, lr in zip(opt.param_groups, old):
+            group["lr"] = lr * factor
 
-        The weights, optimiser states, EMA copy, strategy states and step counter come back from
-        :attr:`good_checkpoint`; the data order and latent-code streams go on (replaying them would replay the
-        failing batch). Every learning rate is then multiplied by ``monitor.nan_lr_factor``.
 
-        Raises:
-            TrainingHealthError: this was one recovery more than ``monitor.max_recoveries``, or there is no
-                good checkpoint to roll back to.
-        """
-        h, step = self.health, self.state.step
-        h.recoveries += 1
-        dump = recovery.dump_batch(self.run_dir, step + 1, err.net, self.last_batch)
-        diagnosis = recovery.diagnose(self.G, self.D, self.last_batch["real"], self.last_batch["z"],
-                                      dtype=self.health.dtype)
-        terms = {k: float(v.detach()) for k, v in self.last_batch["terms"].items()}
-        details = {"net": err.net, "loss": err.loss, "grad_norm": err.grad_norm, "terms": terms,
-                   "dump": str(dump), **diagnosis}
-        if h.recoveries > h.cfg.max_recoveries or self.good_checkpoint is None:
-            why = (f"more than monitor.max_recoveries={h.cfg.max_recoveries} non-finite updates"
-                   if self.good_checkpoint is not None else "no checkpoint with finite weights to roll back to")
-            self.alerts.emit("nan_stop", step + 1, f"stopping: {why}", severity="error", **details)
-            self.logger.flush()
-            advice = "Lower optim.*.lr or set monitor.clip=1.0" + (
-                ", or use trainer.precision=32" if self.cfg.precision != "32" else "")
-            raise TrainingHealthError(f"{err} at generator step {step + 1}; stopped after {why}. The batch is in "
-                                      f"{dump}; diagnosis: {diagnosis['verdict']}. {advice}")
-        lrs = [[g["lr"] for g in opt.param_groups] for opt in (self.state.opt_g, self.state.opt_d)]
-        lr_scale = self.state.lr_scale
-        self._load_training_state(ckpt_io.load_checkpoint(self.good_checkpoint))
-        factor = h.cfg.nan_lr_factor
-        for opt, old in zip((self.state.opt_g, self.state.opt_d), lrs):
-            for group, lr in zip(opt.param_groups, old):
-                group["lr"] = lr * factor
-        self.state.lr_scale = lr_scale * factor
-        self.alerts.emit("nan_recovery", step + 1, f"non-finite {err.net} update at step {step + 1} ({diagnosis['verdict']}); "
-                         f"rolled back to {self.good_checkpoint.name} (step {self.state.step}), learning rates x{factor:g} "
-                         f"(recovery {h.recoveries} of at most {h.cfg.max_recoveries})", checkpoint=str(self.good_checkpoint),
-                         restored_step=self.state.step, lr_g=self.state.opt_g.param_groups[0]["lr"],
-                         lr_d=self.state.opt_d.param_groups[0]["lr"], **details)
+def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[str, Any], recoveries: int,
+                     good_checkpoint: Path | None, restore: Callable[[dict[str, Any]], None], monitor: MonitorConfig,
+                     dtype: torch.dtype | None, run_dir: Path, alerts: AlertLog, logger: NullLogger) -> None:
+    """The NaN/Inf guard: dump the batch, diagnose, roll back to the last good checkpoint, cut the lr.
 
-    def _stop_at_hard_limit(self, err: HardLimitExceeded) -> None:
-        """Save a checkpoint (the update was not applied), alert, and raise TrainingHealthError."""
-        step = self.state.step
-        path = self.run_dir / "checkpoints" / f"hard_limit_step_{step:07d}.pt"
-        self.save(path)
-        self.alerts.emit("hard_limit", step + 1, f"{err} at generator step {step + 1}; checkpoint {path}",
-                         severity="error", net=err.net, grad_norm=err.grad_norm, limit=err.limit, checkpoint=str(path))
-        self.logger.flush()
-        raise TrainingHealthError(
-            f"{err} at generator step {step + 1}: the run stopped before applying that update (the step's earlier "
-            f"D updates are applied). Its state is in {path}. To continue from it: ganlab-train "
-            f"trainer.resume={path} trainer.steps={self.cfg.steps} monitor.clip=1.0 (or a higher monitor.hard_limit; "
-            "monitor.* is not taken from the checkpoint). To change the learning rate, start a new run")
+    The weights, optimiser states, EMA copy, strategy states and step counter come back from
+    ``good_checkpoint`` (through ``restore``); the data order and latent-code streams go on (replaying them
+    would replay the failing batch). Every learning rate is then ``monitor.nan_lr_factor`` times the one in
+    force when the update failed, and ``state.lr_scale`` records the product of these cuts.
+
+    Args:
+        found: the monitor's findings for the failed update (``nan_guard_trips``).
+        state: the live training state (its step is the number of generator updates done).
+        batch: inputs and outputs of the failed update (see :func:`ganlab.health.recovery.dump_batch`).
+        recoveries: this recovery's number, counting it (1 for the first).
+        good_checkpoint: the newest checkpoint with finite weights, or None.
+        restore: loads a checkpoint dict into the trainer (weights, optimisers, EMA copy, strategies, step).
+        monitor: the ``monitor`` settings (``max_recoveries``, ``nan_lr_factor``).
+        dtype: the run's reduced precision (bf16/fp16) or None at precision 32 (the diagnosis re-runs the forward
+            pass in it to tell an overflow from a loss or backward fault).
+        run_dir, alerts, logger: where the dump, the alert and the flush go.
+
+    Raises:
+        TrainingHealthError: ``recoveries`` is above ``monitor.max_recoveries``, or there is no good checkpoint.
+    """
+    step = state.step
+    dump = diagnosis_tools.dump_batch(run_dir, step + 1, found.net, batch)
+    diagnosis = diagnosis_tools.diagnose(state.generator, state.discriminator, batch["real"], batch["z"],
+                                         dtype=dtype)
+    terms = {k: float(v.detach()) for k, v in batch["terms"].items()}
+    details = {"net": found.net, "loss": found.loss, "grad_norm": found.grad_norm, "terms": terms,
+               "dump": str(dump), **diagnosis}
+    what = f"non-finite {found.net} update: loss={found.loss}, gradient norm={found.grad_norm}"
+    if recoveries > monitor.max_recoveries or good_checkpoint is None:
+        why = (f"more than monitor.max_recoveries={monitor.max_recoveries} non-finite updates"
+               if good_checkpoint is not None else "no checkpoint with finite weights to roll back to")
+        alerts.emit("nan_stop", step + 1, f"stopping: {why}", severity="error", **details)
+        logger.flush()
+        advice = "Lower optim.*.lr or set monitor.clip=1.0" + (", or use trainer.precision=32" if dtype is not None else "")
+        raise TrainingHealthError(f"{what} at generator step {step + 1}; stopped after {why}. The batch is in "
+                                  f"{dump}; diagnosis: {diagnosis['verdict']}. {advice}")
+    optimizers = (state.opt_g, state.opt_d)
+    lrs, lr_scale = learning_rates(optimizers), state.lr_scale
+    restore(ckpt_io.load_checkpoint(good_checkpoint))
+    factor = monitor.nan_lr_factor
+    cut_learning_rates(optimizers, lrs, factor)
+    state.lr_scale = lr_scale * factor
+    alerts.emit("nan_recovery", step + 1, f"non-finite {found.net} update at step {step + 1} ({diagnosis['verdict']}); "
+                f"rolled back to {good_checkpoint.name} (step {state.step}), learning rates x{factor:g} "
+                f"(recovery {recoveries} of at most {monitor.max_recoveries})", checkpoint=str(good_checkpoint),
+                restored_step=state.step, lr_g=state.opt_g.param_groups[0]["lr"],
+                lr_d=state.opt_d.param_groups[0]["lr"], **details)
+
+
+def stop_at_hard_limit(found: UpdateFindings, *, step: int, steps: int, limit: float, checkpoint: Path,
+                       alerts: AlertLog, logger: NullLogger) -> NoReturn:
+    """Alert and stop: ``found.grad_norm`` > ``limit`` (``monitor.hard_limit``) in generator step ``step + 1``.
+
+    Args:
+        found: the findings of the update that was not applied.
+        step: generator updates done.
+        steps: ``trainer.steps`` (for the resume command in the message).
+        limit: the hard limit.
+        checkpoint: where the loop has saved the state (the step's earlier D updates applied).
+        alerts, logger: where the alert and the flush go.
+
+    Raises:
+        TrainingHealthError: always, naming the checkpoint and how to continue from it.
+    """
+    what = f"{found.net} gradient norm {found.grad_norm:.4g} > monitor.hard_limit={limit:g}"
+    alerts.emit("hard_limit", step + 1, f"{what} at generator step {step + 1}; checkpoint {checkpoint}",
+                severity="error", net=found.net, grad_norm=found.grad_norm, limit=limit, checkpoint=str(checkpoint))
+    logger.flush()
+    raise TrainingHealthError(
+        f"{what} at generator step {step + 1}: the run stopped before applying that update (the step's earlier "
+        f"D updates are applied). Its state is in {checkpoint}. To continue from it: ganlab-train "
+        f"trainer.resume={checkpoint} trainer.steps={steps} monitor.clip=1.0 (or a higher monitor.hard_limit; "
+        "monitor.* is not taken from the checkpoint). To change the learning rate, start a new run")

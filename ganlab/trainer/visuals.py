@@ -6,10 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torchvision.utils import make_grid, save_image
 
+from ganlab.data.base import GANData
 from ganlab.io import atomic_open
+from ganlab.models.base import eval_mode
+from ganlab.trainer.loggers import NullLogger
 
 
 def image_grid(samples: Tensor, nrow: int = 8, min_tile: int = 32) -> Tensor:
@@ -66,3 +69,20 @@ def save_figure_png(fig: Any, path: Path) -> None:
     """Save a matplotlib figure as PNG, atomically (the figure stays open)."""
     with atomic_open(path) as f:
         fig.savefig(f, format="png")
+
+
+@torch.no_grad()
+def log_samples(G: nn.Module, samples: Tensor, data: GANData, fixed_z: Tensor, logger: NullLogger, out: Path,
+                step: int) -> None:
+    """The picture of an evaluation, logged and saved as ``out``: for images, a grid of G on the (N, z_dim)
+    ``fixed_z``; for points, a scatter of the (N, d) scored ``samples`` against real data."""
+    if data.is_image:
+        with eval_mode(G):
+            grid = image_grid(G(fixed_z))
+        logger.image("samples", grid, step)
+        save_grid_png(grid, out)
+    else:
+        means = data.mixture.means if data.mixture is not None else None
+        fig = scatter_figure(data.x[: len(samples)], samples, means, title=f"{data.name}, step {step}")
+        save_figure_png(fig, out)
+        logger.figure("samples", fig, step)

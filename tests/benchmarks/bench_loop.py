@@ -28,8 +28,8 @@ the device is synchronised at block ends:
   end-of-run files). Its logging is on at ``--fit-log-every`` (default 50, the conf default; NullLogger),
   plus the log fit always writes at its last step, i.e. once per block;
 * where the loop has the training-health monitor (``ganlab/health``): ``ganlab steps, health.update ->
-  backward+step`` (ablation: the monitor's per-update work replaced, in this process only, by
-  ``zero_grad(); backward(); step()``), ``ganlab steps, monitor.nan_guard=false`` (the guard off: only
+  backward+step`` (ablation: the loop's update with the monitor's per-update reads, ``Trainer._update``,
+  replaced, in this process only, by ``zero_grad(); backward(); step()``), ``ganlab steps, monitor.nan_guard=false`` (the guard off: only
   monitored steps read gradient norms), and ``ganlab steps, monitor.every=1e9`` (a second trainer whose
   periodic per-layer norms and update ratios never fall due).
 
@@ -135,18 +135,26 @@ def ganlab_steps(trainer: Any, k: int) -> None:
 
 
 def ganlab_steps_plain_update(trainer: Any, k: int) -> None:
-    """Ablation: ganlab_steps with ``trainer.health.update`` (the training-health monitor's per-update work:
-    grad norms, one host sync, update ratios) replaced by plain ``zero_grad(); backward(); step()``."""
-    def update(net: str, module: Any, opt: Any, loss: Any, step: int) -> None:
+    """Ablation: ganlab_steps with ``trainer._update`` (backward and step with the training-health monitor's
+    per-update reads: grad norms, one host sync, update ratios; ``trainer.health.update`` in older loops)
+    replaced by plain ``zero_grad(); backward(); step()``."""
+    def plain(opt: Any, loss: Any) -> None:
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
-    trainer.health.update = update
+    if hasattr(trainer.health, "update"):  # older loops: the monitor stepped the optimisers
+        target, name = trainer.health, "update"
+        update: Any = lambda net, module, opt, loss, step: plain(opt, loss)  # noqa: E731
+    else:
+        from ganlab.health import UpdateFindings
+        target, name = trainer, "_update"
+        update = lambda net, module, opt, loss: (plain(opt, loss), UpdateFindings(net))[1]  # noqa: E731
+    setattr(target, name, update)
     try:
         ganlab_steps(trainer, k)
     finally:
-        del trainer.health.update
+        delattr(target, name)
 
 
 def ganlab_fit(trainer: Any, k: int, log_every: int) -> float:

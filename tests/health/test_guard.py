@@ -34,16 +34,16 @@ def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monke
     inject_faults(trainer, cfg.debug)
     lr0 = (trainer.state.opt_g.param_groups[0]["lr"], trainer.state.opt_d.param_groups[0]["lr"])
     seen: dict = {}
-    original = Trainer.recover
+    original = Trainer._recover
 
-    def spy(self: Trainer, err) -> None:
-        original(self, err)
+    def spy(self: Trainer, found) -> None:
+        original(self, found)
         seen["path"] = self.good_checkpoint
         seen["G"] = {k: v.clone() for k, v in self.G.state_dict().items()}
         seen["D"] = {k: v.clone() for k, v in self.D.state_dict().items()}
         seen["step"] = self.state.step
 
-    monkeypatch.setattr(Trainer, "recover", spy)
+    monkeypatch.setattr(Trainer, "_recover", spy)
     metrics = trainer.fit()
     assert metrics["step"] == 12  # the run completed all its steps
     recoveries = [a for a in read_alerts(tmp_path) if a["kind"] == "nan_recovery"]
@@ -88,7 +88,7 @@ def test_clip_bounds_the_applied_gradient(tmp_path: Path) -> None:
     for net in (trainer.G, trainer.D):
         total = torch.nn.utils.get_total_norm([p.grad for p in net.parameters() if p.grad is not None])
         assert float(total) <= 0.001 * (1 + 1e-5)
-    assert trainer.health.last["G"]["grad_norm"] > 0.001  # the logged norm is the one before clipping
+    assert trainer.health.last["G"].grad_norm > 0.001  # the logged norm is the one before clipping
 
 
 def test_monitor_logs_rolling_stats_layers_and_update_ratios(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from ganlab.strategies.base import GANSpec, StepContext, TrainState
 from ganlab.strategies.d_lr_damping import DLRDamping
 
 
-def _ctx(d_real: torch.Tensor, d_fake: torch.Tensor) -> StepContext:
+def _ctx(state: TrainState, d_real: torch.Tensor, d_fake: torch.Tensor) -> StepContext:
     x = torch.zeros(len(d_real), 2)
-    return StepContext(0, x, x, x, d_real, d_fake, torch.nn.Identity(), torch.nn.Identity())
+    return StepContext(state, x, x, x, d_real, d_fake)
 
 
 def test_static_damping_halves_d_lr() -> None:
@@ -50,7 +50,8 @@ def test_adaptive_damps_while_d_dominates_and_recovers() -> None:
     def run(windows: int, d_real: torch.Tensor, d_fake: torch.Tensor) -> list[float]:
         lrs = []
         for _ in range(windows * 10):
-            s.d_terms(_ctx(d_real, d_fake))
+            assert s.d_terms(_ctx(state, d_real, d_fake)) == {}  # it only watches D, after each D update
+            s.after_d_step(_ctx(state, d_real, d_fake))
             state.step += 1
             out = s.after_step(state)
             if state.step % 10 == 0:

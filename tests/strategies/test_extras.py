@@ -12,7 +12,7 @@ from torch import nn
 
 from ganlab.losses import NonSaturatingLoss
 from ganlab.models import MLPDiscriminator, MLPGenerator
-from ganlab.strategies.base import GANSpec, TrainState
+from ganlab.strategies.base import GANSpec, StepContext, TrainState
 from ganlab.strategies.ema import EMA, ema_update
 from ganlab.strategies.minibatch_stddev import minibatch_stddev
 from ganlab.strategies.mode_seeking import mode_seeking_ratio
@@ -56,7 +56,8 @@ def test_pacgan_update_draws_m_samples_per_score_and_d_scores_batch_size_packs(m
     trainer = build_trainer(make_cfg("strategy=[pacgan]", f"strategy.pacgan.m={m}", "trainer.batch_size=10"), tmp_path)
     assert trainer.cfg.batch_size == 10 * m
     inner = copy.deepcopy(trainer.D.inner)  # D before the update d_step applies
-    terms, real, d_real, d_fake = trainer.d_step()
+    ctx, terms, findings = trainer.d_step()
+    real, d_real, d_fake = ctx.real, ctx.d_real, ctx.d_fake
     assert real.shape == (10 * m, 2) and d_real.shape == (10,) and d_fake.shape == (10,)
     # pack i holds samples i*m .. i*m + m - 1: D's score of pack 0 is D.inner on those m samples side by side
     assert torch.allclose(d_real[0], inner(real[:m].reshape(1, 2 * m))[0])
@@ -110,9 +111,8 @@ def test_unrolled_d_equals_k_real_optimiser_steps(optimizer: str) -> None:
         loss.d_loss(ref(real), ref(fake)).backward()
         ref_opt.step()
     s = Unrolled(k=3, optimizer=optimizer)
-    s.configure(_spec(d))
-    s.on_start(TrainState(nn.Linear(1, 1), d, opt, opt))
-    critic = s.g_discriminator(d, real, fake)
+    state = TrainState(nn.Linear(1, 1), d, opt, opt, loss=loss)
+    critic = s.g_discriminator(StepContext(state, real, fake, real), d)
     assert torch.allclose(critic(probe), ref(probe), atol=1e-10)
     assert not torch.allclose(d(probe), ref(probe))  # the real D did not move
 
@@ -121,15 +121,16 @@ def test_unrolled_second_order_reaches_g_through_the_unrolled_steps() -> None:
     g, d = MLPGenerator((2,), z_dim=3, hidden=(8,)), MLPDiscriminator((2,), hidden=(8,))
     opt_d = torch.optim.Adam(d.parameters(), lr=0.01)
     s = Unrolled(k=2)
-    s.configure(_spec(d))
-    s.on_start(TrainState(g, d, torch.optim.Adam(g.parameters()), opt_d))
-    real, fake = torch.randn(8, 2), g(torch.randn(8, 3))
+    state = TrainState(g, d, torch.optim.Adam(g.parameters()), opt_d, loss=NonSaturatingLoss())
+    z = torch.randn(8, 3)
+    real, fake = torch.randn(8, 2), g(z)
     d.requires_grad_(False)
-    first = torch.autograd.grad(s.g_discriminator(d, real, fake)(fake.detach()).sum(), list(g.parameters()))
+    critic = s.g_discriminator(StepContext(state, real, fake, z), d)
+    first = torch.autograd.grad(critic(fake.detach()).sum(), list(g.parameters()))
     assert any(float(t.abs().sum()) > 0 for t in first)  # only through theta_D^k(fake): the eq. 8 term
 
 
-def test_ema_update_and_resume() -> None:
+def test_ema_update_and_its_copy_of_g() -> None:
     g = nn.Linear(2, 2)
     ema = copy.deepcopy(g)
     with torch.no_grad():
@@ -140,15 +141,18 @@ def test_ema_update_and_resume() -> None:
     state = TrainState(g, g, torch.optim.SGD(g.parameters(), lr=0.1), torch.optim.SGD(g.parameters(), lr=0.1))
     s = EMA(beta=0.5)
     s.on_start(state)
+    assert state.g_ema is not g and torch.equal(state.g_ema.weight, g.weight)
+    assert not any(p.requires_grad for p in state.g_ema.parameters())
+    start = g.weight.detach().clone()
     with torch.no_grad():
         g.weight.add_(2.0)
     s.after_step(state)
-    saved = s.state_dict()
-    state2 = TrainState(g, g, state.opt_g, state.opt_d)
-    s2 = EMA(beta=0.5)
-    s2.load_state_dict(saved)
-    s2.on_start(state2)
-    assert torch.equal(state2.g_ema.weight, state.g_ema.weight)
+    assert torch.allclose(state.g_ema.weight, start + 1.0, atol=1e-6)  # 0.5 * start + 0.5 * (start + 2)
+    # the averaged weights' one home is the checkpoint's g_ema key (the loop restores it after on_start)
+    assert s.state_dict() == {}
+    kept = state.g_ema
+    s.on_start(state)
+    assert state.g_ema is kept
 
 
 def test_mode_seeking_ratio_of_a_linear_generator() -> None:

@@ -38,7 +38,7 @@ def test_r1_term_of_a_training_step_is_half_gamma_times_the_mean_squared_input_g
     trainer.start()
     d_before = copy.deepcopy(trainer.D)
     calls = _record_inputs(trainer.D)
-    d_terms, *_ = trainer.train_step()
+    d_terms = trainer.train_step().d_terms
     x = calls[0].requires_grad_(True)  # the D step scores its real batch first
     (grad,) = torch.autograd.grad(d_before(x).sum(), x)
     expected = 0.5 * 3.0 * grad.pow(2).sum(1).mean()
@@ -83,7 +83,7 @@ def test_mode_seeking_term_of_a_training_step_is_weight_over_ratio_plus_eps(make
     trainer.start()
     g_before = copy.deepcopy(trainer.G)  # the D step does not change G
     calls = _record_inputs(trainer.G)
-    _, g_terms, *_ = trainer.train_step()
+    g_terms = trainer.train_step().g_terms
     z = calls[-1]  # the G step's forward pass comes last
     fake = g_before(z).detach()
     h = z.shape[0] // 2

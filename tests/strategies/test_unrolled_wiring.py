@@ -41,7 +41,7 @@ def _one_step(make_cfg: Callable[..., object], tmp_path,
     trainer.start()
     g_before = copy.deepcopy(trainer.G)
     g_calls, d_calls = _record_inputs(trainer.G), _record_inputs(trainer.D)
-    _, g_terms, _, _ = trainer.train_step()
+    g_terms = trainer.train_step().g_terms
     real = d_calls[0][0]  # the D step scores the real batch first
     z = [x for x, grad in g_calls if grad][-1]  # the G step's forward pass is the one autograd records
     return trainer, g_before, real, z, g_terms

@@ -79,7 +79,7 @@ def test_the_training_loop_penalises_interpolates_between_its_real_and_fake_batc
     calls: list[tuple[Tensor, bool]] = []
     trainer.D.register_forward_pre_hook(
         lambda _m, args: calls.append((args[0].detach().clone(), args[0].requires_grad and args[0].is_leaf)))
-    d_terms, *_ = trainer.train_step()
+    d_terms = trainer.train_step().d_terms
     assert float(d_terms["gp"].detach()) > 0
     (real, _), (fake, _) = calls[:2]  # the D step scores the real batch, then the fake batch
     x_hats = [x for x, is_grad_leaf in calls if is_grad_leaf]  # G's fakes need a gradient too, but not as a leaf

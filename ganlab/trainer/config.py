@@ -1,0 +1,40 @@
+"""The loop's settings: the keys of ``conf/trainer/*.yaml``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ganlab.health import parse_precision
+from ganlab.trainer import speed
+
+
+@dataclass
+class TrainerConfig:
+    """Keys of ``conf/trainer/*.yaml`` (``trainer.<key>=`` on the command line)."""
+
+    steps: int = 5000          # generator updates in the whole run
+    batch_size: int = 256      # samples per D and per G update
+    n_critic: int = 1          # D updates per G update (a strategy such as wgan_gp may raise it)
+    eval_every: int = 1000     # evaluate (scores, sample grid) every this many G steps, and at the end
+    ckpt_every: int = 1000     # write checkpoints/step_XXXXXXX.pt every this many G steps (last.pt at every eval)
+    log_every: int = 50        # TensorBoard scalars and progress-bar losses every this many G steps
+    grid_size: int = 64        # fixed-z samples drawn at every eval (image grid / scatter)
+    resume: str | None = None  # run directory or checkpoint file to continue from
+    progress: bool = True      # show a progress bar
+    projector: bool = True     # at the end, real and generated embeddings for TensorBoard's projector
+    precision: str = "32"      # 32 | bf16 (autocast) | fp16 (autocast + loss scaling)
+    compile: bool = False      # torch.compile G and D (eager, with a warning, when a strategy differentiates twice)
+    channels_last: bool = False  # NHWC weights for conv models (faster convolutions on GPUs)
+    fused_optim: Any = "auto"  # fused Adam/AdamW/SGD kernel: auto (CUDA only), true, false
+
+    def validate(self) -> None:
+        """Raise ValueError naming the key when a count is not positive or the precision is unknown."""
+        for key in ("steps", "batch_size", "n_critic", "eval_every", "ckpt_every", "log_every", "grid_size"):
+            if int(getattr(self, key)) <= 0:
+                raise ValueError(f"trainer.{key} must be a positive integer, got {getattr(self, key)}")
+        for key in ("progress", "projector", "compile", "channels_last"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")
+        self.precision = parse_precision(self.precision)
+        speed.parse_fused(self.fused_optim)
