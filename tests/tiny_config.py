@@ -8,6 +8,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 
 from ganlab import CONFIG_DIR
+from ganlab.trainer.loggers import NullLogger
 
 #: Overrides that make any run tiny: few steps, small batches, CPU, no progress bar.
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=16", "trainer.eval_every=3", "trainer.ckpt_every=3",
@@ -41,3 +42,16 @@ def train_tiny(overrides: list[str], run_dir: Path) -> Path:
 
     build_trainer(compose_cfg(overrides), run_dir).fit()
     return run_dir
+
+
+
+class RecordingLogger(NullLogger):
+    """A logger that keeps every scalar as ``logged[tag] = [(step, value), ...]``; all else is a no-op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.logged: dict[str, list[tuple[int, float]]] = {}
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        for k, v in values.items():
+            self.logged.setdefault(k, []).append((step, v))

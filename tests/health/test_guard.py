@@ -11,20 +11,10 @@ from ganlab.health import TrainingHealthError, read_alerts
 from ganlab.health.monitor import parse_precision
 from ganlab.strategies.wgan_gp import gradient_penalty
 from ganlab.trainer.loop import Trainer
-from ganlab.trainer.loggers import NullLogger
 
-from tiny_config import compose_cfg
+from tiny_config import RecordingLogger, compose_cfg
 
 BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0"]
-
-
-class RecordingLogger(NullLogger):
-    def __init__(self) -> None:
-        self.logged: dict[str, list[tuple[int, float]]] = {}
-
-    def scalars(self, values: dict[str, float], step: int) -> None:
-        for k, v in values.items():
-            self.logged.setdefault(k, []).append((step, v))
 
 
 def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from torch import Tensor
 
 from ganlab.build import build_trainer
 from ganlab.strategies.base import Part, StepContext, Strategy, TrainState
-from ganlab.trainer.loggers import NullLogger
+from tiny_config import RecordingLogger
 
 
 class Recorder(Strategy):
@@ -59,19 +59,10 @@ class Recorder(Strategy):
         return {}
 
 
-class Logged(NullLogger):
-    def __init__(self) -> None:
-        self.values: dict[str, list[tuple[int, float]]] = {}
-
-    def scalars(self, values: dict[str, float], step: int) -> None:
-        for k, v in values.items():
-            self.values.setdefault(k, []).append((step, v))
-
-
 def test_the_loop_calls_every_hook_with_the_one_state(make_cfg, tmp_path) -> None:
     trainer = build_trainer(make_cfg("trainer.steps=2", "trainer.n_critic=2", "trainer.eval_every=2",
                                      "trainer.log_every=1", "monitor.every=1"), tmp_path)
-    trainer.logger = logger = Logged()
+    trainer.logger = logger = RecordingLogger()
     rec = Recorder()
     trainer.strategies.append(rec)
     trainer.fit()
@@ -82,9 +73,9 @@ def test_the_loop_calls_every_hook_with_the_one_state(make_cfg, tmp_path) -> Non
                          ("g_discriminator", 1), ("g_terms", 1), ("after_step", 2), ("after_eval", 2)]
     assert rec.states == {id(trainer.state)}
     # G's adversarial loss is the non-saturating one of the swapped critic's 3.0: softplus(-3) = log(1 + e^-3)
-    assert [v for _, v in logger.values["loss/G/adv"]] == pytest.approx([math.log1p(math.exp(-3.0))] * 2)
+    assert [v for _, v in logger.logged["loss/G/adv"]] == pytest.approx([math.log1p(math.exp(-3.0))] * 2)
     # each scalar once per step, although the monitor (every step) and the loop's log (every step) both have it
-    assert [s for s, _ in logger.values["grad_norm/D"]] == [1, 2]
+    assert [s for s, _ in logger.logged["grad_norm/D"]] == [1, 2]
 
 
 def test_replaces_takes_only_known_parts() -> None:
