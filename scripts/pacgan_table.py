@@ -116,12 +116,13 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=10000)
     ap.add_argument("--eval-every", type=int, default=5000)
     ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--first-trial", type=int, default=0, help="seed of the first trial (to add trials to a table)")
     ap.add_argument("--datasets", nargs="+", default=["ring", "grid"], choices=["ring", "grid"])
     ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("docs/results/pacgan_table"))
     args = ap.parse_args()
-    jobs = [(d, r, s) for s in range(args.trials) for d in args.datasets for r in args.rows]
+    jobs = [(d, r, s) for s in range(args.first_trial, args.trials) for d in args.datasets for r in args.rows]
     Parallel(n_jobs=args.jobs)(delayed(run_one)(args.out, d, r, s, args.steps, args.chunk, args.eval_every)
                                for d, r, s in jobs)
     records = collect(args.out)
