@@ -23,7 +23,6 @@ import math
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

@@ -29,9 +29,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from ganlab.build import build_trainer
 from ganlab.strategies.ema import scored_generator
+from ganlab.train import format_scores
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
-from ganlab.train import format_scores
 
 log = logging.getLogger("ganlab")
 

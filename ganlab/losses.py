@@ -48,7 +48,10 @@ class NonSaturatingLoss(AdversarialLoss):
 
 
 class HingeLoss(AdversarialLoss):
-    """Lim & Ye 2017; Miyato et al. 2018, eq. 16-17: L_D = E[relu(1 - D(x))] + E[relu(1 + D(G(z)))], L_G = -E[D(G(z))]."""
+    """Lim & Ye 2017; Miyato et al. 2018, eq. 16-17.
+
+    L_D = E[relu(1 - D(x))] + E[relu(1 + D(G(z)))], L_G = -E[D(G(z))].
+    """
 
     name = "hinge"
 

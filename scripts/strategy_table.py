@@ -98,8 +98,9 @@ def mean_std(values: list[float], fmt: str) -> str:
 
 def table(results: dict[tuple[str, str], list[dict[str, Any]]], datasets: list[str], labels: list[str]) -> str:
     """Markdown table: per data set modes covered, HQ %, reverse KL (mean ± std over seeds), all-modes seeds."""
-    head = "| strategy | " + " | ".join(f"{d} modes (of {MODES[d]}) | {d} HQ % | {d} reverse KL | {d} seeds with all modes"
-                                         for d in datasets) + " | CPU s/run |"
+    head = "| strategy | " + " | ".join(
+        f"{d} modes (of {MODES[d]}) | {d} HQ % | {d} reverse KL | {d} seeds with all modes" for d in datasets)
+    head += " | CPU s/run |"
     lines = [head, "|" + "---|" * (2 + 4 * len(datasets))]
     for label in labels:
         cells: list[str] = []
@@ -109,7 +110,8 @@ def table(results: dict[tuple[str, str], list[dict[str, Any]]], datasets: list[s
             sc = [r["scores"] for r in runs]
             cpu += [r["cpu_s"] for r in runs]
             full = sum(s["modes_covered"] == MODES[d] for s in sc)
-            cells += [mean_std([s["modes_covered"] for s in sc], ".1f"), mean_std([100 * s["hq_fraction"] for s in sc], ".1f"),
+            cells += [mean_std([s["modes_covered"] for s in sc], ".1f"),
+                      mean_std([100 * s["hq_fraction"] for s in sc], ".1f"),
                       mean_std([s["reverse_kl"] for s in sc], ".3f"), f"{full}/{len(sc)}"]
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {statistics.fmean(cpu):.0f} |")
     for label, *pub in PUBLISHED:
@@ -130,12 +132,13 @@ def protocol(args: argparse.Namespace, results: dict[tuple[str, str], list[dict[
     return f"""Protocol (ganlab, `scripts/strategy_table.py`): data sets ring8 (8 Gaussians on a circle of radius 2,
 std 0.02) and grid25 (means {{-4,-2,0,2,4}}^2, std 0.05), 50,000 training points each; model=mlp (G: z_dim 16,
 3 x 128 ReLU; D: 2 x 128 LeakyReLU(0.2)); loss=ns; Adam betas (0.5, 0.999), lr {args.lr:g} for D and G unless a
-strategy changes it (see the settings below); {args.steps} generator steps of batch {args.batch_size}; seeds {", ".join(map(str, args.seeds))};
-CPU, {args.threads} thread. Scores on 2,500 samples from fixed latent codes after the last step (PacGAN/VEEGAN
-protocol): a sample is high quality (HQ) within 3 std of its nearest mode; a mode is covered when it is the
-nearest mode of at least one HQ sample; reverse KL = sum_k p_k log(K p_k) over nearest-mode assignments.
-Cells: mean ± std over seeds. All {n_runs} runs took {cpu_min:.1f} CPU-minutes in all. Published rows are copied from the papers (PacGAN Table 1: 10 trials, ring radius 1
-std 0.01, grid std 0.05, their own networks and training length; VEEGAN Table 1), so they compare in kind, not exactly.
+strategy changes it (see the settings below); {args.steps} generator steps of batch {args.batch_size};
+seeds {", ".join(map(str, args.seeds))}; CPU, {args.threads} thread. Scores on 2,500 samples from fixed latent
+codes after the last step (PacGAN/VEEGAN protocol): a sample is high quality (HQ) within 3 std of its nearest
+mode; a mode is covered when it is the nearest mode of at least one HQ sample; reverse KL = sum_k p_k log(K p_k)
+over nearest-mode assignments. Cells: mean ± std over seeds. All {n_runs} runs took {cpu_min:.1f} CPU-minutes in
+all. Published rows are copied from the papers (PacGAN Table 1: 10 trials, ring radius 1 std 0.01, grid std 0.05,
+their own networks and training length; VEEGAN Table 1), so they compare in kind, not exactly.
 
 | row | strategies as built | n_critic | lr D | lr G |
 |---|---|---|---|---|

@@ -6,6 +6,7 @@ import pytest
 import torch
 from hydra.errors import MissingConfigException
 from hydra.utils import instantiate
+from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
 from ganlab.build import make
@@ -14,8 +15,6 @@ from ganlab.losses import AdversarialLoss
 from ganlab.metrics import Evaluator
 from ganlab.models import Discriminator, Generator
 from ganlab.trainer.loggers import NullLogger
-
-from tiny_config import compose_cfg
 
 
 def options(group: str) -> list[str]:
@@ -36,7 +35,8 @@ def test_every_dataset_yaml(name: str) -> None:
     assert data.num_modes in {8, 25, 10, 1000}
 
 
-@pytest.mark.parametrize("name,shape", [("mlp", (2,)), ("pacgan_mlp", (2,)), ("dcgan", (1, 32, 32)), ("dcgan", (3, 8, 8))])
+@pytest.mark.parametrize("name,shape",
+                         [("mlp", (2,)), ("pacgan_mlp", (2,)), ("dcgan", (1, 32, 32)), ("dcgan", (3, 8, 8))])
 def test_every_model_yaml(name: str, shape: tuple[int, ...]) -> None:
     cfg = compose_cfg([f"model={name}"])
     G = instantiate(cfg.model.generator, data_shape=shape)

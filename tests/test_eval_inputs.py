@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from ganlab import evaluate
-from ganlab.compare import collect_runs, main as compare_main
+from ganlab.compare import collect_runs
+from ganlab.compare import main as compare_main
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.visuals import image_grid, save_grid_png
 

@@ -11,8 +11,7 @@ from ganlab.data import GANData, digits, stacked_digits
 from ganlab.metrics import Evaluator
 from ganlab.metrics.classifier import channel_split, train_classifier
 from ganlab.metrics.embedders import ClassifierEmbedder, InceptionEmbedder, PixelEmbedder
-from ganlab.metrics.scorers import (ClusterScorer, DuplicateScorer, EvalBatch, ModeScorer, SimilarityScorer,
-                                    VendiScorer)
+from ganlab.metrics.scorers import ClusterScorer, DuplicateScorer, EvalBatch, ModeScorer, SimilarityScorer, VendiScorer
 
 
 class ConstantG(nn.Module):

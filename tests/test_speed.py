@@ -4,6 +4,7 @@ import logging
 
 import pytest
 import torch
+from tiny_config import compose_cfg
 
 from ganlab.build import build_trainer
 from ganlab.data.base import Batcher
@@ -11,8 +12,6 @@ from ganlab.strategies.common import LRAdjust
 from ganlab.strategies.r1 import R1
 from ganlab.strategies.wgan_gp import WGANGP
 from ganlab.trainer import speed
-
-from tiny_config import compose_cfg
 
 SMALL_DCGAN = ["dataset=digits", "model=dcgan", "dataset.image_size=8", "model.generator.width=8",
                "model.discriminator.width=8", "model.generator.z_dim=8", "logger=none"]
@@ -24,7 +23,8 @@ def test_fused_adam_keeps_settings_and_computes_the_same_step() -> None:
     p2 = torch.nn.Parameter(p1.detach().clone())
     factory = LRAdjust.wrap(torch.optim.Adam, factor=0.5)  # the lr set after construction must survive
     plain, fast = factory([p1], lr=1e-2, betas=(0.5, 0.9)), speed.fused(factory([p2], lr=1e-2, betas=(0.5, 0.9)))
-    assert fast.param_groups[0]["fused"] and fast.param_groups[0]["lr"] == 5e-3 and fast.param_groups[0]["betas"] == (0.5, 0.9)
+    group = fast.param_groups[0]
+    assert group["fused"] and group["lr"] == 5e-3 and group["betas"] == (0.5, 0.9)
     for _ in range(3):
         g = torch.randn(5, 3)
         p1.grad, p2.grad = g.clone(), g.clone()

@@ -1,8 +1,16 @@
 """Data sets held in memory as tensors, and the seeded batch sampler."""
 
 from ganlab.data.base import Batcher, GANData, Mixture
-from ganlab.data.images import (cifar10, digits, fashion_mnist, find_fashion_mnist, mnist, stack,
-                                stacked_digits, stacked_fashion_mnist)
+from ganlab.data.images import (
+                                cifar10,
+                                digits,
+                                fashion_mnist,
+                                find_fashion_mnist,
+                                mnist,
+                                stack,
+                                stacked_digits,
+                                stacked_fashion_mnist,
+)
 from ganlab.data.mixtures import grid, ring, sample_mixture
 
 __all__ = ["Batcher", "GANData", "Mixture", "ring", "grid", "sample_mixture", "fashion_mnist", "find_fashion_mnist",

@@ -9,7 +9,8 @@ import torch
 from ganlab.data.base import GANData, Mixture
 
 
-def sample_mixture(means: torch.Tensor, std: float, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_mixture(means: torch.Tensor, std: float, n: int,
+                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw n points from the equal-weight isotropic mixture: returns x (n, D) and component labels (n,)."""
     labels = torch.randint(means.shape[0], (n,), generator=generator)
     x = means[labels] + std * torch.randn(n, means.shape[1], generator=generator)

@@ -91,10 +91,10 @@ class HealthMonitor:
         device: the training device.
         alerts: where alerts go.
 
-    Returned by :meth:`after_step` every ``cfg.every`` generator steps: ``grad_norm/{D,G}`` (latest global L2 norm, before clipping),
-    ``grad_norm/{D,G}/{mean,max,std}`` over the last ``cfg.window`` updates, ``grad_norm/{D,G}/<layer>``,
-    ``update_ratio/{D,G}/group<i>`` (see :mod:`ganlab.health.update_ratio`) and, under fp16,
-    ``health/loss_scale/{D,G}``.
+    Returned by :meth:`after_step` every ``cfg.every`` generator steps: ``grad_norm/{D,G}`` (latest global L2
+    norm, before clipping), ``grad_norm/{D,G}/{mean,max,std}`` over the last ``cfg.window`` updates,
+    ``grad_norm/{D,G}/<layer>``, ``update_ratio/{D,G}/group<i>`` (see :mod:`ganlab.health.update_ratio`) and, under
+    fp16, ``health/loss_scale/{D,G}``.
     """
 
     def __init__(self, cfg: MonitorConfig, precision: str, device: torch.device, alerts: AlertLog) -> None:
@@ -216,8 +216,9 @@ class HealthMonitor:
             scalars[f"grad_norm/{net}"] = self.last[net].grad_norm
             scalars |= {f"grad_norm/{net}/{k}": v for k, v in summary.items() if k != "cv"}
             if self._variability[net].update(summary.get("cv", 0.0) > 1.0):
+                window = len(self.stats[net].values)
                 self.alerts.emit("grad_norm_variability", step, f"{net}'s gradient norm varies more than its mean "
-                                 f"(std/mean={summary['cv']:.2f} over the last {len(self.stats[net].values)} updates) at "
+                                 f"(std/mean={summary['cv']:.2f} over the last {window} updates) at "
                                  f"{self.cfg.variability_patience} checks in a row: an unstable run; consider "
                                  "monitor.clip=1.0 or a lower learning rate", **summary)
             if self.scalers[net].is_enabled():

@@ -69,7 +69,9 @@ def _dry_config(cfg: DictConfig) -> DictConfig:
 
 
 def _fmt_time(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else (f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def _sync(device: torch.device) -> None:
@@ -152,7 +154,8 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     rows.append(Check("peak memory", None, f"{peak_memory_mib(trainer.device):.0f} MiB",
                       "GPU allocations" if trainer.device.type == "cuda" else "process RSS"))
     rows.append(Check("estimated run time", None, _fmt_time(full_steps * per_step + n_evals * per_eval),
-                      f"{full_steps} steps x {per_step * 1e3:.2f} ms (batch {full_bs}) + {n_evals} evals x {per_eval:.1f} s"))
+                      f"{full_steps} steps x {per_step * 1e3:.2f} ms (batch {full_bs}) "
+                      f"+ {n_evals} evals x {per_eval:.1f} s"))
     atomic_write_text(Path(run_dir) / "preflight.json", json.dumps({"passed": all(r.passed is not False for r in rows),
                                                                     "checks": [asdict(r) for r in rows]}, indent=2))
     return rows

@@ -22,15 +22,38 @@ Modules: :mod:`~ganlab.inspection.runs` (finding and loading runs), :mod:`~ganla
 
 from __future__ import annotations
 
-from ganlab.inspection.clusters import (ClusterAssignment, assign_clusters, cluster_occupancy, fit_clusters,
-                                        project_2d, samples_by_cluster)
+from ganlab.inspection.clusters import (
+                                        ClusterAssignment,
+                                        assign_clusters,
+                                        cluster_occupancy,
+                                        fit_clusters,
+                                        project_2d,
+                                        samples_by_cluster,
+)
 from ganlab.inspection.plots import plot_occupancy, plot_projection, plot_samples_by_cluster
-from ganlab.inspection.runs import (LoadedRun, evaluate_run, find_latest_run, find_latest_sweep, find_runs_root,
-                                    is_run_dir, list_checkpoints, load_run, resolve_user_path)
-from ganlab.inspection.similarity import (CheckpointHistogram, histograms_over_checkpoints, most_similar_pairs,
-                                          scores_table, similarity_histograms)
-from ganlab.inspection.similarity_plots import (plot_histograms_over_checkpoints, plot_most_similar_pairs,
-                                                plot_similarity_histograms)
+from ganlab.inspection.runs import (
+                                        LoadedRun,
+                                        evaluate_run,
+                                        find_latest_run,
+                                        find_latest_sweep,
+                                        find_runs_root,
+                                        is_run_dir,
+                                        list_checkpoints,
+                                        load_run,
+                                        resolve_user_path,
+)
+from ganlab.inspection.similarity import (
+                                        CheckpointHistogram,
+                                        histograms_over_checkpoints,
+                                        most_similar_pairs,
+                                        scores_table,
+                                        similarity_histograms,
+)
+from ganlab.inspection.similarity_plots import (
+                                        plot_histograms_over_checkpoints,
+                                        plot_most_similar_pairs,
+                                        plot_similarity_histograms,
+)
 
 __all__ = ["CheckpointHistogram", "ClusterAssignment", "LoadedRun", "assign_clusters", "cluster_occupancy",
            "evaluate_run", "find_latest_run", "find_latest_sweep", "find_runs_root", "fit_clusters",

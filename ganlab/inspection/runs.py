@@ -36,7 +36,8 @@ def _markers(run_dir: Path) -> list[Path]:
 
 
 def _runs_under(root: Path) -> list[Path]:
-    found = {p.parent for p in root.rglob("metrics.json")} | {p.parent.parent for p in root.rglob("checkpoints/last.pt")}
+    found = {p.parent for p in root.rglob("metrics.json")}
+    found |= {p.parent.parent for p in root.rglob("checkpoints/last.pt")}
     return sorted(d for d in found if is_run_dir(d))
 
 

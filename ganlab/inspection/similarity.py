@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
+from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.metrics.scorers import SimilarityScorer
 from ganlab.metrics.similarity import SimilarityHistogram, normalize_rows, similarity_histogram

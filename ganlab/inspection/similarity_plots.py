@@ -81,7 +81,8 @@ def plot_histograms_over_checkpoints(histograms: Sequence[CheckpointHistogram]) 
     if n <= 10:
         ax_h.legend(fontsize=7)
     ax_s.plot([c.step for c in histograms], [c.histogram.high_similarity_fraction for c in histograms], marker="o")
-    ax_s.set(xlabel="generator step", ylabel=f"share of pairs > {tau:g}", title="high_similarity_fraction (lower is better)")
+    ax_s.set(xlabel="generator step", ylabel=f"share of pairs > {tau:g}",
+             title="high_similarity_fraction (lower is better)")
     ax_s.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -122,7 +123,7 @@ def plot_most_similar_pairs(samples: Tensor, pairs: Sequence[tuple[int, int, flo
         fig = _figure(5.5, 5.5)
         ax = fig.add_subplot()
         ax.scatter(x[:, 0], x[:, 1], s=2, c="lightgrey")
-        for i, j, cos in pairs:
+        for i, j, _cos in pairs:
             ax.plot([x[i, 0], x[j, 0]], [x[i, 1], x[j, 1]], c="tab:red", marker="o", markersize=3, lw=1)
         ax.set_aspect("equal")
         ax.set_title(f"{len(pairs)} most similar generated pairs (cosine {pairs[-1][2]:.4f} to {pairs[0][2]:.4f})")

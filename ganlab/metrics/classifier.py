@@ -60,7 +60,8 @@ def channel_split(x: Tensor, labels: Tensor | None, num_channels: int) -> tuple[
 def accuracy(model: SmallCNN, x: Tensor, y: Tensor, batch_size: int = 2000) -> float:
     """Fraction of ``x`` (N, 1, S, S) whose argmax logit equals ``y`` (N,)."""
     model.eval()
-    hits = sum(int((model(x[i:i + batch_size]).argmax(1) == y[i:i + batch_size]).sum()) for i in range(0, len(x), batch_size))
+    hits = sum(int((model(x[i:i + batch_size]).argmax(1) == y[i:i + batch_size]).sum())
+               for i in range(0, len(x), batch_size))
     return hits / max(len(x), 1)
 
 

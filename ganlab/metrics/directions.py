@@ -11,8 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ganlab.metrics.scorers import (ClusterScorer, DuplicateScorer, FrechetScorer, MixtureScorer, ModeScorer,
-                                    NDBScorer, PRDCScorer, Scorer, SimilarityScorer, VendiScorer)
+from ganlab.metrics.scorers import (
+    ClusterScorer,
+    DuplicateScorer,
+    FrechetScorer,
+    MixtureScorer,
+    ModeScorer,
+    NDBScorer,
+    PRDCScorer,
+    Scorer,
+    SimilarityScorer,
+    VendiScorer,
+)
 
 #: The shipped scorers in the order their scores appear in tables (other ``Scorer`` subclasses follow).
 TABLE_ORDER: tuple[type[Scorer], ...] = (MixtureScorer, ModeScorer, ClusterScorer, NDBScorer, PRDCScorer,

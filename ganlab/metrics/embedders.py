@@ -61,7 +61,8 @@ class ClassifierEmbedder(Embedder):
 
     def __init__(self, cache_dir: str | None = None, epochs: int = 3, max_train: int | None = None, seed: int = 0,
                  batch_size: int | None = None) -> None:
-        self.cache_dir = Path(cache_dir or os.environ.get("GANLAB_CACHE") or "~/.cache/ganlab").expanduser() / "classifiers"
+        root = cache_dir or os.environ.get("GANLAB_CACHE") or "~/.cache/ganlab"
+        self.cache_dir = Path(root).expanduser() / "classifiers"
         self.epochs, self.max_train, self.seed, self.batch_size = epochs, max_train, seed, batch_size
         self.model: SmallCNN | None = None
         self.channels = 1

@@ -49,7 +49,8 @@ class Evaluator:
     def __init__(self, num_samples: int = 2500, num_real: int = 10_000, scorers: Mapping[str, Scorer] | None = None,
                  embedder: Embedder | None = None, batch_size: int = 1000, seed: int = 0) -> None:
         if num_samples <= 1 or num_real <= 1:
-            raise ValueError(f"metrics.num_samples and metrics.num_real must be at least 2, got {num_samples}, {num_real}")
+            raise ValueError("metrics.num_samples and metrics.num_real must be at least 2, "
+                             f"got {num_samples}, {num_real}")
         self.num_samples, self.num_real, self.batch_size, self.seed = num_samples, num_real, batch_size, seed
         self.scorers = dict(scorers or {})
         self.embedder = embedder or AutoEmbedder()
@@ -133,7 +134,8 @@ class Evaluator:
         result.scores.update(self._baseline)
         return result
 
-    def projector(self, result: EvalResult, data: GANData, n: int = 500) -> tuple[Tensor, list[list[str]], list[str], Tensor | None]:
+    def projector(self, result: EvalResult, data: GANData,
+                  n: int = 500) -> tuple[Tensor, list[list[str]], list[str], Tensor | None]:
         """Points for TensorBoard's projector: ``n`` real and ``n`` generated embeddings with metadata
         (source, k-means cluster of the real reference) and, for images, sprites in [0, 1].
 

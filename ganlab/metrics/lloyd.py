@@ -8,6 +8,7 @@ of samples, :func:`_assign` the exact blocked nearest-centre search used for the
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import NamedTuple
 
 import torch
@@ -181,8 +182,9 @@ def _lloyd(xa: Tensor, centers: Tensor, max_iter: int, tol: float, block_size: i
     it, moved, mode, off_until, backoff = 0, n, "reset", 0, 4
     for it in range(1, max_iter + 1):
         full = moved > n // 8  # many moves: recompute the sums (cheaper than tracking changes)
-        parts = pool.map_rows(lambda s, e: _lloyd_step(xa[s:e], cen, labels[s:e], upper[s:e], lower[s:e],
-                                                       block_size, mode, full), n)
+        step = partial(_lloyd_step, cen=cen, block_size=block_size, bounds=mode, full=full)
+        parts = pool.map_rows(
+            lambda s, e, step=step: step(xa[s:e], labels=labels[s:e], upper=upper[s:e], lower=lower[s:e]), n)
         if full:
             sums.zero_()
             counts.zero_()

@@ -5,7 +5,6 @@ See :mod:`ganlab.strategies.base` for the hooks. Shipped: ``minibatch_discrimina
 ``unrolled``, ``ema``, ``mode_seeking`` (select with ``strategy=[a,b]``); shared helpers in ``common``.
 """
 
-from ganlab.strategies.base import (GANSpec, Part, StepContext, Strategy, TrainState, check_compatible,
-                                    with_optim_kwargs)
+from ganlab.strategies.base import GANSpec, Part, StepContext, Strategy, TrainState, check_compatible, with_optim_kwargs
 
 __all__ = ["GANSpec", "Part", "StepContext", "Strategy", "TrainState", "check_compatible", "with_optim_kwargs"]

@@ -246,7 +246,8 @@ def check_compatible(strategies: Sequence[Strategy]) -> None:
             owner[part] = s.name
 
 
-def with_optim_kwargs(factory: Callable[..., torch.optim.Optimizer], **kwargs: Any) -> Callable[..., torch.optim.Optimizer]:
+def with_optim_kwargs(factory: Callable[..., torch.optim.Optimizer],
+                      **kwargs: Any) -> Callable[..., torch.optim.Optimizer]:
     """Return ``factory`` with keyword arguments (e.g. ``lr``, ``betas``) overridden; None values are ignored."""
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     return functools.partial(factory, **kwargs) if kwargs else factory

@@ -1,9 +1,9 @@
 """Damp the discriminator's learning rate so that D cannot overpower G (a common remedy for collapse).
 
 ``mode: static`` multiplies D's lr by ``factor`` once (2e-4 * 0.5 = 1e-4). ``mode: adaptive`` watches D's
-outputs after every D update (``after_d_step``) and, every ``window`` generator steps, compares the window's mean signal with two
-thresholds: above ``high`` (D dominates) D's lr is multiplied by ``decay``, down to ``min_factor`` times its
-configured value; below ``low`` (the game is balanced) it is divided by ``decay``, up to the configured value.
+outputs after every D update (``after_d_step``) and, every ``window`` generator steps, compares the window's mean
+signal with two thresholds: above ``high`` (D dominates) D's lr is multiplied by ``decay``, down to ``min_factor``
+times its configured value; below ``low`` (the game is balanced) it is divided by ``decay``, up to the configured value.
 Signals: ``accuracy`` = (mean[D(x) > t] + mean[D(G(z)) < t]) / 2 in [0, 1] with decision threshold t
 (0 for logits, 0.5 for LSGAN outputs), or ``gap`` = mean D(x) - mean D(G(z)) (any loss, e.g. a critic).
 """
@@ -47,7 +47,8 @@ class DLRDamping(Strategy):
                  decay: float = 0.5, min_factor: float = 0.1) -> None:
         key = f"strategy.{self.name}"
         if mode not in MODES or signal not in SIGNALS:
-            raise ValueError(f"{key}.mode must be one of {MODES} and .signal one of {SIGNALS}; got {mode!r}, {signal!r}")
+            raise ValueError(f"{key}.mode must be one of {MODES} and .signal one of {SIGNALS}; "
+                             f"got {mode!r}, {signal!r}")
         if not 0 < factor <= 1 or not 0 < decay < 1 or not 0 < min_factor <= 1:
             raise ValueError(f"{key}: need 0 < factor <= 1, 0 < decay < 1, 0 < min_factor <= 1; "
                              f"got {factor}, {decay}, {min_factor}")
@@ -98,7 +99,8 @@ class DLRDamping(Strategy):
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        return {"scale": self.scale, "base_lrs": list(self.base_lrs), "sum": torch.as_tensor(self._sum).detach().cpu().clone(), "count": self._count,
+        return {"scale": self.scale, "base_lrs": list(self.base_lrs),
+                "sum": torch.as_tensor(self._sum).detach().cpu().clone(), "count": self._count,
                 "last_signal": self.last_signal}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ average's, so :func:`scored_generator` first recomputes them on the EMA copy's o
 from __future__ import annotations
 
 import copy
+
 import torch
 from torch import nn
 

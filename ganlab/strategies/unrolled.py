@@ -67,7 +67,8 @@ class Unrolled(Strategy):
         named = dict(d.named_parameters())
         params = {n: p.detach().requires_grad_(True) for n, p in named.items()}
         buffers = {n: b.clone() for n, b in d.named_buffers()}  # spectral-norm / BN state stays untouched
-        moments = {n: (opt.state.get(p, {}).get("exp_avg"), opt.state.get(p, {}).get("exp_avg_sq")) for n, p in named.items()}
+        moments = {n: (opt.state.get(p, {}).get("exp_avg"), opt.state.get(p, {}).get("exp_avg_sq"))
+                   for n, p in named.items()}
         step0 = float(next((s["step"] for s in opt.state.values() if "step" in s), 0))
         fake_in = fake if self.second_order else fake.detach()
         for i in range(self.k):

@@ -23,7 +23,7 @@ class NullLogger:
     def figure(self, tag: str, figure: Any, step: int) -> None:
         """Log a matplotlib figure (closed afterwards, so long runs do not pile figures up)."""
         if getattr(figure.canvas, "manager", None) is not None:  # a pyplot figure; one made without pyplot is freed
-            import matplotlib.pyplot as plt                          # once unreferenced, and pyplot is not needed
+            import matplotlib.pyplot as plt  # once unreferenced, and pyplot is not needed
 
             plt.close(figure)
 

@@ -175,7 +175,8 @@ class Trainer:
     def train_step(self) -> StepResult:
         """``n_critic`` D updates, then one G update; stops at the first update the monitor's findings stop."""
         upcoming = self.state.step + 1
-        self.health.begin_step(self.state.step, measure=upcoming % self.cfg.log_every == 0 or upcoming == self.cfg.steps)
+        measure = upcoming % self.cfg.log_every == 0 or upcoming == self.cfg.steps
+        self.health.begin_step(self.state.step, measure=measure)
         for _ in range(self.cfg.n_critic):
             ctx, d_terms, found = self.d_step()
             if not found.apply:
@@ -227,7 +228,8 @@ class Trainer:
                 continue
             self.state.step += 1
             step = self.state.step
-            strategy_scalars = {f"strategy/{s.name}/{k}": v for s in self.strategies for k, v in s.after_step(self.state).items()}
+            strategy_scalars = {f"strategy/{s.name}/{k}": v
+                                for s in self.strategies for k, v in s.after_step(self.state).items()}
             scalars = self.health.after_step(step)  # monitored steps only
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
                 scalars |= self._step_scalars(out, strategy_scalars, bar)
@@ -379,7 +381,7 @@ class Trainer:
 
     # ---------------------------------------------------------------- when the monitor's findings stop an update
     def _recover(self, found: UpdateFindings) -> None:
-        """The NaN/Inf guard's rollback to :attr:`good_checkpoint` (:func:`ganlab.trainer.recovery.recover_from_nan`)."""
+        """The NaN/Inf guard's rollback to :attr:`good_checkpoint` (``recovery.recover_from_nan``)."""
         self.health.recoveries += 1
         recovery.recover_from_nan(found, state=self.state, batch=self.last_batch, recoveries=self.health.recoveries,
                                   good_checkpoint=self.good_checkpoint, restore=self._restore,

@@ -107,8 +107,8 @@ class LRRule:
             group["lr"] = lr
 
     def state_dict(self) -> dict[str, Any]:
-        return {"base": {k: list(v) for k, v in self.base.items()}, "factors": {k: dict(v) for k, v in self.factors.items()},
-                "guard": self.guard}
+        return {"base": {k: list(v) for k, v in self.base.items()},
+                "factors": {k: dict(v) for k, v in self.factors.items()}, "guard": self.guard}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:

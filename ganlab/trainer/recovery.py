@@ -67,7 +67,8 @@ def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[st
                if good_checkpoint is not None else "no checkpoint with finite weights to roll back to")
         alerts.emit("nan_stop", step + 1, f"stopping: {why}", severity="error", **details)
         logger.flush()
-        advice = "Lower optim.*.lr or set monitor.clip=1.0" + (", or use trainer.precision=32" if dtype is not None else "")
+        advice = "Lower optim.*.lr or set monitor.clip=1.0"
+        advice += ", or use trainer.precision=32" if dtype is not None else ""
         raise TrainingHealthError(f"{what} at generator step {step + 1}; stopped after {why}. The batch is in "
                                   f"{dump}; diagnosis: {diagnosis['verdict']}. {advice}")
     optimizers = (state.opt_g, state.opt_d)

@@ -56,7 +56,6 @@ from typing import Any
 
 import numpy as np
 import torch
-
 from _common import env_info, fashion_mnist_available, finish, median, resolve_device, set_threads, table
 from bench_metrics import measure
 

@@ -29,9 +29,9 @@ the device is synchronised at block ends:
   plus the log fit always writes at its last step, i.e. once per block;
 * where the loop has the training-health monitor (``ganlab/health``): ``ganlab steps, health.update ->
   backward+step`` (ablation: the loop's update with the monitor's per-update reads, ``Trainer._update``,
-  replaced, in this process only, by ``zero_grad(); backward(); step()``), ``ganlab steps, monitor.nan_guard=false`` (the guard off: only
-  monitored steps read gradient norms), and ``ganlab steps, monitor.every=1e9`` (a second trainer whose
-  periodic per-layer norms and update ratios never fall due).
+  replaced, in this process only, by ``zero_grad(); backward(); step()``), ``ganlab steps,
+  monitor.nan_guard=false`` (the guard off: only monitored steps read gradient norms), and ``ganlab steps,
+  monitor.every=1e9`` (a second trainer whose periodic per-layer norms and update ratios never fall due).
 
 Overhead = median over rounds of (ganlab time / plain time) - 1, from the same round (short blocks, many
 rounds: adjacent blocks see the same machine load); also the ratio of the two medians. On CPU the times
@@ -60,9 +60,19 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-from _common import (QUIET, REPO, compose, env_info, fashion_mnist_available, finish, median, resolve_device,
-                     set_threads, sync, table)
+from _common import (
+    QUIET,
+    REPO,
+    compose,
+    env_info,
+    fashion_mnist_available,
+    finish,
+    median,
+    resolve_device,
+    set_threads,
+    sync,
+    table,
+)
 
 from ganlab.build import build_trainer  # noqa: E402
 

@@ -4,6 +4,7 @@ import json
 from types import SimpleNamespace
 
 import torch
+from tiny_config import compose_cfg
 from torch import nn
 
 from ganlab.build import build_trainer
@@ -11,8 +12,6 @@ from ganlab.health import AlertLog, CollapseAlarm, read_alerts
 from ganlab.metrics.kmeans import KMeansResult
 from ganlab.strategies.rollback import Rollback
 from ganlab.trainer.loggers import NullLogger
-
-from tiny_config import compose_cfg
 
 CENTRES = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
 

@@ -86,5 +86,5 @@ def test_state_round_trip_keeps_trends() -> None:
 
 @pytest.mark.parametrize("key,value", [("coverage_fraction", 0.0), ("drop_fraction", 1.0), ("patience", 0)])
 def test_bad_thresholds_name_the_key(key: str, value: float) -> None:
-    with pytest.raises(ValueError, match=f"monitor.detector"):
+    with pytest.raises(ValueError, match="monitor.detector"):
         CollapseDetector(DetectorConfig(**{key: value}))

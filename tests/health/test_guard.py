@@ -5,14 +5,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_config import RecordingLogger, compose_cfg
 
 from ganlab.build import build_trainer
 from ganlab.health import TrainingHealthError, read_alerts
 from ganlab.health.monitor import parse_precision
 from ganlab.strategies.wgan_gp import gradient_penalty
 from ganlab.trainer.loop import Trainer
-
-from tiny_config import RecordingLogger, compose_cfg
 
 BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0"]
 

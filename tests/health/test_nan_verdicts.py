@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_config import compose_cfg
 from torch import nn
 
 from ganlab.build import build_trainer
 from ganlab.health import TrainingHealthError, read_alerts
 from ganlab.trainer.loop import Trainer
-
-from tiny_config import compose_cfg
 
 #: 24 steps: under fp16 the GradScaler first skips the non-finite updates, halving its scale from 2^16 to 1
 BASE = ["logger=none", "trainer.steps=24", "trainer.eval_every=24", "trainer.ckpt_every=24", "monitor.collapse_z=0",

@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ganlab.health.preflight import format_table, run_preflight
-
 from tiny_config import compose_cfg
+
+from ganlab.health.preflight import format_table, run_preflight
 
 FAST = ["monitor.preflight.timing_steps=3"]
 

@@ -10,8 +10,7 @@ import scipy.stats
 import torch
 from scipy.spatial.distance import jensenshannon
 
-from ganlab.metrics.clusters import (cluster_scores, jensen_shannon, kl_divergence, ndb,
-                                     two_proportion_z_test)
+from ganlab.metrics.clusters import cluster_scores, jensen_shannon, kl_divergence, ndb, two_proportion_z_test
 from ganlab.metrics.kmeans import kmeans
 
 OFFSETS = torch.tensor([[0.0, 0.0], [50.0, 0.0], [0.0, 50.0], [50.0, 50.0]], dtype=torch.float64)

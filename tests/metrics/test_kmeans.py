@@ -93,7 +93,8 @@ def test_lloyd_step_picks_a_nearest_centre_and_keeps_valid_bounds(dtype, monkeyp
     x = torch.randn(1000, 7, generator=g, dtype=dtype)
     xa = torch.cat([x, x.pow(2).sum(1, keepdim=True), torch.ones(1000, 1, dtype=dtype)], 1)
     c = torch.randn(20, 7, generator=g, dtype=dtype)
-    labels, upper, lower = torch.full((1000,), -1), torch.zeros(1000, dtype=torch.float64), torch.zeros(1000, dtype=torch.float64)
+    labels = torch.full((1000,), -1)
+    upper, lower = torch.zeros(1000, dtype=torch.float64), torch.zeros(1000, dtype=torch.float64)
 
     def step(centers, old, full, first=False):
         return lloyd._lloyd_step(xa, lloyd._centres(centers, old), labels, upper, lower, 6000,
@@ -126,7 +127,8 @@ def test_lloyd_step_picks_a_nearest_centre_and_keeps_valid_bounds(dtype, monkeyp
     labels.fill_(-1)
     frozen = upper.clone()
     lloyd._lloyd_step(xa, lloyd._centres(c, None), labels, upper, lower, 6000, "off", True)
-    assert torch.equal(upper, frozen) and (labels == torch.cdist(x.double(), c.double()).argmin(1)).double().mean() > 0.999
+    assert torch.equal(upper, frozen)
+    assert (labels == torch.cdist(x.double(), c.double()).argmin(1)).double().mean() > 0.999
     monkeypatch.setattr(lloyd, "_PACK_INT", {})  # plain top-2 fallback (e.g. half precision, huge k)
     labels.fill_(-1)
     step(c, None, full=True, first=True)
@@ -175,7 +177,8 @@ def test_assign_rejects_mismatched_dims():
 
 
 def test_shared_helpers_are_still_importable_from_kmeans():
-    from ganlab.metrics import blocks, kmeans as km, workers
+    from ganlab.metrics import blocks, workers
+    from ganlab.metrics import kmeans as km
 
     for name in ("DEFAULT_BLOCK_SIZE", "pairwise_sq_dists", "rows_per_block", "validate_embeddings"):
         assert getattr(km, name) is getattr(blocks, name)

@@ -9,8 +9,13 @@ import pytest
 import torch
 from sklearn.metrics.pairwise import cosine_similarity
 
-from ganlab.metrics.similarity import (SimilarityHistogram, collapsed, cross_similarity,
-                                       normalize_rows, similarity_histogram)
+from ganlab.metrics.similarity import (
+    SimilarityHistogram,
+    collapsed,
+    cross_similarity,
+    normalize_rows,
+    similarity_histogram,
+)
 
 
 def _data(n: int = 300, d: int = 5, seed: int = 0) -> torch.Tensor:

@@ -43,7 +43,8 @@ def test_pack_puts_m_consecutive_samples_side_by_side() -> None:
     assert torch.equal(pack(x, 3), torch.tensor([[0.0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]))
     img = torch.randn(4, 1, 8, 8)
     packed = pack(img, 2)
-    assert packed.shape == (2, 2, 8, 8) and torch.equal(packed[1, 0], img[2, 0]) and torch.equal(packed[1, 1], img[3, 0])
+    assert packed.shape == (2, 2, 8, 8)
+    assert torch.equal(packed[1, 0], img[2, 0]) and torch.equal(packed[1, 1], img[3, 0])
     with pytest.raises(ValueError, match="not a multiple of m"):
         pack(x, 4)
 

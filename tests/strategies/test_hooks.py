@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from tiny_config import RecordingLogger
 from torch import Tensor
 
 from ganlab.build import build_trainer
 from ganlab.strategies.base import Part, StepContext, Strategy, TrainState
-from tiny_config import RecordingLogger
 
 
 class Recorder(Strategy):

@@ -10,8 +10,12 @@ import torch
 from ganlab.losses import NonSaturatingLoss
 from ganlab.models import MLPDiscriminator, MLPGenerator
 from ganlab.strategies.base import GANSpec
-from ganlab.strategies.minibatch_discrimination import (MinibatchDiscrimination, MinibatchDiscriminationHead,
-                                                         minibatch_features, minibatch_features_direct)
+from ganlab.strategies.minibatch_discrimination import (
+    MinibatchDiscrimination,
+    MinibatchDiscriminationHead,
+    minibatch_features,
+    minibatch_features_direct,
+)
 
 
 @pytest.mark.parametrize("n", [1, 2, 7])

@@ -82,12 +82,13 @@ def test_batch_norm_critic_is_refused_with_the_fix() -> None:
     spec = _spec(DCGANDiscriminator((1, 16, 16), width=4, norm="batch"), DCGANGenerator((1, 16, 16), width=4))
     with pytest.raises(ValueError, match=r"batch norm.*model\.discriminator\.norm=layer"):
         WGANGP().configure(spec)
-    WGANGP().configure(_spec(DCGANDiscriminator((1, 16, 16), width=4, norm="layer"), DCGANGenerator((1, 16, 16), width=4)))
+    layer_norm = DCGANDiscriminator((1, 16, 16), width=4, norm="layer")
+    WGANGP().configure(_spec(layer_norm, DCGANGenerator((1, 16, 16), width=4)))
 
 
 def test_batch_norm_critic_is_refused_from_the_config(make_cfg, tmp_path) -> None:
-    dcgan = ["dataset=digits", "dataset.image_size=16", "model=dcgan", "model.generator.width=8", "model.discriminator.width=8",
-             "strategy=[wgan_gp]"]
+    dcgan = ["dataset=digits", "dataset.image_size=16", "model=dcgan", "model.generator.width=8",
+             "model.discriminator.width=8", "strategy=[wgan_gp]"]
     with pytest.raises(ValueError, match=r"model\.discriminator\.norm=layer"):
         build_trainer(make_cfg(*dcgan), tmp_path / "bn")
     trainer = build_trainer(make_cfg(*dcgan, "model.discriminator.norm=layer"), tmp_path / "ln")
