@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ganlab.data.base import GANData
 from ganlab.health import MonitorConfig
+from ganlab.lr import NETWORKS, LRSchedule
 from ganlab.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.strategies.base import GANSpec, Strategy, check_compatible
 from ganlab.trainer import checkpoint as ckpt_io
@@ -76,6 +77,31 @@ def check_config(cfg: DictConfig) -> None:
             raise ValueError(f"optim.{net}.lr must be positive, got {lr}")
     TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True)).validate()  # type: ignore[arg-type]
     monitor_config(cfg)
+    lr_schedules(cfg)
+
+
+def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:
+    """``optim.schedule.{generator,discriminator}`` as validated :class:`~ganlab.lr.LRSchedule` per network
+    (``{"G": ..., "D": ...}``; constant where absent). Raises ValueError naming the key."""
+    out = {}
+    for net, name in NETWORKS.items():
+        node = OmegaConf.select(cfg, f"optim.schedule.{name}")
+        settings = OmegaConf.to_container(node, resolve=True) if node is not None else {}
+        unknown = set(settings) - {"kind", "warmup_steps", "final_factor"}  # type: ignore[arg-type]
+        if unknown:
+            raise ValueError(f"optim.schedule.{name} has no setting {sorted(unknown)}; it takes kind, "
+                             "warmup_steps and final_factor")
+        out[net] = LRSchedule(**settings).validate(f"optim.schedule.{name}")  # type: ignore[arg-type]
+    return out
+
+
+def _warn_if_schedule_retimed(ckpt: dict[str, Any], steps: int, schedules: dict[str, LRSchedule]) -> None:
+    """A decaying schedule's horizon is ``trainer.steps``; say so when a resume changes it."""
+    before = (ckpt.get("config") or {}).get("trainer", {}).get("steps")
+    decaying = [NETWORKS[n] for n, s in schedules.items() if s.kind != "constant"]
+    if decaying and before is not None and int(before) != steps:
+        log.warning("resuming a run of trainer.steps=%s with trainer.steps=%d: the lr schedule of %s now decays "
+                    "over %d steps from here on, not over %s", before, steps, " and ".join(decaying), steps, before)
 
 
 def monitor_config(cfg: DictConfig) -> MonitorConfig:
@@ -176,8 +202,9 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                       opt_d=opt_d, strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-                      monitor=monitor_config(cfg))
+                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg))
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
+        _warn_if_schedule_retimed(ckpt, tcfg.steps, lr_schedules(cfg))
         log.info("resumed from %s at step %d", tcfg.resume, trainer.state.step)
     return trainer

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from ganlab.trainer.lr import LRRule, LRSchedule
+from ganlab.lr import LRRule, LRSchedule
 
 
 def test_warmup_then_constant() -> None:
@@ -60,7 +60,7 @@ def test_state_round_trip_and_bad_values() -> None:
     assert other.lr("D", 0) == pytest.approx([2e-4 * 0.3 * 0.25]) and other.factors == {"G": {}, "D": {"x": 0.3}}
     with pytest.raises(ValueError, match="positive and finite"):
         rule.set_factor("D", "x", math.inf)
-    with pytest.raises(ValueError, match="lr_schedule.G.kind"):
+    with pytest.raises(ValueError, match=r"optim\.schedule\.generator\.kind"):
         LRRule(_opts(), {"G": LRSchedule("step")}, 10)
     with pytest.raises(ValueError, match="final_factor"):
         LRSchedule("linear", 0, 1.5).validate("D")

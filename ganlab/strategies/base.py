@@ -43,6 +43,7 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.losses import AdversarialLoss
+from ganlab.lr import LRRule
 from ganlab.models.standing_stats import StandingStats
 
 
@@ -86,8 +87,9 @@ class TrainState:
             it through :func:`ganlab.strategies.ema.scored_generator`, which recomputes its batch-norm statistics.
         log_text: ``log_text(tag, message)`` writes an event to the log and TensorBoard.
         extra: free slots strategies may share (e.g. the latest eval scores).
-        lr_scale: the factor the NaN/Inf guard has applied to every learning rate (``monitor.nan_lr_factor``
-            per recovery); a strategy that sets learning rates from stored base values multiplies them by it.
+        lr: the run's learning-rate rule (:class:`ganlab.lr.LRRule`): a strategy that changes an lr at run time
+            sets a factor there (``state.lr.set_factor("D", self.name, f)``) instead of writing the optimiser's
+            param groups; a TrainState built without one gets a constant rule over ``opt_g`` and ``opt_d``.
         loss: the adversarial loss in use (after every strategy's ``configure``); None outside a trainer.
         g_ema_stats: how ``g_ema``'s batch-norm statistics are recomputed (set by the strategy that keeps it;
             None: the defaults of :class:`~ganlab.models.standing_stats.StandingStats`).
@@ -101,9 +103,13 @@ class TrainState:
     g_ema: nn.Module | None = None
     log_text: Callable[[str, str], None] = lambda tag, msg: None
     extra: dict[str, Any] = field(default_factory=dict)
-    lr_scale: float = 1.0
+    lr: LRRule | None = None
     loss: AdversarialLoss | None = None
     g_ema_stats: StandingStats | None = None
+
+    def __post_init__(self) -> None:
+        if self.lr is None:
+            self.lr = LRRule({"G": self.opt_g, "D": self.opt_d}, None, total_steps=1)
 
 
 @dataclass

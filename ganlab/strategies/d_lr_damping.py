@@ -57,7 +57,6 @@ class DLRDamping(Strategy):
         self.mode, self.factor, self.signal, self.t = mode, float(factor), signal, float(decision_threshold)
         self.high, self.low, self.window, self.decay, self.min_factor = high, low, int(window), decay, min_factor
         self.scale = 1.0                     # current D lr / configured D lr (adaptive mode)
-        self.base_lrs: list[float] = []      # D's configured lr per param group (adaptive mode)
         self._sum: Tensor | float = 0.0      # running sum of the signal over the current window
         self._count = 0
         self.last_signal: float | None = None
@@ -67,8 +66,8 @@ class DLRDamping(Strategy):
             spec.d_optim = LRAdjust.wrap(spec.d_optim, factor=self.factor)
 
     def on_start(self, state: TrainState) -> None:
-        if not self.base_lrs:  # a resume has loaded them already
-            self.base_lrs = [float(g["lr"]) for g in state.opt_d.param_groups]
+        if self.mode == "adaptive":  # after a resume, the loaded scale
+            state.lr.set_factor("D", self.name, self.scale)
 
     def measure(self, d_real: Tensor, d_fake: Tensor) -> Tensor:
         """The signal of one D step from (B,) outputs on real and (B,) on generated data (a 0-d tensor)."""
@@ -89,9 +88,9 @@ class DLRDamping(Strategy):
                 self.scale = max(self.scale * self.decay, self.min_factor)
             elif self.last_signal < self.low:
                 self.scale = min(self.scale / self.decay, 1.0)
-            for group, base in zip(state.opt_d.param_groups, self.base_lrs):
-                group["lr"] = base * self.scale * state.lr_scale
-        out = {"lr_D": float(state.opt_d.param_groups[0]["lr"]), "lr_G": float(state.opt_g.param_groups[0]["lr"])}
+            state.lr.set_factor("D", self.name, self.scale)  # the loop's lr rule applies it from the next step
+        # the lrs of the next step's updates
+        out = {"lr_D": state.lr.lr("D", state.step)[0], "lr_G": state.lr.lr("G", state.step)[0]}
         if self.mode == "adaptive":
             out["scale"] = self.scale
             if self.last_signal is not None:
@@ -99,13 +98,13 @@ class DLRDamping(Strategy):
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        return {"scale": self.scale, "base_lrs": list(self.base_lrs),
+        return {"scale": self.scale,
                 "sum": torch.as_tensor(self._sum).detach().cpu().clone(), "count": self._count,
                 "last_signal": self.last_signal}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
-            self.scale, self.base_lrs = float(state["scale"]), [float(v) for v in state["base_lrs"]]
+            self.scale = float(state["scale"])
             self._sum, self._count, self.last_signal = state["sum"], int(state["count"]), state["last_signal"]
 
     def __repr__(self) -> str:

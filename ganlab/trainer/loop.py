@@ -25,6 +25,7 @@ from ganlab.health import AlertLog, CollapseAlarm, HealthMonitor, MonitorConfig,
 from ganlab.health.recovery import all_finite
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
+from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -69,13 +70,15 @@ class Trainer:
         logger: where scalars/images go.
         config: the resolved run config, stored in checkpoints.
         monitor: training-health settings (:mod:`ganlab.health`); defaults when None.
+        lr_schedules: ``{"G": ..., "D": ...}`` warmup/decay of each network's lr (:mod:`ganlab.lr`); constant
+            when None or missing.
     """
 
     def __init__(self, *, data: GANData, generator: nn.Module, discriminator: nn.Module, loss: AdversarialLoss,
                  opt_g: torch.optim.Optimizer, opt_d: torch.optim.Optimizer, strategies: list[Strategy],
                  evaluator: Evaluator, run_dir: str | Path, cfg: TrainerConfig, seed: int,
                  logger: NullLogger | None = None, config: dict[str, Any] | None = None,
-                 monitor: MonitorConfig | None = None) -> None:
+                 monitor: MonitorConfig | None = None, lr_schedules: dict[str, LRSchedule] | None = None) -> None:
         cfg.validate()
         self.data, self.G, self.D, self.loss = data, generator, discriminator, loss
         self.strategies, self.evaluator, self.cfg, self.seed = strategies, evaluator, cfg, seed
@@ -84,7 +87,9 @@ class Trainer:
         self.device = data.x.device
         self.batcher = Batcher(len(data), cfg.batch_size, seed, device=self.device)
         self.noise = torch.Generator(device=self.device).manual_seed(seed + 1)
-        self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss)
+        self.lr = LRRule({"G": opt_g, "D": opt_d}, lr_schedules, cfg.steps)  # the lrs opt_g, opt_d have are the base
+        self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss,
+                                lr=self.lr)
         self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
@@ -173,7 +178,10 @@ class Trainer:
 
     # ---------------------------------------------------------------- the run
     def train_step(self) -> StepResult:
-        """``n_critic`` D updates, then one G update; stops at the first update the monitor's findings stop."""
+        """The lr rule written into both optimisers, ``n_critic`` D updates, then one G update; stops at the first
+        update the monitor's findings stop."""
+        self.lr.apply("D", self.state.step)
+        self.lr.apply("G", self.state.step)
         upcoming = self.state.step + 1
         measure = upcoming % self.cfg.log_every == 0 or upcoming == self.cfg.steps
         self.health.begin_step(self.state.step, measure=measure)
@@ -252,8 +260,7 @@ class Trainer:
         scalars |= {"D/real": float(out.d_real.mean()), "D/fake": float(out.d_fake.mean()),
                     "grad_norm/D": self.health.last["D"].grad_norm, "grad_norm/G": self.health.last["G"].grad_norm,
                     **extra}
-        for i, group in enumerate(self.state.opt_d.param_groups[:1] + self.state.opt_g.param_groups[:1]):
-            scalars[f"lr/{'DG'[i]}"] = float(group["lr"])
+        scalars |= {f"lr/{net}": lrs[0] for net, lrs in self.lr.applied.items()}  # this step's (first group's)
         bar.set_postfix(D=f"{scalars['loss/D/adv']:.3f}", G=f"{scalars['loss/G/adv']:.3f}", refresh=False)
         return scalars
 
@@ -330,7 +337,7 @@ class Trainer:
                 "g_ema": st.g_ema.state_dict() if st.g_ema is not None else None,
                 "strategies": {s.name: s.state_dict() for s in self.strategies}, "batcher": self.batcher.state_dict(),
                 "noise_rng": self.noise.get_state(), "rng": ckpt_io.rng_state(), "config": self.config,
-                "scores": self.last_scores, "health": self.health.state_dict() | {"lr_scale": st.lr_scale},
+                "scores": self.last_scores, "health": self.health.state_dict(), "lr": self.lr.state_dict(),
                 "alarm": self.alarm.state_dict() if self.alarm is not None else {}, "after_eval": after_eval}
 
     def save(self, path: Path, after_eval: dict[str, float] | None = None) -> None:
@@ -377,7 +384,8 @@ class Trainer:
         for s in self.strategies:
             s.load_state_dict(ckpt["strategies"].get(s.name, {}))
         st.step, self.last_scores = int(ckpt["step"]), dict(ckpt.get("scores", {}))
-        st.lr_scale = float(ckpt.get("health", {}).get("lr_scale", 1.0))
+        legacy = {"guard": ckpt["health"]["lr_scale"]} if "lr_scale" in ckpt.get("health", {}) else {}
+        self.lr.load_state_dict(ckpt.get("lr", legacy))  # a NaN rollback then cuts the guard it had
 
     # ---------------------------------------------------------------- when the monitor's findings stop an update
     def _recover(self, found: UpdateFindings) -> None:

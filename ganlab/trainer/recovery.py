@@ -16,19 +16,6 @@ from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loggers import NullLogger
 
 
-def learning_rates(optimizers: tuple[torch.optim.Optimizer, ...]) -> list[list[float]]:
-    """Every param group's lr, per optimiser."""
-    return [[g["lr"] for g in opt.param_groups] for opt in optimizers]
-
-
-def cut_learning_rates(optimizers: tuple[torch.optim.Optimizer, ...], lrs: list[list[float]], factor: float) -> None:
-    """The NaN guard's lr cut: set every param group's lr to ``factor`` times ``lrs`` (the rates in force
-    when the update failed, read by :func:`learning_rates` before the rollback reloaded older ones)."""
-    for opt, old in zip(optimizers, lrs):
-        for group, lr in zip(opt.param_groups, old):
-            group["lr"] = lr * factor
-
-
 def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[str, Any], recoveries: int,
                      good_checkpoint: Path | None, restore: Callable[[dict[str, Any]], None], monitor: MonitorConfig,
                      dtype: torch.dtype | None, run_dir: Path, alerts: AlertLog, logger: NullLogger) -> None:
@@ -36,8 +23,10 @@ def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[st
 
     The weights, optimiser states, EMA copy, strategy states and step counter come back from
     ``good_checkpoint`` (through ``restore``); the data order and latent-code streams go on (replaying them
-    would replay the failing batch). Every learning rate is then ``monitor.nan_lr_factor`` times the one in
-    force when the update failed, and ``state.lr_scale`` records the product of these cuts.
+    would replay the failing batch), and so does the lr rule's guard, which is then cut by
+    ``monitor.nan_lr_factor`` (``state.lr.guard``: the product of all cuts so far; every learning rate from the
+    next step on is that factor times the one in force when the update failed, schedules and strategy factors
+    aside).
 
     Args:
         found: the monitor's findings for the failed update (``nan_guard_trips``).
@@ -71,17 +60,16 @@ def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[st
         advice += ", or use trainer.precision=32" if dtype is not None else ""
         raise TrainingHealthError(f"{what} at generator step {step + 1}; stopped after {why}. The batch is in "
                                   f"{dump}; diagnosis: {diagnosis['verdict']}. {advice}")
-    optimizers = (state.opt_g, state.opt_d)
-    lrs, lr_scale = learning_rates(optimizers), state.lr_scale
+    assert state.lr is not None
+    guard = state.lr.guard
     restore(ckpt_io.load_checkpoint(good_checkpoint))
     factor = monitor.nan_lr_factor
-    cut_learning_rates(optimizers, lrs, factor)
-    state.lr_scale = lr_scale * factor
+    state.lr.guard = guard * factor
     alerts.emit("nan_recovery", step + 1, f"non-finite {found.net} update at step {step + 1} ({diagnosis['verdict']}); "
                 f"rolled back to {good_checkpoint.name} (step {state.step}), learning rates x{factor:g} "
                 f"(recovery {recoveries} of at most {monitor.max_recoveries})", checkpoint=str(good_checkpoint),
-                restored_step=state.step, lr_g=state.opt_g.param_groups[0]["lr"],
-                lr_d=state.opt_d.param_groups[0]["lr"], **details)
+                restored_step=state.step, lr_g=state.lr.lr("G", state.step)[0], lr_d=state.lr.lr("D", state.step)[0],
+                **details)
 
 
 def stop_at_hard_limit(found: UpdateFindings, *, step: int, steps: int, limit: float, checkpoint: Path,

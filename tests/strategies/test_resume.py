@@ -17,16 +17,23 @@ CASES = {
     "d_lr_damping": ["strategy=[d_lr_damping]", "strategy.d_lr_damping.mode=adaptive",
                      "strategy.d_lr_damping.window=3", "strategy.d_lr_damping.high=0.1",
                      "strategy.d_lr_damping.low=0.05"],  # damps at steps 3 and 6: across the checkpoint
+    # the lr rule: D's lr decays over the 8 steps and G warms up across the checkpoint
+    "lr_schedule": ["optim.schedule.discriminator.kind=cosine", "optim.schedule.discriminator.final_factor=0.1",
+                    "optim.schedule.generator.warmup_steps=6"],
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_resume_equals_an_uninterrupted_run(make_cfg, tmp_path, name: str) -> None:
-    over = [*CASES[name], "trainer.steps=8"]
+    over = [*CASES[name], "trainer.steps=8", "trainer.ckpt_every=4"]
     full = build_trainer(make_cfg(*over), tmp_path / "full")
     full.fit()
-    build_trainer(make_cfg(*over, "trainer.steps=4"), tmp_path / "part").fit()
-    resumed = build_trainer(make_cfg(*over, f"trainer.resume={tmp_path / 'part'}"), tmp_path / "part")
+    if name == "lr_schedule":  # a schedule's horizon is trainer.steps: resume the 8-step run's step-4 checkpoint
+        part = tmp_path / "full" / "checkpoints" / "step_0000004.pt"
+    else:  # a 4-step run, extended to 8
+        part = tmp_path / "part"
+        build_trainer(make_cfg(*over, "trainer.steps=4"), part).fit()
+    resumed = build_trainer(make_cfg(*over, f"trainer.resume={part}"), tmp_path / "resumed")
     if name == "rollback":
         assert resumed.strategies[0].snapshot["step"] == 3
     resumed.fit()
@@ -37,7 +44,8 @@ def test_resume_equals_an_uninterrupted_run(make_cfg, tmp_path, name: str) -> No
         for (k, x), y in zip(a.state_dict().items(), b.state_dict().values()):
             assert torch.equal(x, y), f"{name}: {k} differs after resume"
     assert full.state.opt_d.param_groups[0]["lr"] == resumed.state.opt_d.param_groups[0]["lr"]
-    assert full.strategies[0].state_dict().keys() == resumed.strategies[0].state_dict().keys()
+    assert full.lr.state_dict() == resumed.lr.state_dict()
+    assert [s.state_dict().keys() for s in full.strategies] == [s.state_dict().keys() for s in resumed.strategies]
     if name == "rollback":
         assert resumed.strategies[0].count == full.strategies[0].count == 1
     if name == "d_lr_damping":
