@@ -96,7 +96,8 @@ HEALTH_CHARTS: dict[str, list[Any]] = {
     "grad norm G (latest, rolling mean, max)": ["Multiline", [r"^grad_norm/G(/mean|/max)?$"]],
     "effective update ratio": ["Multiline", [r"^update_ratio/"]],
     "fp16 loss scale": ["Multiline", [r"^health/loss_scale/"]],
-    "fixed-z diversity (collapse alarm)": ["Multiline", [r"^health/fixed_z/", r"^health/collapse_alarm$"]],
+    "fixed-z diversity (collapse alarm)": ["Multiline", [r"^health/fixed_z/", r"^health/collapse_alarm$",
+                                                          r"^health/detector/"]],
 }
 
 

@@ -70,6 +70,7 @@ def run(cfg: DictConfig) -> dict:
     metrics = trainer.fit()
     log.info("finished %d steps (%.1f steps/s); final scores:\n%s", metrics["step"], metrics["steps_per_s"],
              format_scores(metrics["scores"]))
+    log.info("verdict: %s", metrics["verdict"])
     log.info("results in %s (tensorboard --logdir %s)", run_dir, run_dir)
     return metrics
 

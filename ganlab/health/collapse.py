@@ -28,7 +28,8 @@ class CollapseAlarm:
 
     Diversity *falls* at an evaluation when fewer clusters are covered than at the previous one, or when the
     high-similarity fraction rose by more than ``min_rise`` while coverage did not grow. After ``patience``
-    falls in a row the alarm fires: ``collapse_alarm`` is 1.0 in that evaluation's scores (the ``rollback``
+    falls in a row the alarm fires: ``fixed_z/alarm`` is 1.0 in that evaluation's health values (the loop's
+    ``collapse_alarm`` then too, which the ``rollback``
     strategy in ``triggered`` mode acts on it), an alert is written, and the count starts again.
 
     Args:
@@ -68,7 +69,7 @@ class CollapseAlarm:
                              clusters_hit=covered, high_similarity_fraction=sim)
             self.falls = 0
         return {"fixed_z/high_similarity_fraction": sim, "fixed_z/clusters_hit": covered,
-                "collapse_alarm": float(fired)}
+                "fixed_z/alarm": float(fired)}
 
     def state_dict(self) -> dict[str, Any]:
         return {"previous": list(self.previous) if self.previous else None, "falls": self.falls}

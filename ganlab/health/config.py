@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ganlab.health.detector import DetectorConfig
+
 
 @dataclass
 class PreflightConfig:
@@ -38,13 +40,15 @@ class MonitorConfig:
     collapse_tau: float = 0.9           # cosine similarity above which two of those samples count as alike
     collapse_patience: int = 3          # evaluations in a row with falling diversity that fire the alarm
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
+    detector: DetectorConfig = field(default_factory=DetectorConfig)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> MonitorConfig:
         """Build from a plain dict (the resolved ``monitor`` node); unknown keys raise TypeError."""
         d = dict(d or {})
         pre = PreflightConfig(**(d.pop("preflight", None) or {}))
-        cfg = cls(**d, preflight=pre)
+        det = DetectorConfig(**(d.pop("detector", None) or {}))
+        cfg = cls(**d, preflight=pre, detector=det)
         cfg.validate()
         return cfg
 
@@ -75,6 +79,7 @@ class MonitorConfig:
             raise ValueError(f"monitor needs 0 < ratio_low < 1 < ratio_high, got {self.ratio_low}, {self.ratio_high}")
         if not -1 <= self.collapse_tau < 1:
             raise ValueError(f"monitor.collapse_tau must be in [-1, 1), got {self.collapse_tau}")
+        self.detector.validate()
         if not 0 < self.preflight.grad_norm_min < self.preflight.grad_norm_max:
             raise ValueError("monitor.preflight needs 0 < grad_norm_min < grad_norm_max, got "
                              f"{self.preflight.grad_norm_min}, {self.preflight.grad_norm_max}")

@@ -16,8 +16,8 @@ Trend rules (across evaluations):
 * ``similarity_rising`` (images only): ``high_similarity_fraction`` rose by more than ``min_rise`` at
   ``patience`` evaluations in a row;
 * ``coverage_drop``: a coverage score at or below (1 - ``drop_fraction``) x its best value so far;
-* ``mode_hopping``: the set of covered modes/clusters changed since the previous evaluation while its size
-  stays below ``coverage_fraction`` x the data's (G moves from mode to mode instead of spreading).
+* ``mode_hopping``: the (non-empty) set of covered modes/clusters changed since the previous evaluation while
+  its size stays below ``coverage_fraction`` x the data's (G moves from mode to mode instead of spreading).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ class Finding:
     message: str
     values: dict[str, float] = field(default_factory=dict)
     presence: bool = True  # a presence rule (G is collapsed now), else a trend rule (it is getting there)
+    onset: bool = True     # the rule did not fire at the previous evaluation (the loop alerts on onsets only)
 
 
 class CollapseDetector:
@@ -89,9 +90,12 @@ class CollapseDetector:
             covered: ids of the modes/clusters G covers (for mode hopping), or None.
         """
         found = self._presence(scores) + self._trends(scores, covered)
+        before = set(self.last.get("rules", []))
+        for f in found:
+            f.onset = f.rule not in before
         if found and self.first_alarm_step is None:
             self.first_alarm_step = int(step)
-        self.last = {"step": int(step), "scores": dict(scores), "rules": [f.rule for f in found],
+        self.last = {"step": int(step), "scores": dict(scores), "rules": list(dict.fromkeys(f.rule for f in found)),
                      "collapsed": any(f.presence for f in found)}
         return found
 
@@ -136,7 +140,8 @@ class CollapseDetector:
         if covered is not None:
             now = sorted(int(i) for i in covered)
             small = self._small(len(now), s)
-            if self.previous_covered is not None and now != self.previous_covered and small:
+            hopped = bool(self.previous_covered) and bool(now) and now != self.previous_covered
+            if hopped and small:
                 out.append(Finding("mode_hopping", f"the {len(now)} covered modes/clusters changed from "
                                    f"{self.previous_covered} to {now}", {"covered": float(len(now))},
                                    presence=False))

@@ -13,7 +13,8 @@ A checkpoint (:meth:`ganlab.trainer.loop.Trainer.state_dict`) is a dict of plain
 * ``health``: ``{"recoveries", "scalers": {"D", "G"}: GradScaler state}`` (NaN-guard recoveries so far, fp16
   loss scales);
 * ``lr``: the lr rule (:class:`ganlab.lr.LRRule`): base lrs, strategies' factors and the NaN guard's cut;
-* ``alarm``: the collapse alarm's state (``{}`` when it is off);
+* ``alarm``: the collapse alarm's state (``{}`` when it is off); ``detector``: the collapse detector's
+  (:class:`ganlab.health.detector.CollapseDetector`: best coverage, trend counters, the latest findings);
 * ``after_eval``: in a ``last.pt``, the scores and health values the strategies' ``after_eval`` reacted to
   right after it was written (the weights are the ones scored; resuming replays that reaction); else None.
 """

@@ -22,6 +22,8 @@ from tqdm.auto import tqdm
 
 from ganlab.data.base import Batcher, GANData
 from ganlab.health import AlertLog, CollapseAlarm, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
+from ganlab.health.covered import covered_ids
+from ganlab.health.detector import CollapseDetector
 from ganlab.health.recovery import all_finite
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
@@ -103,6 +105,7 @@ class Trainer:
             if monitor.collapse_z else None
         self.alarm = CollapseAlarm(alarm_z, monitor.collapse_tau, monitor.collapse_patience, self.alerts) \
             if alarm_z is not None else None
+        self.detector = CollapseDetector(monitor.detector, points=data.mixture is not None)
         self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
 
@@ -281,6 +284,7 @@ class Trainer:
             visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
                                 self.run_dir / "samples" / f"step_{step:07d}.png", step)
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
+            health |= self._detect(result, result.scores | health, step)
         scores = result.scores
         health["peak_memory_mib"] = peak_memory_mib(self.device)
         self.logger.scalars({f"diversity/{k}": v for k, v in scores.items()}
@@ -293,6 +297,17 @@ class Trainer:
         self._react_to_eval(scores | health)
         self.logger.flush()
         return scores
+
+    def _detect(self, result: EvalResult, values: dict[str, float], step: int) -> dict[str, float]:
+        """The collapse detector on one evaluation (:mod:`ganlab.health.detector`): an alert for each rule that
+        starts firing; returns ``detector/collapsed`` (a presence rule fired: G is collapsed now) and
+        ``collapse_alarm`` (any rule, or the fixed-z alarm), each 0 or 1; the triggered rollback acts on them."""
+        found = self.detector.observe(step, values, covered_ids(result, self.data, self.evaluator))
+        for f in (f for f in found if f.onset):
+            kind = "collapse" if f.presence else "collapse_trend"
+            self.alerts.emit(kind, step, f"[{f.rule}] {f.message}", rule=f.rule, **f.values)
+        alarm = bool(found) or values.get("fixed_z/alarm", 0.0) >= 1.0
+        return {"detector/collapsed": float(any(f.presence for f in found)), "collapse_alarm": float(alarm)}
 
     def _react_to_eval(self, scores: dict[str, float]) -> None:
         """Strategies' ``after_eval`` on ``scores`` (scores and health values); their scalars logged."""
@@ -315,7 +330,8 @@ class Trainer:
 
     def _finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
         steps_done = self.state.step - start_step
-        metrics = {"step": self.state.step, "scores": self.last_scores, "dataset": self.data.name,
+        metrics = {"step": self.state.step, "scores": self.last_scores,
+                   "verdict": self.detector.verdict(self.data.num_modes), "dataset": self.data.name,
                    "strategies": [s.name for s in self.strategies], "seed": self.seed,
                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed}
         ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
@@ -338,7 +354,8 @@ class Trainer:
                 "strategies": {s.name: s.state_dict() for s in self.strategies}, "batcher": self.batcher.state_dict(),
                 "noise_rng": self.noise.get_state(), "rng": ckpt_io.rng_state(), "config": self.config,
                 "scores": self.last_scores, "health": self.health.state_dict(), "lr": self.lr.state_dict(),
-                "alarm": self.alarm.state_dict() if self.alarm is not None else {}, "after_eval": after_eval}
+                "alarm": self.alarm.state_dict() if self.alarm is not None else {},
+                "detector": self.detector.state_dict(), "after_eval": after_eval}
 
     def save(self, path: Path, after_eval: dict[str, float] | None = None) -> None:
         """Write a checkpoint atomically (``after_eval``: see :meth:`state_dict`).
@@ -369,6 +386,7 @@ class Trainer:
         self.health.load_state_dict(ckpt.get("health", {}))
         if self.alarm is not None:
             self.alarm.load_state_dict(ckpt.get("alarm", {}))
+        self.detector.load_state_dict(ckpt.get("detector", {}))
 
     def _load_training_state(self, ckpt: dict[str, Any]) -> None:
         """Weights, optimisers, EMA copy, strategies, step and scores (what a NaN rollback restores)."""

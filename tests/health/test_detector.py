@@ -20,8 +20,8 @@ def test_collapsed_from_the_first_evaluation_is_flagged_at_once() -> None:
     found = det.observe(1000, {"modes_covered": 1.0, "clusters_covered": 1.0, "high_similarity_fraction": 1.0} | RING)
     assert rules(found) == ["coverage", "coverage"]
     assert found[0].values == {"modes_covered": 1.0, "data/modes_covered": 8.0}
-    assert det.verdict(num_modes=8) == ("collapsed: 1 of 8 modes (data 8), 1 clusters (data 8); rules: coverage, "
-                                        "coverage; first alarm at step 1000")
+    assert det.verdict(num_modes=8) == ("collapsed: 1 of 8 modes (data 8), 1 clusters (data 8); rules: coverage; "
+                                        "first alarm at step 1000")
 
 
 def test_coverage_threshold_is_half_the_data_baseline() -> None:

@@ -1,0 +1,39 @@
+"""Which modes or clusters a generator covers at an evaluation, as a set of ids (for the detector's mode-hopping
+rule, :class:`ganlab.health.detector.CollapseDetector`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ganlab.data.base import GANData
+from ganlab.metrics.clusters import default_num_clusters
+from ganlab.metrics.evaluator import EvalResult
+from ganlab.metrics.mixture import mode_counts
+
+
+def covered_ids(result: EvalResult, data: GANData, evaluator: Any, threshold: float = 3.0) -> set[int]:
+    """The ids of the covered modes (2-D mixtures) or real-data k-means clusters (everything else).
+
+    * mixtures: a mode is covered when it is the nearest mode of at least one high-quality sample (within
+      ``threshold`` standard deviations), the ``modes_covered`` rule of PacGAN (Lin et al. 2018, Sec. 5);
+    * otherwise: a cluster of the evaluator's k-means fit on the real embeddings (k =
+      :func:`~ganlab.metrics.clusters.default_num_clusters`) is covered when it holds at least one generated
+      embedding and at least a tenth of the uniform share 1/k of them (the ``clusters_covered`` rule).
+
+    Args:
+        result: the evaluation (``samples`` (N, D) points or ``embeddings`` (N, E)).
+        data: the training data (its ``mixture`` and ``num_modes``).
+        evaluator: the prepared :class:`~ganlab.metrics.evaluator.Evaluator` (its cached reference clusters).
+        threshold: the HQ radius in standard deviations.
+    """
+    if data.mixture is not None:
+        _, hq = mode_counts(result.samples, data.mixture.means, data.mixture.std, threshold)
+        return {int(i) for i in torch.nonzero(hq).flatten()}
+    k = default_num_clusters(data.num_modes)
+    centers = evaluator.reference_clusters(k).centers.to(result.embeddings.device, result.embeddings.dtype)
+    nearest = torch.cdist(result.embeddings, centers).argmin(1)
+    counts = torch.bincount(nearest, minlength=k)
+    share = 0.1 / k * len(nearest)
+    return {int(i) for i in torch.nonzero((counts >= 1) & (counts >= share)).flatten()}
