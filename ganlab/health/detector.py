@@ -11,6 +11,10 @@ Presence rules (one evaluation is enough, so a run collapsed from its first eval
   G on the centre mode score alike), so on points only the distance-based coverage scores count;
 * ``duplicates`` (images only): ``duplicate_fraction`` above ``duplicate_threshold`` and above the data's.
 
+Evaluations before ``from_step`` (default 1,000) are not judged: a G that has not spread yet sits on one
+mode like a collapsed one (on ring8, healthy runs fired at the evaluation of step 500 but not from step
+1,000 on).
+
 Trend rules (across evaluations):
 
 * ``similarity_rising`` (images only): ``high_similarity_fraction`` rose by more than ``min_rise`` at
@@ -42,11 +46,14 @@ class DetectorConfig:
     drop_fraction: float = 0.5          # trend: coverage fell by this fraction of its best
     min_rise: float = 0.02              # trend: a rise of the similarity fraction counts when above this
     patience: int = 3                   # trend: rises in a row that fire similarity_rising
+    from_step: int = 1000               # evaluations before this step are not judged (G has not spread yet)
 
     def validate(self) -> DetectorConfig:
         for key in ("coverage_fraction", "similarity_threshold", "duplicate_threshold", "drop_fraction"):
             if not 0 < float(getattr(self, key)) < 1:
                 raise ValueError(f"monitor.detector.{key} must be in (0, 1), got {getattr(self, key)}")
+        if int(self.from_step) < 0:
+            raise ValueError(f"monitor.detector.from_step must be >= 0, got {self.from_step}")
         if not float(self.min_rise) >= 0 or int(self.patience) < 1:
             raise ValueError(f"monitor.detector needs min_rise >= 0 and patience >= 1; got {self.min_rise}, "
                              f"{self.patience}")
@@ -61,7 +68,12 @@ class Finding:
     message: str
     values: dict[str, float] = field(default_factory=dict)
     presence: bool = True  # a presence rule (G is collapsed now), else a trend rule (it is getting there)
-    onset: bool = True     # the rule did not fire at the previous evaluation (the loop alerts on onsets only)
+    onset: bool = True     # it did not fire at the previous evaluation (the loop alerts on onsets only)
+
+    @property
+    def id(self) -> str:
+        """The rule and the score it judged (``coverage:modes_covered``): one rule fires once per score."""
+        return f"{self.rule}:{next(iter(self.values), '')}"
 
 
 class CollapseDetector:
@@ -88,14 +100,20 @@ class CollapseDetector:
             step: generator steps done.
             scores: the evaluation's scores with their ``data/`` baselines (missing keys skip their rules).
             covered: ids of the modes/clusters G covers (for mode hopping), or None.
+
+        Returns:
+            The rules that fired; none before ``cfg.from_step`` (such an evaluation changes no state).
         """
+        if step < self.cfg.from_step:
+            return []
         found = self._presence(scores) + self._trends(scores, covered)
-        before = set(self.last.get("rules", []))
+        before = set(self.last.get("ids", []))
         for f in found:
-            f.onset = f.rule not in before
+            f.onset = f.id not in before
         if found and self.first_alarm_step is None:
             self.first_alarm_step = int(step)
         self.last = {"step": int(step), "scores": dict(scores), "rules": list(dict.fromkeys(f.rule for f in found)),
+                     "ids": [f.id for f in found],
                      "collapsed": any(f.presence for f in found)}
         return found
 

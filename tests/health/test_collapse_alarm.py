@@ -57,8 +57,12 @@ def test_rollback_strategy_acts_on_the_alarm() -> None:
 
 
 def test_every_eval_scores_the_fixed_codes(tmp_path) -> None:
-    trainer = build_trainer(compose_cfg(["logger=none", "monitor.collapse_z=16"]), tmp_path)
-    assert "collapse_alarm" not in trainer.fit()["scores"]  # health values stay out of the scores
+    over = ["logger=none", "monitor.collapse_z=16", "monitor.detector.from_step=0"]
+    trainer = build_trainer(compose_cfg(over), tmp_path)
+    metrics = trainer.fit()
+    assert "collapse_alarm" not in metrics["scores"]  # health values stay out of the scores
+    assert metrics["verdict"].startswith(f"collapsed: {metrics['scores']['modes_covered']:g} of 8 modes (data 8)")
+    assert json.loads((tmp_path / "metrics.json").read_text())["verdict"] == metrics["verdict"]
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [3, 6]
     for r in records:
@@ -69,3 +73,7 @@ def test_every_eval_scores_the_fixed_codes(tmp_path) -> None:
     # from its first evaluation was never flagged), and the merged alarm is on
     assert [r["health"]["detector/collapsed"] for r in records] == [1.0, 1.0]
     assert all(r["health"]["collapse_alarm"] == 1.0 for r in records)
+    alerts = [(a["step"], a["kind"], a["rule"], a.get("modes_covered")) for a in read_alerts(tmp_path)]
+    assert alerts[0] == (3, "collapse", "coverage", 0.0)  # 0 of 8 modes: collapsed at the first evaluation
+    assert (6, "collapse", "coverage", 0.0) not in alerts  # still firing at step 6: no second alert
+    assert trainer.detector.first_alarm_step == 3
