@@ -1,14 +1,21 @@
 """Generator rollback: restore G (weights, optimiser state, EMA copy) to an earlier snapshot.
 
 ``mode: periodic``: a snapshot is taken at every step s with s = k * period - lag, and at every step
-k * period G is restored to it ("go back ``lag`` steps every ``period`` steps"). ``mode: triggered``: a
-snapshot is taken at every healthy evaluation; when an evaluation shows a collapse signal, G is restored
-to the last healthy snapshot, at most once per ``cooldown`` steps. Collapse signals, whichever keys the
-scores have: a coverage key (``modes_covered``, ``clusters_covered``) at least ``min_drop`` below its best
-value so far, ``high_similarity_fraction`` above ``similarity_threshold``, or the training-health collapse
-alarm (``collapse_alarm`` = 1, :class:`ganlab.health.CollapseAlarm`). There is no paper to cite: we know
-of no controlled published study of rollback, so its defaults are ganlab's own; each rollback is logged as
-text and as scalars.
+k * period G is restored to it ("go back ``lag`` steps every ``period`` steps").
+
+``mode: triggered``: G is snapshotted at the *best* evaluation so far, healthy or not (so a run collapsed
+from its first evaluation still has its least collapsed G to go back to). An evaluation's quality is the sum
+of its coverage keys (``modes_covered``, ``clusters_covered``) plus 1 - ``high_similarity_fraction``; the
+snapshot's quality, and the best coverage the drop rule compares with, decay by ``best_decay`` per
+evaluation, so a peak the run cannot regain stops being the target. When an evaluation shows a collapse
+signal and the snapshot is better than G now, G is restored to it, at most once per ``cooldown`` steps.
+Collapse signals, whichever keys the scores have: a coverage key at least ``min_drop`` below its (decayed)
+best, ``high_similarity_fraction`` above ``similarity_threshold``, or the loop's ``collapse_alarm`` = 1 (the
+collapse detector, :mod:`ganlab.health.detector`, or the fixed-z alarm). Restoring G's optimiser state
+brings back its moments, never its learning rate (the run's lr rule, :mod:`ganlab.lr`, sets it at every step).
+
+There is no paper to cite: we know of no controlled published study of rollback, so its defaults are
+ganlab's own; each rollback is logged as text and as scalars.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ class Rollback(Strategy):
         similarity_threshold: triggered mode: fire when the similarity score exceeds this.
         cooldown: triggered mode: G steps after a rollback during which no other one happens (>= 0).
         alarm_key: triggered mode: a score that signals collapse when >= 1 (the collapse alarm's); null = ignore.
+        best_decay: triggered mode: per-evaluation decay of the best coverage and of the snapshot's quality,
+            in (0, 1] (1 = the best is never forgotten).
 
     Raises:
         ValueError: for an unknown mode or out-of-range values.
@@ -59,18 +68,21 @@ class Rollback(Strategy):
     def __init__(self, mode: str = "periodic", period: int = 1000, lag: int = 200,
                  coverage_keys: Sequence[str] = ("modes_covered", "clusters_covered"), min_drop: float = 1.0,
                  similarity_key: str = "high_similarity_fraction", similarity_threshold: float = 0.5,
-                 cooldown: int = 1000, alarm_key: str | None = "collapse_alarm") -> None:
+                 cooldown: int = 1000, alarm_key: str | None = "collapse_alarm", best_decay: float = 0.9) -> None:
         if mode not in ("periodic", "triggered"):
             raise ValueError(f"strategy.rollback.mode must be 'periodic' or 'triggered', got {mode!r}")
         if not 1 <= int(lag) < int(period):
             raise ValueError(f"strategy.rollback needs 1 <= lag < period; got lag={lag}, period={period}")
         if not min_drop > 0 or int(cooldown) < 0:
             raise ValueError(f"strategy.rollback needs min_drop > 0 and cooldown >= 0; got {min_drop}, {cooldown}")
+        if not 0 < best_decay <= 1:
+            raise ValueError(f"strategy.rollback.best_decay must be in (0, 1], got {best_decay}")
         self.mode, self.period, self.lag, self.min_drop = mode, int(period), int(lag), float(min_drop)
         self.coverage_keys, self.similarity_key = tuple(coverage_keys), similarity_key
         self.similarity_threshold, self.cooldown = float(similarity_threshold), int(cooldown)
-        self.alarm_key = alarm_key
+        self.alarm_key, self.best_decay = alarm_key, float(best_decay)
         self.snapshot: dict[str, Any] | None = None
+        self.snapshot_quality: float | None = None  # triggered mode: the (decayed) quality of the snapshot
         self.best: dict[str, float] = {}
         self.count = 0
         self.last_rollback_step: int | None = None
@@ -88,9 +100,9 @@ class Rollback(Strategy):
         """Why ``scores`` signal a collapse (a sentence), or None; updates the best coverage seen."""
         reasons = []
         for key in (k for k in self.coverage_keys if k in scores):
-            best = self.best.get(key, float("-inf"))
+            best = self.best.get(key, float("-inf")) * (self.best_decay if self.mode == "triggered" else 1.0)
             if scores[key] <= best - self.min_drop:
-                reasons.append(f"{key} fell to {scores[key]:g} from its best {best:g}")
+                reasons.append(f"{key} fell to {scores[key]:g} from its best {best:.3g}")
             self.best[key] = max(best, float(scores[key]))
         sim = scores.get(self.similarity_key)
         if sim is not None and sim > self.similarity_threshold:
@@ -99,19 +111,32 @@ class Rollback(Strategy):
             reasons.append("the collapse alarm fired (fixed-z diversity fell at several evaluations in a row)")
         return "; ".join(reasons) or None
 
+    def quality(self, scores: dict[str, float]) -> float:
+        """Sum of the coverage keys present, plus 1 - the similarity score when present (higher is better)."""
+        q = sum(float(scores[k]) for k in self.coverage_keys if k in scores)
+        return q + (1.0 - float(scores[self.similarity_key]) if self.similarity_key in scores else 0.0)
+
     def after_eval(self, state: TrainState, scores: dict[str, float]) -> dict[str, float]:
         if self.mode != "triggered":
             return {}
-        reason = self.collapse_reason(scores)
-        if reason is None:
-            self.snapshot = take_snapshot(state)  # healthy: remember this G
-            return {}
-        cooling = self.last_rollback_step is not None and state.step - self.last_rollback_step < self.cooldown
-        if self.snapshot is None or cooling:
-            why = "no healthy snapshot yet" if self.snapshot is None else f"cooldown of {self.cooldown} steps"
-            state.log_text("rollback", f"collapse signal ({reason}) but no rollback: {why}")
+        reason, quality = self.collapse_reason(scores), self.quality(scores)
+        if self.snapshot_quality is not None:
+            self.snapshot_quality *= self.best_decay
+        if self.snapshot is None or quality >= self.snapshot_quality:  # the best G so far: remember it
+            self.snapshot, self.snapshot_quality = take_snapshot(state), quality
+            if reason is None:
+                return {}
+            state.log_text("rollback", f"collapse signal ({reason}) but no rollback: G now is the best evaluation "
+                                       "so far (snapshot taken)")
             return {"skipped": 1.0}
-        return self.roll_back(state, f"collapse signal: {reason}")
+        if reason is None:
+            return {}
+        if self.last_rollback_step is not None and state.step - self.last_rollback_step < self.cooldown:
+            state.log_text("rollback", f"collapse signal ({reason}) but no rollback: cooldown of {self.cooldown} "
+                                       "steps")
+            return {"skipped": 1.0}
+        return self.roll_back(state, f"collapse signal: {reason}; the snapshot's quality {self.snapshot_quality:.3g}"
+                                     f" > {quality:.3g} now")
 
     def roll_back(self, state: TrainState, reason: str) -> dict[str, float]:
         """Restore the current snapshot, log it (text and scalars) and return the scalars."""
@@ -125,14 +150,15 @@ class Rollback(Strategy):
 
     def state_dict(self) -> dict[str, Any]:
         return {"snapshot": self.snapshot, "best": dict(self.best), "count": self.count,
-                "last_rollback_step": self.last_rollback_step}
+                "last_rollback_step": self.last_rollback_step, "snapshot_quality": self.snapshot_quality}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
             self.snapshot, self.best, self.count = state["snapshot"], dict(state["best"]), int(state["count"])
             self.last_rollback_step = state["last_rollback_step"]
+            self.snapshot_quality = state.get("snapshot_quality")
 
     def __repr__(self) -> str:
         if self.mode == "periodic":
             return f"Rollback(periodic, period={self.period}, lag={self.lag})"
-        return f"Rollback(triggered, min_drop={self.min_drop}, cooldown={self.cooldown})"
+        return f"Rollback(triggered, min_drop={self.min_drop}, cooldown={self.cooldown}, best_decay={self.best_decay})"

@@ -66,7 +66,7 @@ def test_triggered_rollback_fires_on_coverage_drop_with_cooldown() -> None:
     out = rb.after_eval(state, {"modes_covered": 6.0})
     assert out["rolled_back"] == 1.0 and out["snapshot_step"] == 1.0
     assert all(torch.equal(v, healthy[k]) for k, v in state.generator.state_dict().items())
-    assert "modes_covered fell to 6 from its best 8" in events[-1][1]
+    assert "modes_covered fell to 6 from its best 7.2" in events[-1][1]  # 8 x best_decay 0.9
     _train_step(state)
     assert rb.after_eval(state, {"modes_covered": 5.0}) == {"skipped": 1.0}  # within the cooldown
     assert "cooldown" in events[-1][1]
@@ -85,3 +85,43 @@ def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="mode"):
         Rollback(mode="sometimes")
 
+
+
+def test_a_run_collapsed_from_the_start_goes_back_to_its_best_evaluation() -> None:
+    """Every evaluation signals collapse (the alarm); the snapshot is the best one, not a 'healthy' one."""
+    events: list[tuple[str, str]] = []
+    state, rb = _state(events), Rollback(mode="triggered", cooldown=0, coverage_keys=("clusters_covered",))
+    alarm = {"collapse_alarm": 1.0}
+    _train_step(state)
+    assert rb.after_eval(state, {"clusters_covered": 1.0} | alarm) == {"skipped": 1.0}  # first: the best so far
+    _train_step(state)
+    assert rb.after_eval(state, {"clusters_covered": 2.0} | alarm) == {"skipped": 1.0}  # 2 >= 0.9: new best
+    best = copy.deepcopy(state.generator.state_dict())
+    _train_step(state)
+    out = rb.after_eval(state, {"clusters_covered": 1.0} | alarm)  # 2 x 0.9 = 1.8 > 1: back to step 2
+    assert out["rolled_back"] == 1.0 and out["snapshot_step"] == 2.0
+    assert all(torch.equal(v, best[k]) for k, v in state.generator.state_dict().items())
+
+
+def test_a_peak_the_run_cannot_regain_stops_being_the_target() -> None:
+    """8 clusters once, then 4 for ever: the snapshot's quality decays 8 x 0.9^n and falls below 4 after 7
+    evaluations (0.9^7 x 8 = 3.83), so the rollbacks stop and G at 4 clusters becomes the snapshot."""
+    state, rb = _state([]), Rollback(mode="triggered", cooldown=0, coverage_keys=("clusters_covered",),
+                                     min_drop=1.0)
+    rb.after_eval(state, {"clusters_covered": 8.0})
+    outs = [rb.after_eval(state, {"clusters_covered": 4.0, "collapse_alarm": 1.0}) for _ in range(8)]
+    assert [o.get("rolled_back", 0.0) for o in outs] == [1.0] * 6 + [0.0, 0.0]
+    assert rb.snapshot_quality == 4.0 and rb.count == 6  # at the 8th, 4 >= 4 x 0.9: the newest G of equal quality
+
+
+def test_a_rollback_keeps_the_lr_in_force() -> None:
+    """G's optimiser state comes back from the snapshot with the lr of that time; the lr rule (base x the NaN
+    guard's cut here) sets the lr again before the next update."""
+    state, rb = _state([]), Rollback(mode="triggered", cooldown=0)
+    rb.after_eval(state, {"modes_covered": 8.0})  # snapshot: G's optimiser at lr 1e-2
+    state.lr.guard = 0.5
+    state.lr.apply("G", state.step)
+    rb.after_eval(state, {"modes_covered": 2.0})
+    assert rb.count == 1 and state.opt_g.param_groups[0]["lr"] == 1e-2  # the snapshot's optimiser state ...
+    state.lr.apply("G", state.step)
+    assert state.opt_g.param_groups[0]["lr"] == 5e-3  # ... and the rule's lr from the next step on

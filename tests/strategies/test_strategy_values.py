@@ -129,7 +129,8 @@ def test_minibatch_stddev_discriminator_uses_the_configured_group_size() -> None
 def test_collapse_reason_boundaries() -> None:
     """A coverage drop of exactly min_drop counts, a smaller one does not; a similarity equal to the threshold
     does not; several reasons are joined by '; '."""
-    rb = Rollback(mode="triggered", period=10, lag=1, min_drop=1.0, similarity_threshold=0.5)
+    rb = Rollback(mode="triggered", period=10, lag=1, min_drop=1.0, similarity_threshold=0.5,
+                  best_decay=1.0)  # the decay is tested in test_rollback.py
     assert rb.collapse_reason({"modes_covered": 8.0}) is None
     assert rb.collapse_reason({"modes_covered": 7.5}) is None  # dropped 0.5 < min_drop
     assert rb.collapse_reason({"modes_covered": 7.0}) is not None  # dropped exactly min_drop
