@@ -108,7 +108,7 @@ class Rollback(Strategy):
         if sim is not None and sim > self.similarity_threshold:
             reasons.append(f"{self.similarity_key}={sim:.3g} > {self.similarity_threshold:g}")
         if self.alarm_key is not None and scores.get(self.alarm_key, 0.0) >= 1.0:
-            reasons.append("the collapse alarm fired (fixed-z diversity fell at several evaluations in a row)")
+            reasons.append(f"{self.alarm_key}=1 (the collapse detector or the fixed-z alarm, see alerts.jsonl)")
         return "; ".join(reasons) or None
 
     def quality(self, scores: dict[str, float]) -> float:

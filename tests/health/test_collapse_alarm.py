@@ -52,7 +52,7 @@ def test_alarm_fires_after_three_falls_in_a_row(tmp_path) -> None:
 def test_rollback_strategy_acts_on_the_alarm() -> None:
     r = Rollback(mode="triggered")
     assert r.collapse_reason({"collapse_alarm": 0.0}) is None
-    assert "collapse alarm" in r.collapse_reason({"collapse_alarm": 1.0})
+    assert "collapse_alarm=1 (the collapse detector" in r.collapse_reason({"collapse_alarm": 1.0})
     assert Rollback(mode="triggered", alarm_key=None).collapse_reason({"collapse_alarm": 1.0}) is None
 
 
