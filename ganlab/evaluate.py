@@ -107,15 +107,15 @@ def rebuild_from_checkpoint(path: str | Path, overrides: list[str] | None = None
         FileNotFoundError: no checkpoint at ``path``.
         ValueError: a bad override (see :func:`check_overrides`), or the file is not a ganlab checkpoint.
     """
-    try:
-        ckpt_path = ckpt_io.resolve_checkpoint(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding checkpoints/last.pt "
-                                "or a checkpoint file") from None
     bad = [o for o in overrides or [] if "=" not in o]
     if bad:
         raise ValueError(f"overrides must be key=value (e.g. metrics.num_samples=500), got {bad}")
-    ckpt = ckpt_io.load_checkpoint(ckpt_path)
+    last = Path(path).expanduser() / "checkpoints" / "last.pt"  # a run: the G its last evaluation scored
+    try:
+        ckpt_path, ckpt = ckpt_io.find_checkpoint(last if last.is_file() else path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding checkpoints/last.pt "
+                                "or a checkpoint file") from None
     stored = OmegaConf.create(ckpt["config"])
     cfg = OmegaConf.merge(stored, check_overrides(stored, list(overrides or [])))
     cfg.trainer.resume, cfg.trainer.progress = str(ckpt_path), False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from ganlab import CONFIG_DIR, sweep
 from ganlab.build import build_trainer
 from ganlab.io import remove_stale_temp_files
 from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer.interrupt import TrainingInterrupted
 
 log = logging.getLogger("ganlab")
 
@@ -75,6 +77,15 @@ def run(cfg: DictConfig) -> dict:
     return metrics
 
 
+def resume_command(run_dir: Path) -> str:
+    """The ``ganlab-train`` command that continues the run in ``run_dir``: this run's command-line overrides
+    (loop settings such as ``trainer.steps`` come from the command, not the checkpoint), then
+    ``trainer.resume`` and ``hydra.run.dir`` pointing at the run folder (its newest intact checkpoint)."""
+    task = [o for o in HydraConfig.get().overrides.task
+            if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
+    return shlex.join(["ganlab-train", *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
+
+
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
     """Entry point of ``ganlab-train``; returns the sweep objective (``cfg.objective``) when set.
@@ -91,6 +102,10 @@ def main(cfg: DictConfig) -> float | None:
         return None
     try:
         metrics = run(cfg)
+    except TrainingInterrupted as stop:
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        log.warning("%s. To continue the run:\n  %s", stop, resume_command(run_dir))
+        sys.exit(stop.exit_code)
     except Exception as err:
         multirun = sweep.is_multirun()  # a single run also marks its folder, so ganlab-compare tells it from a kill
         sweep.record_failure(HydraConfig.get().runtime.output_dir, err, log_traceback=multirun)

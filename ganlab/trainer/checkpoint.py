@@ -21,6 +21,7 @@ A checkpoint (:meth:`ganlab.trainer.loop.Trainer.state_dict`) is a dict of plain
 
 from __future__ import annotations
 
+import logging
 import random
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,9 @@ import torch
 from ganlab.io import atomic_open, atomic_save, atomic_write_text
 
 __all__ = ["FORMAT", "atomic_open", "atomic_save", "atomic_write_text", "rng_state", "set_rng_state",
-           "resolve_checkpoint", "load_checkpoint"]
+           "find_checkpoint", "resolve_checkpoint", "load_checkpoint"]
+
+log = logging.getLogger("ganlab")
 
 FORMAT = 1
 
@@ -59,36 +62,64 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A run directory (-> its ``checkpoints/last.pt``) or a checkpoint file, checked to exist.
+def _read(p: Path) -> dict[str, Any]:
+    """``torch.load`` one file on the CPU (``weights_only=True``) and check it is a ganlab checkpoint.
 
     Raises:
-        FileNotFoundError: neither a checkpoint file nor a run directory holding ``checkpoints/last.pt``.
+        ValueError: the file is truncated or corrupt, or not a ganlab checkpoint of format :data:`FORMAT`.
     """
-    p = Path(path).expanduser()
-    if p.is_dir():
-        p = p / "checkpoints" / "last.pt"
-    if not p.is_file():
-        raise FileNotFoundError(f"trainer.resume={path}: no checkpoint at {p}; give a run directory that holds "
-                                "checkpoints/last.pt or a checkpoint file")
-    return p
-
-
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Load a checkpoint on the CPU with ``weights_only=True``.
-
-    Raises:
-        FileNotFoundError: see :func:`resolve_checkpoint`.
-        ValueError: the file is not a torch checkpoint (``metrics.json``, a truncated file...) or not a ganlab
-            checkpoint of format :data:`FORMAT`.
-    """
-    p = resolve_checkpoint(path)
-    hint = "a .pt file under checkpoints/ of a run, e.g. <run dir>/checkpoints/last.pt, or the run directory itself"
     try:
         ckpt = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as err:  # pickle, zip or EOF errors: whatever torch raises for a file it cannot read
-        raise ValueError(f"{path} is not a ganlab checkpoint ({hint}); torch.load failed: "
-                         f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from err
+        first = str(err).splitlines()[0] if str(err) else ""
+        raise ValueError(f"{p} is truncated or corrupt, or not a checkpoint (torch.load: {type(err).__name__}: "
+                         f"{first})") from err
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a ganlab checkpoint of format {FORMAT} ({hint})")
+        raise ValueError(f"{p} is not a ganlab checkpoint of format {FORMAT}")
     return ckpt
+
+
+def find_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """The checkpoint ``path`` names, loaded: a file as it is, or, for a run directory, the newest intact one
+    of its ``checkpoints/*.pt`` (newest written first; a truncated or corrupt file is skipped with a warning
+    naming it, and the choice is logged).
+
+    Raises:
+        FileNotFoundError: ``path`` is neither a file nor a run directory with checkpoints.
+        ValueError: the file (or every checkpoint of the directory) is truncated, corrupt or not a ganlab
+            checkpoint; the message names each file.
+    """
+    p = Path(path).expanduser()
+    if p.is_file():
+        try:
+            return p, _read(p)
+        except ValueError as err:
+            folder = p.parent.parent if p.parent.name == "checkpoints" else None
+            hint = f"; trainer.resume={folder} takes the newest intact checkpoint of that run" if folder else ""
+            raise ValueError(f"trainer.resume={path}: {err}{hint}") from err
+    files = sorted((p / "checkpoints").glob("*.pt"), key=lambda f: f.stat().st_mtime, reverse=True) \
+        if p.is_dir() else []
+    if not files:
+        raise FileNotFoundError(f"trainer.resume={path}: no checkpoint there; give a run directory that holds "
+                                "checkpoints/*.pt or a checkpoint file")
+    problems = []
+    for f in files:
+        try:
+            ckpt = _read(f)
+        except ValueError as err:
+            log.warning("skipping %s", err)
+            problems.append(str(err))
+            continue
+        log.info("%s: the newest intact checkpoint is %s (step %d)", p, f.name, int(ckpt["step"]))
+        return f, ckpt
+    raise ValueError(f"trainer.resume={path}: no intact checkpoint: " + "; ".join(problems))
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """The file :func:`find_checkpoint` picks (a run directory -> its newest intact checkpoint)."""
+    return find_checkpoint(path)[0]
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The checkpoint :func:`find_checkpoint` picks, loaded on the CPU with ``weights_only=True``."""
+    return find_checkpoint(path)[1]

@@ -34,6 +34,7 @@ from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import recovery, visuals
 from ganlab.trainer.config import TrainerConfig
+from ganlab.trainer.interrupt import GracefulStop, TrainingInterrupted
 from ganlab.trainer.loggers import NullLogger
 
 log = logging.getLogger("ganlab")
@@ -219,6 +220,8 @@ class Trainer:
         Raises:
             TrainingHealthError: a gradient norm above ``monitor.hard_limit`` (a checkpoint is saved first), or
                 more than ``monitor.max_recoveries`` non-finite updates.
+            TrainingInterrupted: SIGINT or SIGTERM arrived; the step under way finished and a checkpoint
+                ``checkpoints/step_<step>.pt`` was saved (:mod:`ganlab.trainer.interrupt`).
         """
         self.start()
         if self._pending_after_eval is not None:  # resumed from a last.pt: the strategies' reaction to its scores
@@ -228,6 +231,14 @@ class Trainer:
         start_step, t0 = self.state.step, time.perf_counter()
         bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not self.cfg.progress, dynamic_ncols=True,
                    unit="step", desc="train")
+        with GracefulStop() as stop:
+            self._train_until_done(bar, stop)
+        bar.close()
+        elapsed = time.perf_counter() - t0
+        return self._finish(start_step, elapsed)
+
+    def _train_until_done(self, bar: Any, stop: GracefulStop) -> None:
+        """The loop of :meth:`fit`: steps, logging, evaluations and checkpoints until ``cfg.steps``."""
         while self.state.step < self.cfg.steps:
             out = self.train_step()
             if out.stopped is not None and out.stopped.over_limit:
@@ -251,9 +262,9 @@ class Trainer:
             if step % self.cfg.ckpt_every == 0:
                 self.save(self.run_dir / "checkpoints" / f"step_{step:07d}.pt")
             bar.update(1)
-        bar.close()
-        elapsed = time.perf_counter() - t0
-        return self._finish(start_step, elapsed)
+            if stop.signum is not None:
+                bar.close()
+                self._stop_on_signal(stop.signum)
 
     def _step_scalars(self, out: StepResult, extra: dict[str, float], bar: Any) -> dict[str, float]:
         """The scalars of a logged step (losses, D outputs, gradient norms, lrs, ``extra``); updates the bar."""
@@ -324,6 +335,19 @@ class Trainer:
         log.info("[%s] step %d: %s", tag, self.state.step, message)
         self.logger.text(tag, message, self.state.step)
 
+    def _drop_records_after(self, step: int) -> None:
+        """Resuming an older checkpoint in this folder: its ``metrics.jsonl`` lines past ``step`` are rewritten by
+        the resumed run, so they go (atomically; the others stay)."""
+        path = self.run_dir / "metrics.jsonl"
+        if not path.is_file():
+            return
+        lines = path.read_text().splitlines()
+        kept = [line for line in lines if line.strip() and json.loads(line)["step"] <= step]
+        if len(kept) != len(lines):
+            ckpt_io.atomic_write_text(path, "".join(line + "\n" for line in kept))
+            log.info("metrics.jsonl: dropped %d evaluation(s) after step %d (the resumed run redoes them)",
+                     len(lines) - len(kept), step)
+
     def _append_jsonl(self, record: dict[str, Any]) -> None:
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
@@ -379,6 +403,7 @@ class Trainer:
         them (tools that only score the checkpoint, such as ganlab-eval, see the scored G).
         """
         self._load_training_state(ckpt)
+        self._drop_records_after(self.state.step)
         self._pending_after_eval = ckpt.get("after_eval")
         self.batcher.load_state_dict(ckpt["batcher"])
         self.noise.set_state(ckpt["noise_rng"])
@@ -420,6 +445,14 @@ class Trainer:
         self._load_training_state(ckpt)
         if ckpt.get("after_eval") is not None:
             self._react_to_eval(ckpt["after_eval"])
+
+    def _stop_on_signal(self, signum: int) -> None:
+        """Save ``checkpoints/step_<step>.pt`` (unless this step's is there), close the logger and raise."""
+        path = self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt"
+        if not (self.state.step % self.cfg.ckpt_every == 0 and path.is_file()):
+            self.save(path)
+        self.logger.close()
+        raise TrainingInterrupted(signum, path, self.state.step)
 
     def _stop_at_hard_limit(self, found: UpdateFindings) -> None:
         """Save a checkpoint (the update was not applied), then alert and raise TrainingHealthError."""

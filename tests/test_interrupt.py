@@ -1,0 +1,165 @@
+"""Interruptions lose nothing: SIGINT/SIGTERM save and say how to resume (and the advice works); a killed run
+resumes from its newest intact checkpoint to the same weights, bit for bit; a corrupt checkpoint is named and
+skipped; a failed checkpoint write leaves the previous checkpoint intact."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_config import compose_cfg
+
+from ganlab.build import build_trainer
+from ganlab.strategies.base import Strategy, TrainState
+from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer.interrupt import TrainingInterrupted
+
+RUN = ["logger=none", "trainer.steps=6", "trainer.ckpt_every=2", "trainer.eval_every=3"]
+
+
+class SignalAt(Strategy):
+    """Sends ``signum`` to this process at the end of generator step ``step`` (a user's Ctrl-C)."""
+
+    name = "signal_at"
+
+    def __init__(self, step: int, signum: int) -> None:
+        self.step, self.signum = step, signum
+
+    def after_step(self, state: TrainState) -> dict[str, float]:
+        if state.step == self.step:
+            os.kill(os.getpid(), self.signum)
+        return {}
+
+
+def _weights(trainer) -> dict[str, torch.Tensor]:
+    return {**{f"G.{k}": v for k, v in trainer.G.state_dict().items()},
+            **{f"D.{k}": v for k, v in trainer.D.state_dict().items()}}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_finishes_the_step_saves_and_resumes_exactly(signum: int, tmp_path: Path) -> None:
+    full = build_trainer(compose_cfg(RUN), tmp_path / "full")
+    full.fit()
+    cut = build_trainer(compose_cfg(RUN), tmp_path / "cut")
+    cut.strategies.append(SignalAt(5, signum))
+    with pytest.raises(TrainingInterrupted) as info:
+        cut.fit()
+    stop = info.value
+    assert (stop.step, stop.exit_code) == (5, 128 + signum) and stop.checkpoint.name == "step_0000005.pt"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    path, ckpt = ckpt_io.find_checkpoint(tmp_path / "cut")  # the newest: step 5, not step_4 or last.pt (3)
+    assert path == stop.checkpoint and ckpt["step"] == 5
+    resumed = build_trainer(compose_cfg([*RUN, f"trainer.resume={tmp_path / 'cut'}"]), tmp_path / "cut")
+    resumed.fit()
+    a, b = _weights(full), _weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _train_cmd(run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "ganlab.train", "threads=1", "logger=none", "trainer.progress=false",
+            "trainer.projector=false", "trainer.steps=200", "trainer.ckpt_every=10", "trainer.eval_every=100",
+            "trainer.batch_size=32", "metrics.num_samples=200", "metrics.num_real=400", "dataset.num_samples=2000",
+            f"hydra.run.dir={run_dir}", *extra]
+
+
+def _start_and_signal(run_dir: Path, signum: int, after_checkpoints: int) -> subprocess.CompletedProcess:
+    """Start a 200-step run, send ``signum`` once ``after_checkpoints`` checkpoints exist; wait for it."""
+    proc = subprocess.Popen(_train_cmd(run_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.monotonic() + 120
+    while len(list((run_dir / "checkpoints").glob("step_*.pt"))) < after_checkpoints and proc.poll() is None:
+        assert time.monotonic() < deadline, "the run wrote no checkpoint in 120 s"
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    ckpt = torch.load(run_dir / "checkpoints" / "step_0000200.pt", weights_only=True)
+    return {**{f"G.{k}": v for k, v in ckpt["generator"].items()},
+            **{f"D.{k}": v for k, v in ckpt["discriminator"].items()}}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = tmp_path_factory.mktemp("full")
+    subprocess.run(_train_cmd(run_dir), check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return run_dir
+
+
+def test_sigterm_exits_143_and_the_printed_command_resumes(uninterrupted: Path, tmp_path: Path) -> None:
+    done = _start_and_signal(tmp_path, signal.SIGTERM, after_checkpoints=2)
+    printed = done.stdout + done.stderr  # Hydra's log goes to stdout
+    assert done.returncode == 143, printed[-2000:]
+    assert "Traceback" not in printed and "SIGTERM at generator step" in printed
+    line = [x for x in printed.splitlines() if x.strip().startswith("ganlab-train ")]
+    assert len(line) == 1, printed[-2000:]
+    args = shlex.split(line[0])[1:]
+    assert f"trainer.resume={tmp_path}" in args and "trainer.steps=200" in args
+    subprocess.run([sys.executable, "-m", "ganlab.train", *args], check=True, capture_output=True,
+                   env={**os.environ, "OMP_NUM_THREADS": "1"})
+    a, b = _final_weights(uninterrupted), _final_weights(tmp_path)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    full_steps = [line.split(",")[0] for line in (uninterrupted / "metrics.jsonl").read_text().splitlines()]
+    assert [line.split(",")[0] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()] == full_steps
+
+
+def _kill_and_resume(uninterrupted: Path, run_dir: Path, rng: random.Random) -> None:
+    """kill -9 after a random number of checkpoints (1-15 of 20), resume from the run folder, compare."""
+    _start_and_signal(run_dir, signal.SIGKILL, after_checkpoints=rng.randint(1, 15))
+    cmd = _train_cmd(run_dir, f"trainer.resume={run_dir}")
+    subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    a, b = _final_weights(uninterrupted), _final_weights(run_dir)
+    assert all(torch.equal(a[k], b[k]) for k in a), f"weights differ after kill -9 and resume in {run_dir}"
+
+
+def test_kill_9_then_resume_gives_the_same_weights(uninterrupted: Path, tmp_path: Path) -> None:
+    rng = random.Random(0)
+    for trial in range(2):
+        _kill_and_resume(uninterrupted, tmp_path / f"t{trial}", rng)
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_ten_times(uninterrupted: Path, tmp_path: Path) -> None:
+    rng = random.Random(1)
+    for trial in range(10):
+        _kill_and_resume(uninterrupted, tmp_path / f"t{trial}", rng)
+
+
+def test_a_corrupt_checkpoint_is_named_and_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    build_trainer(compose_cfg(RUN), tmp_path).fit()
+    newest = tmp_path / "checkpoints" / "step_0000006.pt"
+    newest.write_bytes(newest.read_bytes()[:1000])  # truncated, e.g. by a full disk without atomic writes
+    path, ckpt = ckpt_io.find_checkpoint(tmp_path)
+    assert ckpt["step"] == 6 and path.name == "last.pt"  # the eval at step 6 wrote last.pt just before
+    assert "step_0000006.pt is truncated or corrupt" in caplog.text
+    with pytest.raises(ValueError, match=r"step_0000006\.pt is truncated or corrupt.*trainer\.resume=.* takes the "
+                                         r"newest intact"):
+        ckpt_io.find_checkpoint(newest)
+
+
+def test_a_failed_checkpoint_write_leaves_the_previous_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trainer = build_trainer(compose_cfg(RUN), tmp_path)
+    trainer.fit()
+    path = tmp_path / "checkpoints" / "last.pt"
+    before = path.read_bytes()
+
+    def full_disk(obj, f) -> None:
+        f.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        trainer.save(path)
+    assert path.read_bytes() == before and trainer.good_checkpoint == tmp_path / "checkpoints" / "step_0000006.pt"
+    assert not list((tmp_path / "checkpoints").glob(".*.tmp"))  # the temporary file is gone too
