@@ -14,7 +14,6 @@ from omegaconf import DictConfig
 from ganlab import CONFIG_DIR, sweep
 from ganlab.build import build_trainer
 from ganlab.io import remove_stale_temp_files
-from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.interrupt import TrainingInterrupted
 
 log = logging.getLogger("ganlab")
@@ -52,7 +51,8 @@ def remove_interrupted_writes(run_dir: Path, resume: str | None) -> list[Path]:
     """
     folders = [(run_dir / "checkpoints", 0.0)]
     if resume:
-        source = ckpt_io.resolve_checkpoint(resume).parent
+        given = Path(resume).expanduser()
+        source = given / "checkpoints" if given.is_dir() else given.parent
         if source.resolve() != folders[0][0].resolve():
             folders.append((source, ABANDONED_AFTER_S))
     removed = [p for folder, age in folders for p in remove_stale_temp_files(folder, age)]

@@ -71,3 +71,32 @@ def test_run_start_cleans_its_own_folder_and_abandoned_files_of_the_resumed_run(
     assert "removed 2 temporary file(s) left by interrupted checkpoint writes" in caplog.text
     caplog.clear()
     assert remove_interrupted_writes(run_dir, None) == [] and caplog.text == ""  # nothing to say, no log line
+
+
+def test_metrics_json_records_provenance(tmp_path) -> None:
+    """The commit of this checkout, its dirty flag as git reports it, versions, device, threads, precision."""
+    import json
+
+    from tiny_config import train_tiny
+
+    import ganlab
+
+    threads = torch.get_num_threads()
+    try:
+        train_tiny(["logger=none", "threads=1"], tmp_path)
+    finally:
+        torch.set_num_threads(threads)
+    prov = json.loads((tmp_path / "metrics.json").read_text())["provenance"]
+    src = Path(ganlab.__file__).parent
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True)
+    assert prov["git_commit"] == (head.stdout.strip() if head.returncode == 0 else None)
+    if head.returncode == 0:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=src,
+                               capture_output=True, text=True).stdout.strip() != ""
+        assert prov["git_dirty"] is dirty
+    from importlib import metadata
+
+    assert prov["packages"]["torch"] == metadata.version("torch")
+    assert torch.__version__.startswith(metadata.version("torch"))
+    assert prov["packages"]["ganlab"] == ganlab.__version__
+    assert (prov["device"], prov["threads"], prov["precision"]) == ("cpu", 1, "32")

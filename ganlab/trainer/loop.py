@@ -29,6 +29,7 @@ from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import EvalResult, Evaluator
+from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
@@ -357,7 +358,8 @@ class Trainer:
         metrics = {"step": self.state.step, "scores": self.last_scores,
                    "verdict": self.detector.verdict(self.data.num_modes), "dataset": self.data.name,
                    "strategies": [s.name for s in self.strategies], "seed": self.seed,
-                   "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed}
+                   "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,
+                   "provenance": provenance(self.device, self.cfg.precision)}
         ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
         if self.last_result is not None and self.cfg.projector:
             with self._isolated_rng():

@@ -1,0 +1,56 @@
+"""What a result depends on, recorded in ``metrics.json`` under ``"provenance"``: the code (git commit, whether
+the work tree had uncommitted changes), the packages, the machine and the numerics (device, CPU threads,
+precision)."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import ganlab
+
+#: Distributions whose versions are recorded (missing ones are recorded as None).
+PACKAGES = ("ganlab", "torch", "torchvision", "numpy", "scikit-learn", "hydra-core", "omegaconf", "tensorboard")
+
+
+def _git(*args: str) -> str | None:
+    """``git <args>`` run in ganlab's source folder; None when git or the repository is not there."""
+    try:
+        out = subprocess.run(["git", *args], cwd=Path(ganlab.__file__).parent, capture_output=True, text=True,
+                             timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def provenance(device: torch.device, precision: str) -> dict[str, Any]:
+    """The provenance record.
+
+    Args:
+        device: the training device.
+        precision: ``trainer.precision`` (``32``, ``bf16``, ``fp16``).
+
+    Returns:
+        ``{"git_commit", "git_dirty", "packages": {name: version}, "python", "platform", "device",
+        "device_name", "threads", "precision"}``; ``git_commit``/``git_dirty`` are None outside a git checkout
+        (an installed wheel), ``git_dirty`` is True when tracked files differ from the commit.
+    """
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None,
+            "packages": {p: _version(p) for p in PACKAGES}, "python": platform.python_version(),
+            "platform": platform.platform(), "device": str(device), "device_name": name,
+            "threads": torch.get_num_threads(), "precision": str(precision)}
