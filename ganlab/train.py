@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,15 +15,35 @@ from omegaconf import DictConfig
 from ganlab import CONFIG_DIR, sweep
 from ganlab.build import build_trainer
 from ganlab.io import remove_stale_temp_files
+from ganlab.metrics.directions import higher_is_better, score_directions
 from ganlab.trainer.interrupt import TrainingInterrupted
 
 log = logging.getLogger("ganlab")
 
 
 def format_scores(scores: dict[str, float]) -> str:
-    """One line ``name=value`` per score, model scores first, then the ``data/`` baseline."""
-    keys = sorted(scores, key=lambda k: (k.startswith("data/"), k))
-    return "\n".join(f"  {k:<28} {scores[k]:.4g}" for k in keys)
+    """A table: one row per score with the model's value beside the data baseline (``data/<score>``, "-" when
+    none) and the better direction (higher / lower), in the scorers' order (:mod:`ganlab.metrics.directions`)."""
+    names = [k for k in scores if not k.startswith("data/")]
+    order = {k: i for i, k in enumerate(score_directions())}
+    names.sort(key=lambda k: (order.get(k, len(order)), k))
+    width = max([len(k) for k in names] + [5])
+    direction = {True: "higher", False: "lower", None: ""}
+    lines = [f"  {'score':<{width}}  {'model':>10}  {'data':>10}  better"]
+    for k in names:
+        data = scores.get(f"data/{k}")
+        data_cell = f"{data:>10.4g}" if data is not None else f"{'-':>10}"
+        lines.append(f"  {k:<{width}}  {scores[k]:>10.4g}  {data_cell}  {direction[higher_is_better(k)]}")
+    return "\n".join(lines)
+
+
+def tensorboard_command(run_dir: Path) -> str:
+    """``tensorboard --logdir <run_dir>`` that works as printed: the tensorboard of this Python's environment,
+    by its full path when the one on PATH is another (or none: a venv that is not activated)."""
+    here = Path(sys.executable).parent / "tensorboard"
+    on_path = shutil.which("tensorboard")
+    exe = "tensorboard" if here.is_file() and on_path and Path(on_path).resolve() == here.resolve() else str(here)
+    return shlex.join([exe, "--logdir", str(run_dir)])
 
 
 def preflight(cfg: DictConfig) -> bool:
@@ -70,10 +91,9 @@ def run(cfg: DictConfig) -> dict:
     sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
     metrics = trainer.fit()
-    log.info("finished %d steps (%.1f steps/s); final scores:\n%s", metrics["step"], metrics["steps_per_s"],
-             format_scores(metrics["scores"]))
-    log.info("verdict: %s", metrics["verdict"])
-    log.info("results in %s (tensorboard --logdir %s)", run_dir, run_dir)
+    log.info("finished %d steps (%.1f steps/s); final scores (model beside the held-out real data):\n%s\n"
+             "verdict: %s\nrun folder: %s\nlook at it: %s", metrics["step"], metrics["steps_per_s"],
+             format_scores(metrics["scores"]), metrics["verdict"], run_dir, tensorboard_command(run_dir))
     return metrics
 
 

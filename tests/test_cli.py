@@ -64,3 +64,25 @@ def test_compare_table_equals_the_jobs_metrics(sweep: Path) -> None:
     assert f"{mean:.3g} ± {std:.2g}" in markdown_table(summarise(runs))
     res = cli("ganlab-compare", str(sweep), cwd=sweep)
     assert res.returncode == 0 and "ring8 [plain] | 2 |" in res.stdout
+
+
+def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
+    from ganlab.train import format_scores
+
+    table = format_scores({"reverse_kl": 2.079, "modes_covered": 1.0, "data/modes_covered": 8.0, "fd": 3.2,
+                           "data/reverse_kl": 0.0038})
+    assert table.splitlines() == ["  score               model        data  better",
+                                  "  modes_covered           1           8  higher",
+                                  "  reverse_kl          2.079      0.0038  lower",
+                                  "  fd                    3.2           -  lower"]
+
+
+def test_the_printed_tensorboard_command_names_an_existing_program(tmp_path) -> None:
+    import shlex
+    import shutil
+
+    from ganlab.train import tensorboard_command
+
+    exe, flag, folder = shlex.split(tensorboard_command(tmp_path / "a run"))
+    assert (flag, folder) == ("--logdir", str(tmp_path / "a run"))
+    assert shutil.which(exe) is not None  # a full path to this venv's tensorboard, or one that is on PATH
