@@ -8,6 +8,9 @@ over trials, as the paper reports, beside the paper's rows) to ``<out>/table.md`
 
     OMP_NUM_THREADS=1 nice -n 10 python scripts/pacgan_table.py --steps 50000 --trials 5 --jobs 2 \\
         --out docs/results/pacgan_table
+
+``--merge A/curve.csv B/curve.csv`` adds the evaluations of tables made earlier (in other folders, or before
+their run folders were removed) to what ``<out>/runs`` holds; ``--jobs 0`` trains nothing and only collects.
 """
 
 from __future__ import annotations
@@ -81,6 +84,20 @@ def collect(out: Path) -> list[dict[str, object]]:
     return records
 
 
+def merged(records: list[dict[str, object]], csv_files: list[Path]) -> list[dict[str, object]]:
+    """``records`` plus the rows of ``csv_files`` (earlier ``curve.csv``); one row per (dataset, row, seed, step),
+    ``records`` first, sorted."""
+    out = {(r["dataset"], r["row"], int(r["seed"]), int(r["step"])): r for r in records}
+    for path in csv_files:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                rec = {k: (v if k in ("dataset", "row") else float(v) if v not in ("", "None") else None)
+                       for k, v in r.items()}
+                rec["seed"], rec["step"] = int(r["seed"]), int(r["step"])
+                out.setdefault((rec["dataset"], rec["row"], rec["seed"], rec["step"]), rec)
+    return [out[k] for k in sorted(out, key=lambda k: (k[0], list(ROWS).index(k[1]), k[2], k[3]))]
+
+
 def write_csv(path: Path, records: list[dict[str, object]]) -> None:
     if records:
         with open(path, "w", newline="") as f:
@@ -126,11 +143,13 @@ def main() -> None:
     ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("docs/results/pacgan_table"))
+    ap.add_argument("--merge", type=Path, nargs="*", default=[], help="curve.csv files of earlier tables to add")
     args = ap.parse_args()
     jobs = [(d, r, s) for s in range(args.first_trial, args.trials) for d in args.datasets for r in args.rows]
-    Parallel(n_jobs=args.jobs)(delayed(run_one)(args.out, d, r, s, args.steps, args.chunk, args.eval_every)
-                               for d, r, s in jobs)
-    records = collect(args.out)
+    if args.jobs > 0:
+        Parallel(n_jobs=args.jobs)(delayed(run_one)(args.out, d, r, s, args.steps, args.chunk, args.eval_every)
+                                   for d, r, s in jobs)
+    records = merged(collect(args.out) if (args.out / "runs").is_dir() else [], args.merge)
     write_csv(args.out / "curve.csv", records)
     finals = [r for r in records if r["step"] == args.steps]
     write_csv(args.out / "trials.csv", finals)
