@@ -7,5 +7,17 @@ from pathlib import Path
 
 __version__ = "0.1.0"
 
-#: The Hydra config folder: ``$GANLAB_CONF`` when set, else the repository's ``conf/``.
-CONFIG_DIR = Path(os.environ.get("GANLAB_CONF", Path(__file__).resolve().parent.parent / "conf"))
+
+
+def _config_dir() -> Path:
+    """``$GANLAB_CONF`` when set; else the repository's ``conf/`` (a checkout or an editable install); else the
+    copy an installed wheel carries (``ganlab/_conf``)."""
+    if os.environ.get("GANLAB_CONF"):
+        return Path(os.environ["GANLAB_CONF"])
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "conf"
+    return checkout if (checkout / "train.yaml").is_file() else here / "_conf"
+
+
+#: The Hydra config folder (see :func:`_config_dir`).
+CONFIG_DIR = _config_dir()
