@@ -7,7 +7,7 @@ Signals (logged as ``health/risk/<name>``; see :meth:`CollapseRisk.signals` for 
 * ``r_t``: E[sign(D(x_train))] on the latest training batch, ADA's overfitting heuristic (Karras et al. 2020,
   "Training Generative Adversarial Networks with Limited Data", Sec. 3, Eq. 1);
 * ``r_v``: (E[D_train] - E[D_val]) / (E[D_train] - E[D_gen]), ADA's validation-set heuristic (same equation),
-  on ``n_real`` fixed training samples, ``n_real`` fixed held-out samples and the ``n_z`` fixed-code samples;
+  on ``n_d`` of the fixed training samples, of the fixed held-out samples and of the fixed-code samples;
 * ``grad_cv_D``, ``grad_cv_G``: std / mean of the global gradient norm over the monitor's rolling window;
 * ``loss_std_D``, ``loss_std_G``: population std of each loss over the last ``window`` monitored steps;
 * ``update_ratio_G``: G's effective update ratio (``update_ratio/G/group0``, :mod:`ganlab.health.update_ratio`);
@@ -16,8 +16,8 @@ Signals (logged as ``health/risk/<name>``; see :meth:`CollapseRisk.signals` for 
 
 Combined by logistic regression on standardised signals (:func:`risk_score`); the weights, means, scales,
 bias and threshold are ``monitor.risk.*`` defaults fitted by ``scripts/collapse_table.py`` on the ring8 runs
-of the collapse corpus (``docs/results/collapse_detection.md``). When the risk rises through the threshold an
-alert ``collapse_risk`` is written (once per crossing).
+of the collapse corpus (``docs/results/collapse_detection.md``). When the risk rises through the threshold at
+step >= ``warmup``, an alert ``collapse_risk`` is written (once per crossing).
 
 The fixed codes and the fixed real/held-out subsets come from dedicated generators seeded from the run's
 seed, drawn once at construction; G and D run in eval mode without gradients, so the training RNG streams,
@@ -55,7 +55,9 @@ class RiskConfig:
     enabled: bool = True
     n_z: int = 48          # fixed codes (a multiple of PacGAN's pack size m: 48 = 4 x lcm(2, 3, 4))
     n_real: int = 48       # fixed training and held-out real samples
+    n_d: int = 24          # of those (and of the fixed-code samples), how many D scores for r_v (its cost)
     window: int = 10       # monitored steps in the loss trend and fluctuation windows
+    warmup: int = 0        # no alert before this step (G starts near one point: every run looks collapsed)
     threshold: float = 0.5
     bias: float = 0.0
     weights: dict[str, float] = field(default_factory=dict)
@@ -63,9 +65,11 @@ class RiskConfig:
     scale: dict[str, float] = field(default_factory=dict)
 
     def validate(self) -> RiskConfig:
-        if int(self.n_z) < 2 or int(self.n_real) < 2 or int(self.window) < 3:
-            raise ValueError(f"monitor.risk needs n_z >= 2, n_real >= 2 and window >= 3, got {self.n_z}, "
-                             f"{self.n_real}, {self.window}")
+        if not 2 <= int(self.n_d) <= min(int(self.n_z), int(self.n_real)) or int(self.window) < 3 \
+                or int(self.warmup) < 0:
+            raise ValueError(f"monitor.risk needs 2 <= n_d <= min(n_z, n_real), window >= 3 and warmup >= 0, got "
+                             f"n_z={self.n_z}, n_real={self.n_real}, n_d={self.n_d}, window={self.window}, "
+                             f"warmup={self.warmup}")
         if not 0 < float(self.threshold) < 1:
             raise ValueError(f"monitor.risk.threshold must be in (0, 1), got {self.threshold}")
         for key in ("weights", "mean", "scale"):
@@ -149,10 +153,11 @@ class CollapseRisk:
                 ``update_ratio/G/group0``).
             losses: ``HealthMonitor.last`` (``{net: {"loss": float}}``).
         """
+        n = self.cfg.n_d  # D's three forwards cost the most (1 % of a DCGAN step at n = 48 every 20 steps)
         with eval_mode(G), eval_mode(D):
             fake = G(self.z)  # (n_z, *shape)
-            d_train, d_gen = D(self.real).float().mean(), D(fake).float().mean()
-            d_val = D(self.held).float().mean() if self.held is not None else d_train.new_tensor(math.nan)
+            d_train, d_gen = D(self.real[:n]).float().mean(), D(fake[:n]).float().mean()
+            d_val = D(self.held[:n]).float().mean() if self.held is not None else d_train.new_tensor(math.nan)
         spread = torch.pdist(fake.flatten(1).float()).mean()
         d_real, d_fake = d_real.float(), d_fake.float()
         gap, r_t, dt, dv, dg, spread_v = torch.stack([d_real.mean() - d_fake.mean(), torch.sign(d_real).mean(),
@@ -176,13 +181,13 @@ class CollapseRisk:
         c = self.cfg
         sig = self.signals(G, D, d_real, d_fake, monitor, losses)
         risk = risk_score(sig, c.weights, c.mean, c.scale, c.bias)
-        if risk >= c.threshold and not self.above:
+        if risk >= c.threshold and not self.above and step >= c.warmup:
             top = sorted(((abs(c.weights.get(k, 0.0) * (v - c.mean.get(k, 0.0)) / c.scale.get(k, 1.0)), k)
                           for k, v in sig.items() if math.isfinite(v)), reverse=True)[:3]
             self.alerts.emit("collapse_risk", step, f"collapse risk {risk:.2f} >= {c.threshold:g} (largest "
                              f"contributions: {', '.join(f'{k}={sig[k]:.3g}' for _, k in top)})",
                              risk=risk, **sig)
-        self.above = risk >= c.threshold
+        self.above = risk >= c.threshold and step >= c.warmup
         self.last = {"collapse_risk": risk, **sig}
         self.logger.scalars({"health/collapse_risk": risk} | {f"health/risk/{k}": v for k, v in sig.items()}, step)
         return self.last

@@ -51,7 +51,7 @@ D_REAL, D_FAKE = torch.tensor([1.0, -2.0, 3.0, 0.5]), torch.full((4,), -1.0)
 
 def make_risk(tmp_path: Path, **cfg: object) -> CollapseRisk:
     data = GANData("toy", REAL.clone(), holdout=HELD.clone())
-    config = RiskConfig(n_z=4, n_real=4, window=3, **cfg)  # type: ignore[arg-type]
+    config = RiskConfig(n_z=4, n_real=4, n_d=4, window=3, **cfg)  # type: ignore[arg-type]
     return CollapseRisk(config, FixedG(), data, seed=0, every=20, alerts=AlertLog(tmp_path, NullLogger()),
                         logger=NullLogger())
 
