@@ -10,7 +10,7 @@ Usage (from the repository root, after the corpus)::
    on every evaluation, and on evaluations at step >= the label warm-up only.
 2. Fits the risk's logistic regression on the ring8 runs ONLY: one row per monitored step at step >= the
    warm-up, target 1 from ``horizon`` steps before a collapsed run's drop step on, else 0; signals standardised
-   by their ring8 mean and std (NaN -> the mean); ``sklearn.linear_model.LogisticRegression`` (L2, C=1,
+   by their ring8 mean and std (std floored at 1e-3; NaN -> the mean); ``sklearn.linear_model.LogisticRegression`` (L2, C=1,
    balanced classes). Threshold: the smallest multiple of 0.01 at which no healthy ring8 run warns (its max risk
    at step >= warm-up stays below it). ``--yaml`` prints the ``monitor.risk`` block to paste into the config.
 3. Prints the markdown table: per data set and overall, detection rate (collapsed runs flagged by a presence
@@ -81,7 +81,7 @@ def fit_risk(signals: list[dict[str, Any]], runs: dict[str, dict[str, Any]], hor
     y = np.array([int(runs[s["run"]]["collapsed"] == 1 and s["step"] >= runs[s["run"]]["drop_step"] - horizon)
                   for s in rows])
     mean, std = np.nanmean(x, axis=0), np.nanstd(x, axis=0)
-    std[~(std > 0)] = 1.0
+    std = np.where(np.isfinite(std), np.maximum(std, 1e-3), 1.0)  # floor: G's update ratio is 1 +- 1e-7 here
     z = np.nan_to_num((x - mean) / std, nan=0.0)
     model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=5000).fit(z, y)
     out = {"bias": float(model.intercept_[0]), "weights": dict(zip(SIGNALS, map(float, model.coef_[0]))),
@@ -148,9 +148,11 @@ def table(res: list[dict[str, Any]]) -> str:
             "risk warnings on collapsed", "risk false alarms", "median lead: risk", "median lead: detector",
             "median lead: first of both"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name in (*SETS, "all", "all but ring8 (held out)"):
+    late = f"late collapses only (drop step >= {WARMUP})"
+    for name in (*SETS, "all", "all but ring8 (held out)", late):
         rows = [r for r in res if r["dataset"] == name or name == "all" or
-                (name.startswith("all but") and r["dataset"] != "ring8")]
+                (name.startswith("all but") and r["dataset"] != "ring8") or
+                (name == late and r["collapsed"] == 1 and r["drop_step"] >= WARMUP)]
         bad, good = [r for r in rows if r["collapsed"] == 1], [r for r in rows if r["collapsed"] == 0]
         cells = [name, f"{len(rows)} ({len(bad)} / {len(good)})",
                  rate([r["pres_all"] is not None for r in bad]), rate([r["pres_all"] is not None for r in good]),
