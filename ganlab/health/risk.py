@@ -22,13 +22,23 @@ step >= ``warmup``, an alert ``collapse_risk`` is written (once per crossing).
 The fixed codes and the fixed real/held-out subsets come from dedicated generators seeded from the run's
 seed, drawn once at construction; G and D run in eval mode without gradients, so the training RNG streams,
 weights and batch-norm statistics are untouched and a run scores the same with the risk on or off.
+
+Inputs and cost: the loop (:meth:`ganlab.trainer.loop.Trainer.fit`) calls :meth:`CollapseRisk.observe` on
+monitored steps only (those on which :meth:`ganlab.health.HealthMonitor.after_step` returns scalars), with
+those scalars, the step's D outputs (``StepResult.d_real``/``d_fake``) and ``HealthMonitor.last`` (the
+:class:`~ganlab.health.UpdateFindings` of the latest D and G updates, whose losses the monitor already read in
+its per-update host synchronisation). ``observe`` adds one host synchronisation on those steps and nothing
+per update; it writes to no logger but returns its scalars, which the loop logs with the monitor's. Its state
+(the loss windows and whether the risk is above the threshold) is checkpointed as ``risk``; the grad-norm
+windows it reads are the monitor's (checkpointed under ``health``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -37,6 +47,9 @@ from ganlab.data.base import GANData
 from ganlab.health.alerts import AlertLog
 from ganlab.health.norms import RollingStats
 from ganlab.models.base import eval_mode
+
+if TYPE_CHECKING:  # ganlab.health.monitor imports ganlab.health.config, which imports this module
+    from ganlab.health.monitor import UpdateFindings
 
 SIGNALS = ("d_gap", "d_loss_trend", "r_t", "r_v", "grad_cv_D", "grad_cv_G", "loss_std_D", "loss_std_G",
            "update_ratio_G", "diversity")
@@ -114,8 +127,15 @@ def slope(values: list[float]) -> float:
     return sum((i - mx) * (v - my) for i, v in enumerate(values)) / sum((i - mx) ** 2 for i in range(n))
 
 
+def risk_scalars(values: Mapping[str, float]) -> dict[str, float]:
+    """``{"collapse_risk": r, <signal>: v}`` (:attr:`CollapseRisk.last`) as logged scalars:
+    ``health/collapse_risk`` and ``health/risk/<signal>``."""
+    return {("health/collapse_risk" if k == "collapse_risk" else f"health/risk/{k}"): v for k, v in values.items()}
+
+
 class CollapseRisk:
-    """Computes the signals and the risk at monitored steps; logs them; alerts on crossing the threshold.
+    """Computes the signals and the risk at monitored steps; alerts on crossing the threshold; returns the
+    scalars for the loop to log.
 
     Args:
         cfg: the ``monitor.risk`` settings.
@@ -124,12 +144,11 @@ class CollapseRisk:
         seed: the run's seed; the fixed codes use seed + 5 and the fixed subsets seed + 4.
         every: ``monitor.every`` (generator steps between calls), for the trend's units.
         alerts: where the alert goes.
-        logger: where the scalars go (``scalars(dict, step)``).
     """
 
     def __init__(self, cfg: RiskConfig, generator: nn.Module, data: GANData, seed: int, every: int,
-                 alerts: AlertLog, logger: Any) -> None:
-        self.cfg, self.every, self.alerts, self.logger = cfg.validate(), int(every), alerts, logger
+                 alerts: AlertLog) -> None:
+        self.cfg, self.every, self.alerts = cfg.validate(), int(every), alerts
         device = data.x.device
         self.z = generator.sample_z(cfg.n_z, torch.Generator(device=device).manual_seed(seed + 5))  # (n_z, z_dim)
         pick = torch.Generator().manual_seed(seed + 4)  # CPU, its own stream
@@ -142,16 +161,17 @@ class CollapseRisk:
         self.last: dict[str, float] = {}
 
     @torch.no_grad()
-    def signals(self, G: nn.Module, D: nn.Module, d_real: Tensor, d_fake: Tensor, monitor: dict[str, float],
-                losses: dict[str, dict[str, float]]) -> dict[str, float]:
+    def signals(self, G: nn.Module, D: nn.Module, d_real: Tensor, d_fake: Tensor, monitor: Mapping[str, float],
+                last: Mapping[str, UpdateFindings]) -> dict[str, float]:
         """The signals of the module docstring at this monitored step (one host synchronisation).
 
         Args:
             G, D: the networks (put in eval mode meanwhile).
             d_real, d_fake: (B,) D's outputs on the latest training batch of real and generated samples.
-            monitor: what :meth:`HealthMonitor.after_step` logged (``grad_norm/<net>/{mean,std}``,
+            monitor: what :meth:`HealthMonitor.after_step` returned at this step (``grad_norm/<net>/{mean,std}``,
                 ``update_ratio/G/group0``).
-            losses: ``HealthMonitor.last`` (``{net: {"loss": float}}``).
+            last: ``HealthMonitor.last``: ``{net: UpdateFindings}`` of the latest measured update of each network
+                (its ``loss``, already a Python float; a missing network counts as NaN).
         """
         n = self.cfg.n_d  # D's three forwards cost the most (1 % of a DCGAN step at n = 48 every 20 steps)
         with eval_mode(G), eval_mode(D):
@@ -166,7 +186,8 @@ class CollapseRisk:
                "diversity": spread_v / self.real_spread if self.real_spread > 0 else math.nan,
                "update_ratio_G": float(monitor.get("update_ratio/G/group0", math.nan))}
         for net in "DG":
-            self.losses[net].add(float(losses.get(net, {}).get("loss", math.nan)))
+            found = last.get(net)
+            self.losses[net].add(found.loss if found is not None else math.nan)
             mean, std = monitor.get(f"grad_norm/{net}/mean", math.nan), monitor.get(f"grad_norm/{net}/std", math.nan)
             out[f"grad_cv_{net}"] = std / mean if mean > 0 else math.nan
             summary = self.losses[net].summary()
@@ -175,11 +196,13 @@ class CollapseRisk:
         return out
 
     def observe(self, step: int, G: nn.Module, D: nn.Module, d_real: Tensor, d_fake: Tensor,
-                monitor: dict[str, float], losses: dict[str, dict[str, float]]) -> dict[str, float]:
-        """Signals and risk at ``step``; logs ``health/collapse_risk`` and ``health/risk/<signal>``, alerts
-        when the risk rises to the threshold or above. Returns ``{"collapse_risk": r, <signal>: value}``."""
+                monitor: Mapping[str, float], last: Mapping[str, UpdateFindings]) -> dict[str, float]:
+        """Signals and risk at ``step`` (arguments: see :meth:`signals`); alerts when the risk rises to the
+        threshold or above at step >= ``warmup``. Keeps ``{"collapse_risk": r, <signal>: value}`` in
+        :attr:`last` and returns it as the scalars to log (:func:`risk_scalars`: ``health/collapse_risk``,
+        ``health/risk/<signal>``)."""
         c = self.cfg
-        sig = self.signals(G, D, d_real, d_fake, monitor, losses)
+        sig = self.signals(G, D, d_real, d_fake, monitor, last)
         risk = risk_score(sig, c.weights, c.mean, c.scale, c.bias)
         if risk >= c.threshold and not self.above and step >= c.warmup:
             top = sorted(((abs(c.weights.get(k, 0.0) * (v - c.mean.get(k, 0.0)) / c.scale.get(k, 1.0)), k)
@@ -189,8 +212,7 @@ class CollapseRisk:
                              risk=risk, **sig)
         self.above = risk >= c.threshold and step >= c.warmup
         self.last = {"collapse_risk": risk, **sig}
-        self.logger.scalars({"health/collapse_risk": risk} | {f"health/risk/{k}": v for k, v in sig.items()}, step)
-        return self.last
+        return risk_scalars(self.last)
 
     def state_dict(self) -> dict[str, Any]:
         return {"losses": {n: list(s.values) for n, s in self.losses.items()}, "above": self.above}

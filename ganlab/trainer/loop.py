@@ -107,7 +107,7 @@ class Trainer:
         self.alarm = CollapseAlarm(alarm_z, monitor.collapse_tau, monitor.collapse_patience, self.alerts) \
             if alarm_z is not None else None
         self.detector = CollapseDetector(monitor.detector, points=data.mixture is not None)
-        self.risk = CollapseRisk(monitor.risk, generator, data, seed, monitor.every, self.alerts, self.logger) \
+        self.risk = CollapseRisk(monitor.risk, generator, data, seed, monitor.every, self.alerts) \
             if monitor.risk.enabled else None  # early-warning collapse risk at monitored steps
         self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
@@ -245,9 +245,9 @@ class Trainer:
             strategy_scalars = {f"strategy/{s.name}/{k}": v
                                 for s in self.strategies for k, v in s.after_step(self.state).items()}
             scalars = self.health.after_step(step)  # monitored steps only
-            if scalars and self.risk is not None:  # the early-warning collapse risk
-                self.risk.observe(step, self.G, self.D, out.d_real, out.d_fake, scalars,
-                                  {net: {"loss": f.loss} for net, f in self.health.last.items()})
+            if scalars and self.risk is not None:  # the early-warning risk: one host sync, monitored steps only
+                assert out.d_real is not None and out.d_fake is not None
+                scalars |= self.risk.observe(step, self.G, self.D, out.d_real, out.d_fake, scalars, self.health.last)
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
                 scalars |= self._step_scalars(out, strategy_scalars, bar)
             if scalars:

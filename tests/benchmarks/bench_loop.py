@@ -157,7 +157,7 @@ def ganlab_steps_after(trainer: Any, k: int, risk: bool) -> None:
         monitored = trainer.health.after_step(trainer.state.step)
         if risk and monitored:
             trainer.risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored,
-                                 {net: {"loss": f.loss} for net, f in trainer.health.last.items()})
+                                 trainer.health.last)
 
 
 def risk_cost(trainer: Any, step_cpu_s: float, calls: int = 200) -> dict[str, float]:
@@ -166,12 +166,12 @@ def risk_cost(trainer: Any, step_cpu_s: float, calls: int = 200) -> dict[str, fl
     out = trainer.train_step()
     trainer.state.step += 1
     monitored = trainer.health.after_step(trainer.state.step) or {"update_ratio/G/group0": 1.0}
-    losses = {net: {"loss": f.loss} for net, f in trainer.health.last.items()}
     state = trainer.risk.state_dict()
     times = []
     for _ in range(calls):
         c0 = time.process_time()
-        trainer.risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored, losses)
+        trainer.risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored,
+                             trainer.health.last)
         times.append(time.process_time() - c0)
     trainer.risk.load_state_dict(state)
     per_call, every = median(times), trainer.health.cfg.every

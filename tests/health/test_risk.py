@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_config import RING8_RUN, RecordingLogger, compose_cfg
 from torch import nn
 
 from ganlab.build import build_trainer
 from ganlab.data import GANData
-from ganlab.health import AlertLog, read_alerts
+from ganlab.health import AlertLog, UpdateFindings, read_alerts
 from ganlab.health.risk import SIGNALS, CollapseRisk, RiskConfig, ada_r_v, risk_score, slope
 from ganlab.trainer.loggers import NullLogger
-from tiny_config import RING8_RUN, compose_cfg
 
 REAL = torch.tensor([[1.0, 0.0], [3.0, 0.0], [1.0, 2.0], [3.0, 2.0]])   # D = first coordinate: mean 2
 HELD = torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 5.0], [2.0, 5.0]])   # mean 1
@@ -52,8 +52,12 @@ D_REAL, D_FAKE = torch.tensor([1.0, -2.0, 3.0, 0.5]), torch.full((4,), -1.0)
 def make_risk(tmp_path: Path, **cfg: object) -> CollapseRisk:
     data = GANData("toy", REAL.clone(), holdout=HELD.clone())
     config = RiskConfig(n_z=4, n_real=4, n_d=4, window=3, **cfg)  # type: ignore[arg-type]
-    return CollapseRisk(config, FixedG(), data, seed=0, every=20, alerts=AlertLog(tmp_path, NullLogger()),
-                        logger=NullLogger())
+    return CollapseRisk(config, FixedG(), data, seed=0, every=20, alerts=AlertLog(tmp_path, NullLogger()))
+
+
+def losses(d: float, g: float) -> dict[str, UpdateFindings]:
+    """``HealthMonitor.last`` after measured D and G updates with these losses."""
+    return {"D": UpdateFindings("D", True, d, 1.0), "G": UpdateFindings("G", True, g, 1.0)}
 
 
 def test_ada_r_v_by_hand() -> None:
@@ -82,7 +86,7 @@ def test_signals_by_hand_and_networks_left_as_they_were(tmp_path: Path) -> None:
     G, D = FixedG(), FirstCoordinateD()
     before = G.bn.running_mean.clone()
     for i, loss_d in enumerate([1.0, 2.0, 4.0]):
-        sig = risk.signals(G, D, D_REAL, D_FAKE, MONITOR, {"D": {"loss": loss_d}, "G": {"loss": 2.0 * i}})
+        sig = risk.signals(G, D, D_REAL, D_FAKE, MONITOR, losses(loss_d, 2.0 * i))
         if i == 0:  # one loss so far: no fluctuation, no trend yet
             assert math.isnan(sig["loss_std_D"]) and math.isnan(sig["d_loss_trend"])
     assert G.training and torch.equal(G.bn.running_mean, before)  # eval mode inside, train mode restored
@@ -100,10 +104,12 @@ def test_signals_by_hand_and_networks_left_as_they_were(tmp_path: Path) -> None:
 def test_alert_once_per_crossing_and_state_round_trip(tmp_path: Path) -> None:
     risk = make_risk(tmp_path, weights={"diversity": -1.0}, mean={"diversity": 1.0}, threshold=0.6)
     G, D = FixedG(), FirstCoordinateD()
-    out = risk.observe(20, G, D, D_REAL, D_FAKE, MONITOR, {"D": {"loss": 1.0}, "G": {"loss": 1.0}})
+    out = risk.observe(20, G, D, D_REAL, D_FAKE, MONITOR, losses(1.0, 1.0))
     expected = 1 / (1 + math.exp(-(1 - 1 / (2 + math.sqrt(2)))))  # z = -(0.2929 - 1) = 0.7071 -> 0.6698
-    assert out["collapse_risk"] == pytest.approx(expected)
-    risk.observe(40, G, D, D_REAL, D_FAKE, MONITOR, {"D": {"loss": 2.0}, "G": {"loss": 1.0}})  # still above
+    # the scalars the loop logs, and the same values kept unprefixed in risk.last
+    assert set(out) == {"health/collapse_risk", *(f"health/risk/{k}" for k in SIGNALS)}
+    assert out["health/collapse_risk"] == pytest.approx(expected) == risk.last["collapse_risk"]
+    risk.observe(40, G, D, D_REAL, D_FAKE, MONITOR, losses(2.0, 1.0))  # still above
     alerts = read_alerts(tmp_path)
     assert [(a["kind"], a["step"]) for a in alerts] == [("collapse_risk", 20)]
     assert alerts[0]["risk"] == pytest.approx(expected) and "diversity=0.293" in alerts[0]["message"]
@@ -124,10 +130,17 @@ RUN = [*RING8_RUN, "monitor.every=2", "trainer.steps=12", "trainer.eval_every=6"
 
 def test_training_is_unchanged_by_the_risk_and_resumes_exactly(tmp_path: Path) -> None:
     on = build_trainer(compose_cfg(RUN), tmp_path / "on")
+    on.logger = logger = RecordingLogger()
     on.fit()
     off = build_trainer(compose_cfg([*RUN, "monitor.risk.enabled=false"]), tmp_path / "off")
+    off.logger = off_logger = RecordingLogger()
     off.fit()
     assert off.risk is None and set(on.risk.last) == {"collapse_risk", *SIGNALS}
+    # the loop logs the risk with the monitor's scalars at every monitored step (monitor.every=2)
+    assert [s for s, _ in logger.logged["health/collapse_risk"]] == list(range(2, 13, 2))
+    assert logger.logged["health/collapse_risk"][-1][1] == on.risk.last["collapse_risk"]
+    assert logger.logged["health/risk/diversity"][-1][1] == on.risk.last["diversity"]
+    assert "health/collapse_risk" not in off_logger.logged and "grad_norm/D/mean" in off_logger.logged
     for a, b in zip(on.G.state_dict().values(), off.G.state_dict().values()):
         assert torch.equal(a, b)
     build_trainer(compose_cfg([*RUN, "trainer.steps=6"]), tmp_path / "first").fit()
