@@ -7,9 +7,16 @@ Usage (from the repository root; resumable: finished runs are skipped)::
     OMP_NUM_THREADS=1 nice -n 10 python scripts/collapse_corpus.py [--jobs 2] [--only NAME ...]
 
 Writes ``docs/results/collapse_corpus/``: ``runs.csv`` (one row per run: settings, label, drop step, CPU
-seconds), ``evals.csv`` (one row per run and evaluation: the run's own scores incl. ``data/`` baselines and the
-independent coverage) and ``signals.csv`` (one row per run and monitored step: ``collapse_risk`` as run, and
-each risk signal). Run folders (checkpoints, metrics.jsonl, alerts) go to ``runs/collapse_corpus/``.
+seconds), ``evals.csv`` (one row per run and evaluation: the run's own scores incl. ``data/`` baselines, its
+``health/<key>`` values from metrics.jsonl and the independent coverage) and ``signals.csv`` (one row per run
+and monitored step: ``collapse_risk`` as run, and each risk signal). Run folders (checkpoints, metrics.jsonl,
+alerts) go to ``runs/collapse_corpus/``.
+
+Health keys: the committed ``evals.csv`` was recorded before the collapse detector was wired, so its
+``health/collapse_alarm`` is the fixed-z alarm and ``health/fixed_z/clusters_covered`` that alarm's cluster
+count; the loop now writes those as ``health/fixed_z/alarm`` and ``health/fixed_z/clusters_hit``, and
+``health/collapse_alarm`` is the merged alarm (detector or fixed-z), beside ``health/detector/collapsed``.
+Nothing here or in ``collapse_table.py`` reads these columns.
 
 Label rule (fixed before any alarm was looked at; :func:`label_run`): at every evaluation, 10,000 fresh
 samples from G (own seeded generator, not the evaluator's codes) give a coverage: mixtures, ``modes_covered``
@@ -81,8 +88,8 @@ def _grid() -> list[dict[str, Any]]:
                 base = DIGITS if dataset == "digits" else [f"dataset={dataset}", *MIX]
                 strat = "strategy=[]" if strategy == "plain" else f"strategy=[{strategy}]"
                 suffix = extra[1] if len(extra) > 1 else ""
-                runs.append({"name": f"{dataset}_{strategy}_lr{lr:g}{suffix}_s{seed}", "dataset": dataset, "strategy": strategy,
-                             "lr": lr, "seed": seed,
+                runs.append({"name": f"{dataset}_{strategy}_lr{lr:g}{suffix}_s{seed}", "dataset": dataset,
+                             "strategy": strategy, "lr": lr, "seed": seed,
                              "overrides": [*base, strat, f"optim.generator.lr={lr}", f"optim.discriminator.lr={lr}",
                                            f"seed={seed}", *FAST_METRICS, *(extra[0] if extra else [])]})
     return runs
@@ -147,9 +154,10 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
     logged = trainer.logger.scalars
 
     def scalars(values: dict[str, float], step: int) -> None:  # keep the risk rows (the logger is a NullLogger)
-        if "health/collapse_risk" in values:
+        if "health/collapse_risk" in values:  # logged with the monitor's scalars: keep the risk's only
             signals.append({"step": step, **{k.removeprefix("health/").removeprefix("risk/"): v
-                                             for k, v in values.items()}})
+                                             for k, v in values.items()
+                                             if k == "health/collapse_risk" or k.startswith("health/risk/")}})
         logged(values, step)
 
     trainer.logger.scalars = scalars
@@ -159,7 +167,8 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
 
     def evaluate_and_label() -> dict[str, float]:
         scores = evaluate()
-        G, step = trainer.state.g_ema or trainer.G, trainer.state.step
+        G = trainer.state.g_ema if trainer.state.g_ema is not None else trainer.G  # the G just scored
+        step = trainer.state.step
         gen = torch.Generator(device=device).manual_seed(1_000_003 * (run["seed"] + 1) + step)
         with torch.no_grad(), eval_mode(G):
             samples = torch.cat([G(G.sample_z(2000, gen)) for _ in range(LABEL_SAMPLES // 2000)])
