@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganlab.health.detector import DetectorConfig
+from ganlab.health.risk import RiskConfig
 
 
 @dataclass
@@ -41,6 +42,7 @@ class MonitorConfig:
     collapse_patience: int = 3          # evaluations in a row with falling diversity that fire the alarm
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
     detector: DetectorConfig = field(default_factory=DetectorConfig)
+    risk: RiskConfig = field(default_factory=RiskConfig)  # the early-warning collapse risk (ganlab/health/risk.py)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> MonitorConfig:
@@ -48,7 +50,8 @@ class MonitorConfig:
         d = dict(d or {})
         pre = PreflightConfig(**(d.pop("preflight", None) or {}))
         det = DetectorConfig(**(d.pop("detector", None) or {}))
-        cfg = cls(**d, preflight=pre, detector=det)
+        risk = RiskConfig(**(d.pop("risk", None) or {}))
+        cfg = cls(**d, preflight=pre, detector=det, risk=risk)
         cfg.validate()
         return cfg
 
@@ -80,6 +83,7 @@ class MonitorConfig:
         if not -1 <= self.collapse_tau < 1:
             raise ValueError(f"monitor.collapse_tau must be in [-1, 1), got {self.collapse_tau}")
         self.detector.validate()
+        self.risk.validate()
         if not 0 < self.preflight.grad_norm_min < self.preflight.grad_norm_max:
             raise ValueError("monitor.preflight needs 0 < grad_norm_min < grad_norm_max, got "
                              f"{self.preflight.grad_norm_min}, {self.preflight.grad_norm_max}")

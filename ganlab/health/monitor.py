@@ -239,11 +239,15 @@ class HealthMonitor:
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
-        return {"recoveries": self.recoveries, "scalers": {n: s.state_dict() for n, s in self.scalers.items()}}
+        return {"recoveries": self.recoveries, "scalers": {n: s.state_dict() for n, s in self.scalers.items()},
+                "stats": {n: list(s.values) for n, s in self.stats.items()}}  # the risk score reads them
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
             self.recoveries = int(state["recoveries"])
+            for net, values in state.get("stats", {}).items():  # rolling grad-norm windows (older checkpoints: none)
+                self.stats[net].values.clear()
+                self.stats[net].values.extend(values)
             for net, sd in state["scalers"].items():
                 if sd and self.scalers[net].is_enabled():
                     self.scalers[net].load_state_dict(sd)

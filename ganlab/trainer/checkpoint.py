@@ -10,11 +10,13 @@ A checkpoint (:meth:`ganlab.trainer.loop.Trainer.state_dict`) is a dict of plain
 * ``batcher``: the data order (permutation and position); ``noise_rng``: the latent-code generator's state;
 * ``rng``: the global RNGs, ``{"python", "numpy", "torch", "cuda"}`` (:func:`rng_state`);
 * ``config``: the resolved run config; ``scores``: the latest evaluation's scores;
-* ``health``: ``{"recoveries", "scalers": {"D", "G"}: GradScaler state}`` (NaN-guard recoveries so far, fp16
-  loss scales);
+* ``health``: ``{"recoveries", "scalers": {"D", "G"}: GradScaler state, "stats": {"D", "G"}: [float]}``
+  (NaN-guard recoveries so far, fp16 loss scales, the monitor's rolling windows of global grad norms);
 * ``lr``: the lr rule (:class:`ganlab.lr.LRRule`): base lrs, strategies' factors and the NaN guard's cut;
 * ``alarm``: the collapse alarm's state (``{}`` when it is off); ``detector``: the collapse detector's
   (:class:`ganlab.health.detector.CollapseDetector`: best coverage, trend counters, the latest findings);
+* ``risk``: the early-warning collapse risk's state (:class:`ganlab.health.risk.CollapseRisk`: its windows of
+  the D and G losses at monitored steps and whether it is above its threshold; ``{}`` when it is off);
 * ``after_eval``: in a ``last.pt``, the scores and health values the strategies' ``after_eval`` reacted to
   right after it was written (the weights are the ones scored; resuming replays that reaction); else None.
 """

@@ -25,6 +25,7 @@ from ganlab.health import AlertLog, CollapseAlarm, HealthMonitor, MonitorConfig,
 from ganlab.health.covered import covered_ids
 from ganlab.health.detector import CollapseDetector
 from ganlab.health.recovery import all_finite
+from ganlab.health.risk import CollapseRisk
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
@@ -108,6 +109,8 @@ class Trainer:
         self.alarm = CollapseAlarm(alarm_z, monitor.collapse_tau, monitor.collapse_patience, self.alerts) \
             if alarm_z is not None else None
         self.detector = CollapseDetector(monitor.detector, points=data.mixture is not None)
+        self.risk = CollapseRisk(monitor.risk, generator, data, seed, monitor.every, self.alerts) \
+            if monitor.risk.enabled else None  # early-warning collapse risk at monitored steps
         self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
 
@@ -254,6 +257,9 @@ class Trainer:
             strategy_scalars = {f"strategy/{s.name}/{k}": v
                                 for s in self.strategies for k, v in s.after_step(self.state).items()}
             scalars = self.health.after_step(step)  # monitored steps only
+            if scalars and self.risk is not None:  # the early-warning risk: one host sync, monitored steps only
+                assert out.d_real is not None and out.d_fake is not None
+                scalars |= self.risk.observe(step, self.G, self.D, out.d_real, out.d_fake, scalars, self.health.last)
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
                 scalars |= self._step_scalars(out, strategy_scalars, bar)
             if scalars:
@@ -381,7 +387,8 @@ class Trainer:
                 "noise_rng": self.noise.get_state(), "rng": ckpt_io.rng_state(), "config": self.config,
                 "scores": self.last_scores, "health": self.health.state_dict(), "lr": self.lr.state_dict(),
                 "alarm": self.alarm.state_dict() if self.alarm is not None else {},
-                "detector": self.detector.state_dict(), "after_eval": after_eval}
+                "detector": self.detector.state_dict(),
+                "risk": self.risk.state_dict() if self.risk is not None else {}, "after_eval": after_eval}
 
     def save(self, path: Path, after_eval: dict[str, float] | None = None) -> None:
         """Write a checkpoint atomically (``after_eval``: see :meth:`state_dict`).
@@ -414,6 +421,8 @@ class Trainer:
         if self.alarm is not None:
             self.alarm.load_state_dict(ckpt.get("alarm", {}))
         self.detector.load_state_dict(ckpt.get("detector", {}))
+        if self.risk is not None:
+            self.risk.load_state_dict(ckpt.get("risk", {}))
 
     def _load_training_state(self, ckpt: dict[str, Any]) -> None:
         """Weights, optimisers, EMA copy, strategies, step and scores (what a NaN rollback restores)."""

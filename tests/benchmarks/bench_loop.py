@@ -31,7 +31,11 @@ the device is synchronised at block ends:
   backward+step`` (ablation: the loop's update with the monitor's per-update reads, ``Trainer._update``,
   replaced, in this process only, by ``zero_grad(); backward(); step()``), ``ganlab steps,
   monitor.nan_guard=false`` (the guard off: only monitored steps read gradient norms), and ``ganlab steps,
-  monitor.every=1e9`` (a second trainer whose periodic per-layer norms and update ratios never fall due).
+  monitor.every=1e9`` (a second trainer whose periodic per-layer norms and update ratios never fall due);
+* where the loop has the early-warning risk (``ganlab/health/risk.py``): ``ganlab steps + after_step``
+  with ``monitor.risk.enabled=false`` and ``+ risk`` (fit()'s per-step health bookkeeping without and with
+  ``trainer.risk.observe`` on monitored steps), and ``risk_cost``: the median CPU time of one
+  ``risk.observe`` call over ``monitor.every`` times the CPU time of one ganlab step, in percent.
 
 Overhead = median over rounds of (ganlab time / plain time) - 1, from the same round (short blocks, many
 rounds: adjacent blocks see the same machine load); also the ratio of the two medians. On CPU the times
@@ -142,6 +146,37 @@ def ganlab_steps(trainer: Any, k: int) -> None:
                 _, real, _, _ = trainer.d_step()
             trainer.g_step(real)
         trainer.state.step += 1
+
+
+def ganlab_steps_after(trainer: Any, k: int, risk: bool) -> None:
+    """ganlab_steps plus fit()'s per-step health bookkeeping: ``health.after_step`` and, on its monitored
+    steps when ``risk``, the early-warning risk (``trainer.risk.observe``: two small forwards, one sync)."""
+    for _ in range(k):
+        out = trainer.train_step()
+        trainer.state.step += 1
+        monitored = trainer.health.after_step(trainer.state.step)
+        if risk and monitored:
+            trainer.risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored,
+                                 trainer.health.last)
+
+
+def risk_cost(trainer: Any, step_cpu_s: float, calls: int = 200) -> dict[str, float]:
+    """CPU seconds of one ``trainer.risk.observe`` call (median of ``calls``, on the trainer's latest batch),
+    and that cost spread over the ``monitor.every`` steps between calls, as a percentage of one ganlab step."""
+    out = trainer.train_step()
+    trainer.state.step += 1
+    monitored = trainer.health.after_step(trainer.state.step) or {"update_ratio/G/group0": 1.0}
+    state = trainer.risk.state_dict()
+    times = []
+    for _ in range(calls):
+        c0 = time.process_time()
+        trainer.risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored,
+                             trainer.health.last)
+        times.append(time.process_time() - c0)
+    trainer.risk.load_state_dict(state)
+    per_call, every = median(times), trainer.health.cfg.every
+    return {"observe_cpu_ms": 1e3 * per_call, "monitor_every": every, "step_cpu_ms": 1e3 * step_cpu_s,
+            "percent_of_a_step": 100 * per_call / every / step_cpu_s}
 
 
 def ganlab_steps_plain_update(trainer: Any, k: int) -> None:
@@ -259,6 +294,9 @@ def bench(kind: str, args: argparse.Namespace, device: torch.device) -> dict[str
     }
     if args.ablation and hasattr(trainer, "health"):
         jobs["ganlab steps, health.update -> backward+step (ablation)"] = lambda: ganlab_steps_plain_update(trainer, k)
+    if getattr(trainer, "risk", None) is not None:  # monitor.risk.enabled=false vs true, on the same trainer
+        jobs["ganlab steps + after_step (monitor.risk.enabled=false)"] = lambda: ganlab_steps_after(trainer, k, False)
+        jobs["ganlab steps + after_step + risk"] = lambda: ganlab_steps_after(trainer, k, True)
     if args.monitor_variant and "monitor" in cfg:  # the training-health monitor's periodic part pushed out
         light = build_trainer(compose(overrides(kind, args, device) + ["monitor.every=1000000000"]),
                               Path(tempfile.mkdtemp(prefix=f"bench_loop_{kind}_light_")))
@@ -322,6 +360,11 @@ def bench(kind: str, args: argparse.Namespace, device: torch.device) -> dict[str
         "overhead_percent": {n: 100 * (median(v) - 1) for n, v in ratios.items()},
         "overhead_percent_of_medians": {n: 100 * (median(times[n]) / median(times["plain"]) - 1) for n in names[1:]},
     }
+    if getattr(trainer, "risk", None) is not None:
+        res["risk_cost"] = risk_cost(trainer, median(cpus["ganlab steps"]) / k)
+        print(f"{kind}: risk.observe {res['risk_cost']['observe_cpu_ms']:.3f} ms CPU per call, every "
+              f"{res['risk_cost']['monitor_every']} steps of {res['risk_cost']['step_cpu_ms']:.3f} ms: "
+              f"{res['risk_cost']['percent_of_a_step']:.2f} % of a step", flush=True)
     over = max(res["overhead_percent"].values())
     if args.profile or over > args.threshold:
         print(f"{kind}: overhead {over:.1f}% > {args.threshold}% (or --profile): profiling")

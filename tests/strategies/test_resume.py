@@ -1,11 +1,15 @@
-"""Stateful strategies resume exactly: 4 steps + resume to 8 equals 8 uninterrupted steps, bit for bit."""
+"""Stateful strategies resume exactly: 4 steps + resume to 8 equals 8 uninterrupted steps, bit for bit; so do
+the health monitor's rolling grad-norm windows and the early-warning collapse risk's state and values."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
 
 from ganlab.build import build_trainer
+from ganlab.health import read_alerts
 
 CASES = {
     # the snapshot (step 3) is taken before the step-4 checkpoint and restored after it (step 6)
@@ -20,7 +24,15 @@ CASES = {
     # the lr rule: D's lr decays over the 8 steps and G warms up across the checkpoint
     "lr_schedule": ["optim.schedule.discriminator.kind=cosine", "optim.schedule.discriminator.final_factor=0.1",
                     "optim.schedule.generator.warmup_steps=6"],
+    # the early-warning risk (on by default) at steps 2, 4, 6, 8: its loss windows, its above-threshold flag and
+    # the monitor's grad-norm windows it reads cross the checkpoint (a threshold it crosses at once: alerts too)
+    "risk": ["monitor.every=2", "monitor.risk.threshold=0.01", "monitor.risk.warmup=0"],
 }
+
+
+def same(a: dict, b: dict) -> bool:
+    """Equal dicts of floats, NaN equal to NaN (a signal without enough history yet is NaN)."""
+    return a.keys() == b.keys() and all(x == b[k] or (math.isnan(x) and math.isnan(b[k])) for k, x in a.items())
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -50,6 +62,12 @@ def test_resume_equals_an_uninterrupted_run(make_cfg, tmp_path, name: str) -> No
         assert resumed.strategies[0].count == full.strategies[0].count == 1
     if name == "d_lr_damping":
         assert resumed.strategies[0].scale == full.strategies[0].scale == 0.25
+    assert full.health.state_dict()["stats"] == resumed.health.state_dict()["stats"]
+    assert full.risk.state_dict() == resumed.risk.state_dict() and same(full.risk.last, resumed.risk.last)
+    if name == "risk":
+        assert len(full.risk.losses["D"].values) == 4 and full.risk.above
+        kinds = [[a["kind"] for a in read_alerts(run)] for run in (tmp_path / "full", tmp_path / "resumed")]
+        assert kinds[0].count("collapse_risk") == 1 and "collapse_risk" not in kinds[1]  # once, before step 4
     if name == "ema_batch_norm":  # the last evaluation left the EMA copy with its own statistics, not G's
         assert int(full.state.g_ema.net[1].num_batches_tracked) == 2
         assert not torch.equal(full.state.g_ema.net[1].running_mean, full.G.net[1].running_mean)
