@@ -120,7 +120,7 @@ class PlainGAN:
 def overrides(kind: str, args: argparse.Namespace, device: torch.device) -> list[str]:
     big = 10**9  # eval, checkpoints and logging never fall due inside the timed steps
     common = ["loss=ns", "optim=adam", f"device={device}", f"trainer.steps={big}", f"trainer.eval_every={big}",
-              f"trainer.ckpt_every={big}", f"trainer.log_every={big}", "seed=0", *QUIET]
+              f"trainer.ckpt_every={big}", f"trainer.log_every={big}", "seed=0", *QUIET, *args.set]
     if kind == "mlp":
         return ["dataset=ring8", "model=mlp", f"trainer.batch_size={args.mlp_batch}", *common]
     return [f"dataset={args.dataset}", "model=dcgan", f"dataset.image_size={args.image_size}",
@@ -397,6 +397,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--no-monitor-variant", dest="monitor_variant", action="store_false",
                    help="skip the extra trainer with monitor.every=1e9 (only where the config has a monitor group)")
     p.add_argument("--out", type=Path, default=None, help="folder for bench_loop.json")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="config overrides for ganlab's side, e.g. monitor.risk.enabled=false")
     args = p.parse_args(argv)
     device = resolve_device(args.device)
     set_threads(args.threads if args.threads is not None else (1 if device.type == "cpu" else None))
