@@ -142,9 +142,10 @@ def test_a_corrupt_checkpoint_is_named_and_skipped(tmp_path: Path, caplog: pytes
     newest.write_bytes(newest.read_bytes()[:1000])  # truncated, e.g. by a full disk without atomic writes
     path, ckpt = ckpt_io.find_checkpoint(tmp_path)
     assert ckpt["step"] == 6 and path.name == "last.pt"  # the eval at step 6 wrote last.pt just before
-    assert "step_0000006.pt is truncated or corrupt" in caplog.text
-    with pytest.raises(ValueError, match=r"step_0000006\.pt is truncated or corrupt.*trainer\.resume=.* takes the "
-                                         r"newest intact"):
+    assert "step_0000006.pt is not a ganlab checkpoint (a .pt file under checkpoints/ of a run), or it is " \
+           "truncated or corrupt" in caplog.text
+    with pytest.raises(ValueError, match=r"step_0000006\.pt is not a ganlab .* truncated or corrupt.*"
+                                         r"trainer\.resume=.* takes the newest intact"):
         ckpt_io.find_checkpoint(newest)
 
 

@@ -73,9 +73,9 @@ def _read(p: Path) -> dict[str, Any]:
     try:
         ckpt = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as err:  # pickle, zip or EOF errors: whatever torch raises for a file it cannot read
-        first = str(err).splitlines()[0] if str(err) else ""
-        raise ValueError(f"{p} is truncated or corrupt, or not a checkpoint (torch.load: {type(err).__name__}: "
-                         f"{first})") from err
+        first = str(err).split(". ")[0].splitlines()[0] if str(err) else ""  # torch's advice does not apply here
+        raise ValueError(f"{p} is not a ganlab checkpoint (a .pt file under checkpoints/ of a run), or it is "
+                         f"truncated or corrupt (torch.load: {type(err).__name__}: {first})") from err
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise ValueError(f"{p} is not a ganlab checkpoint of format {FORMAT}")
     return ckpt
@@ -103,7 +103,7 @@ def find_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
         if p.is_dir() else []
     if not files:
         raise FileNotFoundError(f"trainer.resume={path}: no checkpoint there; give a run directory that holds "
-                                "checkpoints/*.pt or a checkpoint file")
+                                "checkpoints/*.pt (e.g. checkpoints/last.pt) or a checkpoint file")
     problems = []
     for f in files:
         try:
