@@ -4,6 +4,8 @@ boundary convention, on random data and on exact duplicates."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +14,7 @@ from sklearn.metrics import pairwise_distances
 from sklearn.neighbors import NearestNeighbors
 
 from ganlab.metrics.prdc import BOUNDARIES, _work_dtype, ball_comparisons, knn_sq_radii, prdc
+from ganlab.metrics.scorers import PRDCScorer
 
 OPS = {"<=": np.less_equal, "<": np.less}
 
@@ -359,3 +362,17 @@ def test_conventions_and_their_errors():
     x = torch.randn(20, 3)
     with pytest.raises(ValueError, match=r"boundary must be one of 'official', 'inclusive', 'strict'.*'closed'"):
         prdc(x, x, boundary="closed")
+    with pytest.raises(ValueError, match=r"metrics\.scorers\.prdc\.boundary must be one of 'official', 'inclusive'"):
+        PRDCScorer(boundary="<=")
+
+
+def test_scorer_passes_and_reports_its_convention():
+    scorer = PRDCScorer(k_pr=2, k_dc=5, boundary="strict")
+    assert scorer.settings() == {"boundary": "strict", "k_pr": 2, "k_dc": 5,
+                                 "inside": {"precision": "<", "recall": "<", "density": "<", "coverage": "<"}}
+    assert PRDCScorer().settings() == {"boundary": "official", "k_pr": 3, "k_dc": 5,
+                                       "inside": {"precision": "<=", "recall": "<=", "density": "<", "coverage": "<"}}
+    x = torch.from_numpy(_sets(200, 1, 8, 0.0)[0])
+    batch = SimpleNamespace(real_embeddings=x, embeddings=x.clone())  # identical sets: density 1 with <, 6/5 with <=
+    assert PRDCScorer()(batch)["density"] == pytest.approx(1.0, abs=1e-12)  # type: ignore[arg-type]
+    assert PRDCScorer(boundary="inclusive")(batch)["density"] == pytest.approx(1.2, abs=1e-12)  # type: ignore[arg-type]
