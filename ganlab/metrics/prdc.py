@@ -17,7 +17,7 @@ precision/recall, ``<`` for density/coverage; ``"inclusive"`` uses ``<=`` and ``
 ``<`` for all four (``"strict"`` reproduces the ``prdc`` package). Ties only arise from exact
 duplicates or lattice-like data, but those are the collapse and memorisation cases: for two
 identical sets density is ``(k + 1) / k`` with ``<=`` and 1 with ``<``, and a generator that
-repeats a few training points moves density and coverage by 20 % or more. Otherwise the
+repeats a few training points can move density and coverage by 20 % or more. Otherwise the
 formulas follow the ``prdc`` package, except that precision/recall and density/coverage may
 use different ``k``. No ``N x M`` matrix is built: distances are computed ``block_size``
 entries at a time on the input's device.
