@@ -55,6 +55,15 @@ def test_eval_overrides_are_recorded_and_kept_apart(ring8_run: Path) -> None:
     assert runs_are_unchanged(ring8_run)
 
 
+def test_eval_records_the_prdc_boundary(ring8_run: Path) -> None:
+    result = evaluate.evaluate_checkpoint(ring8_run, ["metrics.scorers.prdc.boundary=inclusive"])
+    tag = evaluate.overrides_tag(["metrics.scorers.prdc.boundary=inclusive"])
+    saved = json.loads((ring8_run / "eval" / f"last{tag}" / "metrics.json").read_text())
+    assert saved["score_settings"] == result["score_settings"]
+    assert saved["score_settings"]["prdc"]["boundary"] == "inclusive"
+    assert set(saved["score_settings"]["prdc"]["inside"].values()) == {"<="}
+
+
 def runs_are_unchanged(run: Path) -> bool:
     runs, failed = collect_runs(run)  # eval/ folders are never taken for jobs
     return len(runs) == 1 and failed == []

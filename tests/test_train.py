@@ -31,6 +31,7 @@ def test_every_data_set_and_model_pair_trains(dataset: str, model: str, tmp_path
     assert metrics["step"] == 6 and metrics["dataset"] == dataset
     saved = json.loads((tmp_path / "metrics.json").read_text())
     assert saved["scores"] == metrics["scores"]
+    assert saved["score_settings"]["prdc"]["boundary"] == "official"  # the scores' conventions are recorded
     if model == "mlp":  # mixture scores exist, bounded, and the data baseline is near perfect
         assert 0 <= saved["scores"]["hq_fraction"] <= 1
         assert saved["scores"]["data/modes_covered"] == {"ring8": 8, "grid25": 25}[dataset]
@@ -85,6 +86,8 @@ def test_tensorboard_events_read_back(tmp_path: Path) -> None:
     ("trainer.batch_size=5000", "trainer.batch_size=5000 is larger than the data set"),
     ("device=cuda:7", "device=cuda:7"),
     ("threads=0", "threads must be a positive integer"),
+    ("metrics.scorers.prdc.boundary=closed",
+     "metrics.scorers.prdc.boundary must be one of 'official', 'inclusive', 'strict'"),
 ])
 def test_bad_settings_fail_before_training(override: str, message: str, tmp_path: Path) -> None:
     cuda_present = "cuda" in override and torch.cuda.is_available()
@@ -155,3 +158,11 @@ def test_resume_refuses_a_typed_change_of_experiment(tmp_path: Path) -> None:
 def test_metrics_too_small_for_a_scorer_fail_before_training(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"metrics.scorers.prdc cannot score 5 samples"):
         build_trainer(compose_cfg(["logger=none", "metrics.num_samples=5"]), tmp_path)
+
+
+def test_metrics_json_records_the_prdc_boundary(tmp_path: Path) -> None:
+    metrics = fit(["logger=none", "trainer.steps=3", "metrics.scorers.prdc.boundary=strict"], tmp_path)
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    assert saved["score_settings"]["prdc"] == metrics["score_settings"]["prdc"] == {
+        "boundary": "strict", "inside": {"precision": "<", "recall": "<", "density": "<", "coverage": "<"},
+        "k_pr": 3, "k_dc": 5}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -24,13 +25,16 @@ from ganlab.models.base import eval_mode
 @dataclass
 class EvalResult:
     """One evaluation: ``scores`` (model and ``data/`` baseline), the generated ``samples``, their
-    ``embeddings`` and mode ``labels``, and ``histograms`` (name -> (counts, edges)) for TensorBoard."""
+    ``embeddings`` and mode ``labels``, ``histograms`` (name -> (counts, edges)) for TensorBoard, and
+    ``settings`` (scorer name -> the conventions its scores used, e.g. ``{"prdc": {"boundary": "official",
+    ...}}``; see :meth:`Evaluator.settings`)."""
 
     scores: dict[str, float]
     samples: Tensor
     embeddings: Tensor
     labels: Tensor | None = None
     histograms: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class Evaluator:
@@ -109,6 +113,12 @@ class Evaluator:
             raise RuntimeError("the evaluator has no real reference yet: call evaluator.prepare(data) first")
         return self.fits.fit(self._real[1], k, self.seed if seed is None else seed)
 
+    def settings(self, data: GANData) -> dict[str, dict[str, Any]]:
+        """Scorer name -> :meth:`~ganlab.metrics.scorers.Scorer.settings`, for the scorers that apply to ``data``
+        and report any (``metrics.json``'s ``"score_settings"``)."""
+        out = {name: scorer.settings() for name, scorer in self.scorers.items() if scorer.applies_to(data)}
+        return {name: s for name, s in out.items() if s}
+
     def score(self, samples: Tensor, data: GANData) -> EvalResult:
         """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`)."""
         self.prepare(data)
@@ -124,7 +134,7 @@ class Evaluator:
                     raise ValueError(f"metrics.scorers.{name} cannot score {len(samples)} samples against "
                                      f"{len(batch.real_embeddings)} real ones: {err}. Raise metrics.num_samples / "
                                      f"metrics.num_real, or drop the scorer with ~metrics.scorers.{name}") from err
-        return EvalResult(scores, samples, batch.embeddings, batch.labels, batch.histograms)
+        return EvalResult(scores, samples, batch.embeddings, batch.labels, batch.histograms, self.settings(data))
 
     def __call__(self, generator: nn.Module, data: GANData) -> EvalResult:
         """Score ``generator``; the result's scores include the ``data/`` baseline."""

@@ -1,16 +1,26 @@
 """Improved precision/recall and density/coverage from k-NN balls, computed in blocks.
 
 * Precision/recall: Kynkäänniemi et al. 2019, "Improved Precision and Recall Metric for
-  Assessing Generative Models" (NeurIPS), Sec. 2: the indicator ``f(phi, Phi)`` (is ``phi``
-  inside some k-NN ball of ``Phi``) and precision/recall as its means; k = 3.
+  Assessing Generative Models" (NeurIPS), Sec. 2, eq. 1-2: the indicator ``f(phi, Phi)`` (is
+  ``phi`` inside some k-NN ball of ``Phi``) and precision/recall as its means; k = 3.
 * Density/coverage: Naeem et al. 2020, "Reliable Fidelity and Diversity Metrics for
-  Generative Models" (ICML), Sec. 3 (definitions of density and coverage); k = 5.
+  Generative Models" (ICML), Sec. 3, eq. 3-4; k = 5.
 
-The formulas follow the reference ``prdc`` package of Naeem et al. (github.com/clovaai/
-generative-evaluation-prdc), except that (a) precision/recall and density/coverage may use
-different ``k`` and (b) a point lies in a ball when ``d <= radius`` (the papers' closed
-balls; the package uses ``<``, which differs only on exact ties). No ``N x M`` matrix is
-built: distances are computed ``block_size`` entries at a time on the input's device.
+Boundary convention. Whether a point exactly on a ball's boundary (``d == radius``) is inside
+differs between the two official codes. Kynkäänniemi et al.'s code counts it (github.com/
+kynkaat/improved-precision-and-recall-metric, ``precision_recall.py``,
+``ManifoldEstimator.evaluate``: ``distance_batch[...] <= self.D``); Naeem et al.'s ``prdc``
+package does not (github.com/clovaai/generative-evaluation-prdc, ``prdc/prdc.py``,
+``compute_prdc``: ``distance_real_fake < ...radii`` for all four scores).
+``boundary="official"`` (the default) gives each score its own paper's code: ``<=`` for
+precision/recall, ``<`` for density/coverage; ``"inclusive"`` uses ``<=`` and ``"strict"``
+``<`` for all four (``"strict"`` reproduces the ``prdc`` package). Ties only arise from exact
+duplicates or lattice-like data, but those are the collapse and memorisation cases: for two
+identical sets density is ``(k + 1) / k`` with ``<=`` and 1 with ``<``, and a generator that
+repeats a few training points can move density and coverage by 20 % or more. Otherwise the
+formulas follow the ``prdc`` package, except that precision/recall and density/coverage may
+use different ``k``. No ``N x M`` matrix is built: distances are computed ``block_size``
+entries at a time on the input's device.
 
 Exactness. The blocks use the fast expansion ``||a||^2 - 2 a.b + ||b||^2`` in the inputs'
 precision (float32 for float32 input), whose rounding error for a pair near a ball's
@@ -20,7 +30,10 @@ neighbour within ``_RADIUS_BAND`` bounds of a k-th neighbour distance, is recomp
 float64 as ``sum((a - b)^2)`` from the original inputs (:func:`_exact_sq_dists`). The radii
 and all ball memberships are therefore those of a float64 computation, not widened by a
 rounding slack (which biased all four scores upward on large-norm embeddings); only a
-handful of pairs per block need the float64 pass.
+handful of pairs per block need the float64 pass. A pair settled by its fast distance is
+strictly inside or strictly outside, so it is decided alike under ``<=`` and ``<``; only the
+float64 comparison of the band pairs applies the convention, and it sees exact ties as ties
+(equal pairs give equal float64 distances, see :func:`_exact_sq_dists`).
 """
 
 from __future__ import annotations
@@ -34,7 +47,16 @@ from torch import Tensor
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block, validate_embeddings
 from ganlab.metrics.workers import WorkerPool
 
-__all__ = ["knn_sq_radii", "prdc"]
+__all__ = ["BOUNDARIES", "ball_comparisons", "knn_sq_radii", "prdc"]
+
+#: ``boundary`` choices: score -> how a point at distance ``d`` from a ball's centre is tested
+#: against its radius ``r``. ``official``: each score as its paper's code (Kynkäänniemi et al.
+#: 2019: ``<=``; Naeem et al. 2020's ``prdc`` package: ``<``).
+BOUNDARIES: dict[str, dict[str, str]] = {
+    "official": {"precision": "<=", "recall": "<=", "density": "<", "coverage": "<"},
+    "inclusive": {"precision": "<=", "recall": "<=", "density": "<=", "coverage": "<="},
+    "strict": {"precision": "<", "recall": "<", "density": "<", "coverage": "<"},
+}
 
 #: A pair is settled by its fast distance when ``|d - radius| > _BAND * bound`` (the rest
 #: is recomputed in float64); 1.5 leaves room for the rounding of the scaled comparison.
@@ -46,6 +68,19 @@ _CPU_BLOCK_ENTRIES = 1 << 21
 #: Neighbours kept beyond the largest k when searching the radii; rows whose band reaches
 #: past them are resolved from the whole distance row instead.
 _EXTRA_NEIGHBOURS = 3
+
+
+def ball_comparisons(boundary: str, key: str = "boundary") -> dict[str, str]:
+    """The comparison (``"<="`` or ``"<"``) each score uses under ``boundary`` (see :data:`BOUNDARIES`).
+
+    Raises:
+        ValueError: ``boundary`` is not one of :data:`BOUNDARIES`; the message names ``key``.
+    """
+    if not isinstance(boundary, str) or boundary not in BOUNDARIES:
+        raise ValueError(f"{key} must be one of {', '.join(repr(b) for b in BOUNDARIES)} (official: <= for "
+                         f"precision/recall as Kynkaanniemi et al. 2019, < for density/coverage as Naeem et al. "
+                         f"2020; inclusive: <= for all; strict: < for all, as the prdc package), got {boundary!r}")
+    return dict(BOUNDARIES[boundary])
 
 
 def _reduced_fp32_matmul(device: torch.device) -> bool:
@@ -254,26 +289,33 @@ def _band_pairs(t: Tensor, rows: Tensor, max_pairs: int) -> list[tuple[Tensor, T
 
 
 def prdc(real: Tensor, fake: Tensor, k_pr: int = 3, k_dc: int = 5,
-         block_size: int = DEFAULT_BLOCK_SIZE) -> dict[str, float]:
+         block_size: int = DEFAULT_BLOCK_SIZE, boundary: str = "official") -> dict[str, float]:
     """Precision, recall, density and coverage of ``fake`` against ``real`` embeddings.
 
-    With ``B(x, r)`` the closed Euclidean ball and ``NND_k(x)`` the distance from ``x`` to
-    its k-th nearest neighbour within its own set (itself excluded):
+    With ``X`` = real (N samples), ``Y`` = fake (M samples), ``NND_k(x)`` the distance from
+    ``x`` to its k-th nearest neighbour within its own set (itself excluded, so a point with
+    k exact duplicates has radius 0), and ``x in B(c, r)`` meaning ``||x - c|| <= r`` or
+    ``||x - c|| < r`` as ``boundary`` says for that score:
 
-    * precision = (1/M) sum_j 1[exists i: Y_j in B(X_i, NND_{k_pr}(X_i))]  (Kynkäänniemi)
-    * recall    = (1/N) sum_i 1[exists j: X_i in B(Y_j, NND_{k_pr}(Y_j))]  (Kynkäänniemi)
-    * density   = 1/(k_dc M) sum_j sum_i 1[Y_j in B(X_i, NND_{k_dc}(X_i))]  (Naeem)
-    * coverage  = (1/N) sum_i 1[exists j: Y_j in B(X_i, NND_{k_dc}(X_i))]  (Naeem)
+    * precision = (1/M) sum_j 1[exists i: Y_j in B(X_i, NND_{k_pr}(X_i))]
+      (Kynkäänniemi et al. 2019, eq. 1-2 with ``f(Y_j, X)``)
+    * recall    = (1/N) sum_i 1[exists j: X_i in B(Y_j, NND_{k_pr}(Y_j))]
+      (Kynkäänniemi et al. 2019, eq. 1-2 with ``f(X_i, Y)``)
+    * density   = 1/(k_dc M) sum_j sum_i 1[Y_j in B(X_i, NND_{k_dc}(X_i))]  (Naeem et al. 2020, eq. 3)
+    * coverage  = (1/N) sum_i 1[exists j: Y_j in B(X_i, NND_{k_dc}(X_i))]  (Naeem et al. 2020, eq. 4)
 
-    where ``X`` = real (N samples), ``Y`` = fake (M samples). Precision/density measure
-    fidelity, recall/coverage diversity (mode collapse lowers recall and coverage). All are
+    ``boundary="official"`` (default): ``<=`` for precision/recall (Kynkäänniemi et al.'s
+    code), ``<`` for density/coverage (Naeem et al.'s ``prdc`` package); ``"inclusive"``:
+    ``<=`` for all four; ``"strict"``: ``<`` for all four, which is the ``prdc`` package's
+    ``compute_prdc`` (with ``k_pr = k_dc = nearest_k``). Precision/density measure fidelity,
+    recall/coverage diversity (mode collapse lowers recall and coverage). All are
     higher-is-better; precision, recall and coverage lie in ``[0, 1]``, density in
-    ``[0, N/k_dc]`` (about 1 when the two distributions match; exactly ``(k_dc + 1) / k_dc``
-    for two identical sets, since with closed balls each point also lies on the boundary
-    of the balls it is the k-th neighbour of). Swapping ``real`` and ``fake`` swaps
-    precision and recall. Distances and radii are those of a float64 computation on the
-    inputs' values (see the module docstring), although the bulk runs in float32 for
-    float32 input.
+    ``[0, N/k_dc]`` (about 1 when the two distributions match). For two identical sets
+    without ties density is exactly 1 with ``<`` and ``(k_dc + 1) / k_dc`` with ``<=`` (each
+    point also lies on the boundary of the balls it is the k-th neighbour of). Swapping
+    ``real`` and ``fake`` swaps precision and recall. Distances and radii are those of a
+    float64 computation on the inputs' values (see the module docstring), although the bulk
+    runs in float32 for float32 input; exact ties are decided as ties under either convention.
 
     Args:
         real: Real embeddings, shape ``(N, D)``, ``N > max(k_pr, k_dc)``.
@@ -283,14 +325,18 @@ def prdc(real: Tensor, fake: Tensor, k_pr: int = 3, k_dc: int = 5,
         block_size: Maximum number of pairwise distances materialised at once per worker
             thread (plus a float and a bool temporary of the same shape); on CPU the
             membership pass caps its blocks at ``2**21`` entries to stay in cache.
+        boundary: ``"official"``, ``"inclusive"`` or ``"strict"`` (see :data:`BOUNDARIES`).
 
     Returns:
         ``{"precision", "recall", "density", "coverage"}`` as Python floats.
 
     Raises:
         ValueError: If an input is not a finite 2-d tensor, the feature dimensions differ,
-            or a set has too few samples for its ``k``.
+            a set has too few samples for its ``k``, or ``boundary`` is not a known choice.
     """
+    rules = ball_comparisons(boundary)
+    pr_op = torch.lt if rules["precision"] == "<" else torch.le  # precision and recall share it
+    dc_op = torch.lt if rules["density"] == "<" else torch.le  # density and coverage share it
     real = validate_embeddings(real, "real")
     fake = validate_embeddings(fake, "fake")
     if real.shape[1] != fake.shape[1]:
@@ -323,8 +369,9 @@ def prdc(real: Tensor, fake: Tensor, k_pr: int = 3, k_dc: int = 5,
     rows = rows_per_block(n, min(block_size, _CPU_BLOCK_ENTRIES) if dev.type == "cpu" else block_size)
     max_pairs = max(1, block_size // 4)
 
-    def exact_inside(fi: Tensor, ri: Tensor, sq_radius: Tensor) -> Tensor:
-        return _exact_sq_dists(fake0, fi, real0, ri, block_size) <= sq_radius
+    def exact_inside(fi: Tensor, ri: Tensor, sq_radius: Tensor, op: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
+        """Float64 decision of the pairs (fake ``fi``, real ``ri``) against ``sq_radius`` with ``op``."""
+        return op(_exact_sq_dists(fake0, fi, real0, ri, block_size), sq_radius)
 
     def slab(start: int, end: int) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         pr_min = torch.empty(end - start, dtype=dtype, device=dev)  # min_i t_pr(f, r_i)
@@ -339,10 +386,10 @@ def prdc(real: Tensor, fake: Tensor, k_pr: int = 3, k_dc: int = 5,
 
         def flush() -> None:  # decide the pending band pairs in float64
             nonlocal ball_hits
-            for key, balls in (("pr", pr), ("dc", dc)):
+            for key, balls, op in (("pr", pr, pr_op), ("dc", dc, dc_op)):
                 if pending[key]:
                     fi, ri = (torch.cat(x) for x in zip(*pending[key]))
-                    inside = exact_inside(fi, ri, balls.sq_radius[ri])
+                    inside = exact_inside(fi, ri, balls.sq_radius[ri], op)
                     if key == "pr":
                         hit[fi[inside] - start] = True
                     else:
@@ -380,7 +427,7 @@ def prdc(real: Tensor, fake: Tensor, k_pr: int = 3, k_dc: int = 5,
     unsure = ((recall_v <= fb.width) & ~recalled).nonzero().flatten()
     if unsure.numel():  # reals near a fake ball's boundary and inside none for sure
         recalled[unsure] = _recall_columns(fake, fake_sq, real[unsure], real_sq[unsure], fb,
-                                           lambda fi, ci: exact_inside(fi, unsure[ci], fb.sq_radius[fi]),
+                                           lambda fi, ci: exact_inside(fi, unsure[ci], fb.sq_radius[fi], pr_op),
                                            block_size)
     return {
         "precision": float(in_real_ball) / m,

@@ -4,14 +4,16 @@ Each scorer has ``applies_to(data) -> bool`` and ``__call__(batch) -> dict[str, 
 ``metrics.scorers`` (one entry each). Scorers that fit something on the real data (k-means) cache it per
 data set. Each scorer declares the direction of every score it returns in ``higher_is_better`` (as
 torchmetrics' ``Metric.higher_is_better`` does: True, False, or None when neither way is better);
-:func:`ganlab.metrics.directions.higher_is_better` looks a score up by name.
+:func:`ganlab.metrics.directions.higher_is_better` looks a score up by name. A scorer whose scores depend on a
+convention that its config may change reports it in ``settings()``; the evaluator records those in
+``EvalResult.settings`` and the run in ``metrics.json`` under ``"score_settings"``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -22,7 +24,7 @@ from ganlab.metrics.duplicates import duplicate_fraction, memorization_fraction
 from ganlab.metrics.frechet import frechet_distance
 from ganlab.metrics.kmeans import KMeansResult, kmeans
 from ganlab.metrics.mixture import mixture_scores
-from ganlab.metrics.prdc import prdc
+from ganlab.metrics.prdc import ball_comparisons, prdc
 from ganlab.metrics.similarity import similarity_histogram
 from ganlab.metrics.vendi import vendi_score
 
@@ -86,6 +88,10 @@ class Scorer:
 
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
         raise NotImplementedError
+
+    def settings(self) -> dict[str, Any]:
+        """Conventions the scores depend on (JSON-serialisable), recorded in ``metrics.json``; none by default."""
+        return {}
 
 
 class MixtureScorer(Scorer):
@@ -178,17 +184,28 @@ class SimilarityScorer(Scorer):
 
 
 class PRDCScorer(Scorer):
-    """``precision``, ``recall`` (k=3, Kynkaanniemi 2019), ``density``, ``coverage`` (k=5, Naeem 2020)."""
+    """``precision``, ``recall`` (k=3, Kynkaanniemi 2019), ``density``, ``coverage`` (k=5, Naeem 2020).
+
+    ``boundary`` (``metrics.scorers.prdc.boundary``) decides whether a point exactly on a k-NN ball's boundary
+    is inside: ``official`` (default; ``<=`` for precision/recall as Kynkaanniemi et al.'s code, ``<`` for
+    density/coverage as Naeem et al.'s ``prdc`` package), ``inclusive`` (``<=`` for all) or ``strict`` (``<``
+    for all, the ``prdc`` package). It matters on exact duplicates; see :mod:`ganlab.metrics.prdc`.
+    """
 
     higher_is_better: ClassVar[Mapping[str, bool | None]] = {
         "precision": True, "recall": True, "density": True, "coverage": True}
 
-    def __init__(self, k_pr: int = 3, k_dc: int = 5) -> None:
-        self.k_pr, self.k_dc = k_pr, k_dc
+    def __init__(self, k_pr: int = 3, k_dc: int = 5, boundary: str = "official") -> None:
+        self.inside = ball_comparisons(boundary, key="metrics.scorers.prdc.boundary")
+        self.k_pr, self.k_dc, self.boundary = k_pr, k_dc, boundary
 
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
         real = batch.real_embeddings[: len(batch.embeddings)]  # equal set sizes, as Naeem et al. recommend
-        return prdc(real, batch.embeddings, k_pr=self.k_pr, k_dc=self.k_dc)
+        return prdc(real, batch.embeddings, k_pr=self.k_pr, k_dc=self.k_dc, boundary=self.boundary)
+
+    def settings(self) -> dict[str, Any]:
+        """``{"boundary", "inside": {score: "<=" or "<"}, "k_pr", "k_dc"}``."""
+        return {"boundary": self.boundary, "inside": dict(self.inside), "k_pr": self.k_pr, "k_dc": self.k_dc}
 
 
 class VendiScorer(Scorer):

@@ -362,6 +362,7 @@ class Trainer:
     def _finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
         steps_done = self.state.step - start_step
         metrics = {"step": self.state.step, "scores": self.last_scores,
+                   "score_settings": self.evaluator.settings(self.data),  # e.g. PRDC's boundary convention
                    "verdict": self.detector.verdict(self.data.num_modes), "dataset": self.data.name,
                    "strategies": [s.name for s in self.strategies], "seed": self.seed,
                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,

@@ -29,8 +29,9 @@ Steps, ours | reference (``--n`` real and ``--n`` generated samples):
    upper triangle (clipped to [-1, 1]);
 4. precision/recall (k=3) and density/coverage (k=5): ``ganlab.metrics.prdc.prdc`` | Naeem et al. 2020's
    formulas as in their ``prdc`` package (``sklearn.metrics.pairwise_distances``, k-th neighbour by
-   ``numpy.argpartition`` including the point itself at rank 0), with closed balls (``<=``, as ganlab; the
-   package uses ``<``, which differs only on exact ties) and ``n_jobs`` left at 1 (the package: 8).
+   ``numpy.argpartition`` including the point itself at rank 0), with ganlab's default ``official`` boundary
+   convention (``<=`` for P/R as Kynkaanniemi et al.'s code; ``<`` for D/C as the package, which uses ``<`` for
+   all four) and ``n_jobs`` left at 1 (the package: 8).
 
 The table's "max abs diff" column: embed: the embeddings; kmeans: the centres after one Lloyd iteration from
 the same start; similarity: high_similarity_fraction; prdc: the largest of the four score differences.
@@ -139,7 +140,8 @@ def ref_nn_radii(x: np.ndarray, ks: list[int], mem_gib: float) -> dict[int, np.n
 
 
 def ref_prdc(real: np.ndarray, fake: np.ndarray, k_pr: int, k_dc: int, mem_gib: float) -> dict[str, float]:
-    """Naeem et al. 2020 (prdc package) formulas, closed balls, k_pr for P/R and k_dc for D/C."""
+    """Naeem et al. 2020 (prdc package) formulas, ``<=`` for P/R and ``<`` for D/C (ganlab's ``official``), k_pr
+    for P/R and k_dc for D/C."""
     from sklearn.metrics import pairwise_distances
 
     r_real = ref_nn_radii(real, sorted({k_pr, k_dc}), mem_gib)
@@ -154,9 +156,9 @@ def ref_prdc(real: np.ndarray, fake: np.ndarray, k_pr: int, k_dc: int, mem_gib: 
         e = min(s + rows, n)
         d = pairwise_distances(real[s:e], fake, metric="euclidean")  # distance_real_fake, rows s..e
         fake_in_real_ball |= (d <= r_real[k_pr][s:e, None]).any(axis=0)
-        ball_hits += (d <= r_real[k_dc][s:e, None]).sum(axis=0)
+        ball_hits += (d < r_real[k_dc][s:e, None]).sum(axis=0)
         recalled[s:e] = (d <= r_fake[None, :]).any(axis=1)
-        covered[s:e] = d.min(axis=1) <= r_real[k_dc][s:e]
+        covered[s:e] = d.min(axis=1) < r_real[k_dc][s:e]
     return {"precision": float(fake_in_real_ball.mean()), "recall": float(recalled.mean()),
             "density": float(ball_hits.mean() / k_dc), "coverage": float(covered.mean())}
 
