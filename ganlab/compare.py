@@ -1,11 +1,15 @@
-"""``ganlab-compare <sweep dir>``: final scores per configuration, mean ± std over seeds, best value marked.
+"""``ganlab-compare <sweep dir>``: final scores per configuration, mean ± std over seeds, a significant best marked.
 
 Every job folder below the sweep directory (one holding ``.hydra/``, ``checkpoints/`` or ``failure.json``)
 is one job; jobs that differ only in ``seed`` form one row, labelled ``dataset [strategies]`` plus any other
-override that varies across the sweep. Jobs with ``failure.json`` or without ``metrics.json`` are listed as
-failed, with the path of their log. Dry runs (``ganlab-train preflight=true``: ``preflight.json`` and no
-``metrics.json``) are not jobs and are skipped. ``--keys`` names scores present in the runs' ``metrics.json``;
-an unknown key is an error (exit status 2). The functions are importable (a notebook reuses them)::
+override that varies across the sweep; a seed counts once per row (:func:`one_run_per_seed`). Jobs with
+``failure.json`` or without ``metrics.json`` are listed as failed, with the path of their log. Dry runs
+(``ganlab-train preflight=true``: ``preflight.json`` and no ``metrics.json``) are not jobs and are skipped.
+
+Columns: a headline set of scores for the kind of data (:data:`HEADLINE`), ``--keys all`` for every model
+score, or ``--keys a,b``; an unknown key is an error (exit status 2). A column's best mean is marked only where
+it beats the runner-up by Welch's t-test (p < 0.05, :mod:`ganlab.compare_stats`); ``--ci`` adds percentile
+bootstrap intervals of the mean. The functions are importable (a notebook reuses them)::
 
     runs, failed = collect_runs("runs/multirun/2026-11-29_10-00-00")
     summary = summarise(runs)
@@ -17,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
+import logging
 import math
 import statistics
 import sys
@@ -27,11 +33,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ganlab.compare_plots import plot_scores, row_label
+from ganlab.compare_plots import one_run_per_seed, plot_scores, row_label
+from ganlab.compare_stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 
-#: One row's scores: score name -> (mean, std over seeds, number of seeds).
+#: One row's scores: score name -> (mean, std over seeds, number of distinct seeds).
 Summary = dict[str, dict[str, tuple[float, float, int]]]
+
+#: Row label -> score name -> (low, high) of the bootstrap interval of the mean.
+Intervals = dict[str, dict[str, tuple[float, float]]]
+
+#: The default columns per kind of data, in this order, as far as the runs have them. 2-D mixtures (runs with
+#: ``hq_fraction`` or ``reverse_kl``): coverage of the modes and quality first; images: the Fréchet distance,
+#: mode/cluster coverage, precision/recall/coverage, then the collapse signals.
+HEADLINE: dict[str, tuple[str, ...]] = {
+    "mixture": ("modes_covered", "hq_fraction", "reverse_kl", "clusters_covered", "recall", "coverage",
+                "high_similarity_fraction", "ndb_fraction"),
+    "image": ("fd", "modes_covered", "clusters_covered", "precision", "recall", "coverage",
+              "high_similarity_fraction", "ndb_fraction"),
+}
+
+#: Significance level of the best mark (two-sided Welch's t-test of the best row against the runner-up).
+ALPHA = 0.05
+
+#: The bootstrap of ``--ci``: interval level, resamples, generator seed (the same for every cell).
+CI_LEVEL, CI_RESAMPLES, CI_SEED = 0.95, 10_000, 0
 
 
 @dataclass(frozen=True)
@@ -54,9 +80,9 @@ def _overrides(job: Path) -> list[str]:
 
 
 #: Override keys left out of row labels: seeds are averaged, strategies and data set are in the label already,
-#: and the others change how a run is watched, not what it computes.
+#: and the others change how a run is watched or where it started from (``trainer.resume``), not what it computes.
 LABEL_SKIP = ("seed", "strategy", "dataset", "experiment", "trainer.progress", "trainer.projector",
-              "trainer.log_every", "logger", "threads", "monitor.every")
+              "trainer.log_every", "trainer.resume", "logger", "threads", "monitor.every")
 
 
 def _tells_apart(override: str) -> bool:
@@ -100,39 +126,96 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
     return runs, failed
 
 
-def summarise(runs: list[dict[str, Any]]) -> Summary:
-    """Row label -> score -> (mean, sample std over seeds (0 for one seed), number of seeds)."""
-    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in runs:
+def seed_values(runs: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Row label -> score -> its final values, one per distinct seed (:func:`one_run_per_seed`)."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in one_run_per_seed(runs)[0]:
         for k, v in r.get("scores", {}).items():
-            groups[r.get("label") or row_label(r, [])][k].append(float(v))
+            values[r.get("label") or row_label(r, [])][k].append(float(v))
+    return values
+
+
+def summarise(runs: list[dict[str, Any]]) -> Summary:
+    """Row label -> score -> (mean, sample std over seeds (0 for one seed), number of distinct seeds)."""
     return {label: {k: (statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0, len(v))
-                    for k, v in scores.items()} for label, scores in groups.items()}
+                    for k, v in scores.items()} for label, scores in seed_values(runs).items()}
+
+
+def intervals(runs: list[dict[str, Any]], keys: list[str]) -> Intervals:
+    """Row label -> score -> the 95 % percentile bootstrap interval of the mean over seeds
+    (:func:`ganlab.compare_stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call)."""
+    return {label: {k: bootstrap_ci(v, CI_LEVEL, CI_RESAMPLES, CI_SEED) for k, v in scores.items() if k in keys}
+            for label, scores in seed_values(runs).items()}
 
 
 def table_keys(summary: Summary) -> list[str]:
-    """The model's scores present in ``summary`` (not the ``data/`` baseline), in :func:`ordered_scores` order."""
+    """The model's scores present in ``summary`` (not the ``data/`` baseline), in :func:`ordered_scores` order
+    (``--keys all``)."""
     return ordered_scores(k for s in summary.values() for k in s if not k.startswith("data/"))
 
 
-def best_rows(summary: Summary, keys: list[str]) -> dict[str, set[str]]:
-    """Score -> the row labels whose mean is best in that score's direction (ties all marked; NaN skipped)."""
+def headline_keys(summary: Summary) -> list[str]:
+    """The default columns: :data:`HEADLINE` for the runs' kind of data (``mixture`` when a run has
+    ``hq_fraction`` or ``reverse_kl``, else ``image``), those present only; every model score when none is."""
+    present = set(table_keys(summary))
+    kind = "mixture" if present & {"hq_fraction", "reverse_kl"} else "image"
+    return [k for k in HEADLINE[kind] if k in present] or table_keys(summary)
+
+
+def table_stem(keys: list[str], summary: Summary) -> str:
+    """The table's file name without suffix: ``table`` for the headline keys, ``table_all`` for every model
+    score, else ``table_<first 8 hex digits of the SHA-1 of the comma-joined keys>``, so a table of other keys
+    never overwrites one of these (a list equal to the headline or the full set gets that set's name)."""
+    if keys == headline_keys(summary):
+        return "table"
+    if keys == table_keys(summary):
+        return "table_all"
+    return "table_" + hashlib.sha1(",".join(keys).encode()).hexdigest()[:8]
+
+
+def best_rows(summary: Summary, keys: list[str], alpha: float = ALPHA) -> dict[str, set[str]]:
+    """Score -> the row with the best mean in that score's direction, where it beats the runner-up.
+
+    The best and the second-best mean (NaN skipped) are compared by Welch's t-test
+    (:func:`ganlab.compare_stats.welch_t_test`, two-sided); the best is marked when p < ``alpha``. No mark when
+    either row has fewer than 2 seeds, the two means tie, or the score has no direction.
+    """
     best: dict[str, set[str]] = {}
     for k in keys:
-        means = {lab: s[k][0] for lab, s in summary.items() if k in s and not math.isnan(s[k][0])}
-        if means and higher_is_better(k) is not None:
-            target = (max if higher_is_better(k) else min)(means.values())
-            best[k] = {lab for lab, m in means.items() if m == target}
+        direction = higher_is_better(k)
+        cells = sorted(((s[k], lab) for lab, s in summary.items() if k in s and not math.isnan(s[k][0])),
+                       key=lambda c: -c[0][0] if direction else c[0][0])
+        if direction is None or len(cells) < 2 or min(cells[0][0][2], cells[1][0][2]) < 2:
+            continue
+        (first, label), (second, _) = cells[:2]
+        if first[0] != second[0] and welch_t_test(*first, *second)[2] < alpha:
+            best[k] = {label}
     return best
 
 
-def _rows(summary: Summary, keys: list[str], mark: str) -> list[list[str]]:
+def legend(mark: str, ci: bool = False) -> str:
+    """What the table's numbers and marks mean, printed below it."""
+    text = (f"mean ± std over distinct seeds; ↑/↓: higher/lower is better. {mark}: the best mean of its column, "
+            f"only where it beats the runner-up beyond the seed-to-seed spread (Welch's t-test, two-sided "
+            f"p < {ALPHA}); no mark when either row has fewer than 2 seeds.")
+    if ci:
+        text += (f" [low, high]: {CI_LEVEL:.0%} percentile bootstrap interval of the mean ({CI_RESAMPLES:,} "
+                 f"resamples, seed {CI_SEED}).")
+    return text
+
+
+def _cell(value: tuple[float, float, int], ci: tuple[float, float] | None) -> str:
+    text = f"{value[0]:.3g} ± {value[1]:.2g}"
+    return text if ci is None else f"{text} [{ci[0]:.3g}, {ci[1]:.3g}]"
+
+
+def _rows(summary: Summary, keys: list[str], mark: str, ci: Intervals | None) -> list[list[str]]:
     best = best_rows(summary, keys)
     rows = []
     for label, scores in sorted(summary.items()):
         cells = [label, str(max((v[2] for v in scores.values()), default=0))]
         for k in keys:
-            cell = f"{scores[k][0]:.3g} ± {scores[k][1]:.2g}" if k in scores else ""
+            cell = _cell(scores[k], ci[label].get(k) if ci else None) if k in scores else ""
             cells.append(mark.format(cell) if label in best.get(k, ()) else cell)
         rows.append(cells)
     return rows
@@ -143,75 +226,107 @@ def _header(keys: list[str]) -> list[str]:
     return ["run", "seeds", *(k + arrows[higher_is_better(k)] for k in keys)]
 
 
-def markdown_table(summary: Summary, keys: list[str] | None = None) -> str:
-    """A markdown table of ``mean ± std`` per row and score; the best of each column in bold."""
-    keys = keys or table_keys(summary)
+def markdown_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | None = None) -> str:
+    """A markdown table of ``mean ± std`` (and ``[low, high]`` with ``ci``, from :func:`intervals`) per row and
+    score, a significant best in bold (:func:`best_rows`), then the legend. Default keys: :func:`headline_keys`."""
+    keys = keys or headline_keys(summary)
     lines = ["| " + " | ".join(_header(keys)) + " |", "|---|---|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(row) + " |" for row in _rows(summary, keys, "**{}**")]
-    return "\n".join(lines)
+    lines += ["| " + " | ".join(row) + " |" for row in _rows(summary, keys, "**{}**", ci)]
+    return "\n".join([*lines, "", legend("**bold**", ci is not None)])
 
 
-def terminal_table(summary: Summary, keys: list[str] | None = None) -> str:
-    """The same table with aligned columns for a terminal; the best of each column marked ``*``."""
-    keys = keys or table_keys(summary)
-    rows = [_header(keys), *_rows(summary, keys, "{} *")]
+def terminal_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | None = None) -> str:
+    """The same table with aligned columns for a terminal; a significant best marked ``*``; then the legend."""
+    keys = keys or headline_keys(summary)
+    rows = [_header(keys), *_rows(summary, keys, "{} *", ci)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:], "", legend("*", ci is not None)])
 
 
-def csv_table(summary: Summary, keys: list[str] | None = None) -> str:
-    """CSV: ``run, seeds`` then ``<score>_mean, <score>_std, <score>_best`` (1 for the best row) per score."""
-    keys = keys or table_keys(summary)
+def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | None = None) -> str:
+    """CSV: ``run, seeds`` then ``<score>_mean, <score>_std, <score>_best`` (1 for a significant best row, as
+    in :func:`best_rows`) per score, and ``<score>_ci_low, <score>_ci_high`` with ``ci``. No legend."""
+    keys = keys or headline_keys(summary)
     best = best_rows(summary, keys)
+    columns = ("mean", "std", "best", "ci_low", "ci_high") if ci else ("mean", "std", "best")
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["run", "seeds", *(f"{k}_{c}" for k in keys for c in ("mean", "std", "best"))])
+    writer.writerow(["run", "seeds", *(f"{k}_{c}" for k in keys for c in columns)])
     for label, scores in sorted(summary.items()):
         row: list[Any] = [label, max((v[2] for v in scores.values()), default=0)]
         for k in keys:
-            mean, std, _ = scores.get(k, ("", "", 0))
-            row += [mean, std, int(label in best.get(k, ()))] if k in scores else ["", "", ""]
+            if k not in scores:
+                row += [""] * len(columns)
+                continue
+            row += [scores[k][0], scores[k][1], int(label in best.get(k, ()))]
+            row += list(ci[label][k]) if ci else []
         writer.writerow(row)
     return out.getvalue()
 
 
+def _parse_keys(given: list[str] | None, summary: Summary) -> list[str]:
+    """``--keys``: none for :func:`headline_keys`, ``all`` for :func:`table_keys`, else names split at commas
+    and spaces (``--keys a,b`` or ``--keys a b``)."""
+    names = [k for arg in given or [] for k in arg.split(",") if k]
+    if not names:
+        return headline_keys(summary)
+    return table_keys(summary) if names == ["all"] else names
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished, 2 for a
-    folder that does not exist or an unknown ``--keys`` score)."""
+    """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished, also for
+    a folder without jobs; 2 for a folder that does not exist or an unknown ``--keys`` score)."""
     parser = argparse.ArgumentParser(prog="ganlab-compare", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", help="a sweep directory (runs/multirun/...) or any folder of runs")
     parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default="markdown",
                         help="how the table is printed (default: markdown)")
-    parser.add_argument("--out", help="folder for table.md, table.csv, <score>.png (default: <sweep_dir>/comparison)")
+    parser.add_argument("--out", help="folder for the table files and <score>.png (default: <sweep_dir>/comparison)")
     parser.add_argument("--no-files", action="store_true", help="only print; write no table or plot files")
-    parser.add_argument("--keys", nargs="+", help="scores to show (default: every model score)")
+    parser.add_argument("--keys", nargs="+", metavar="KEYS",
+                        help="scores to show: 'all', or names (a,b or a b); default: a headline set for the data")
+    parser.add_argument("--ci", action="store_true",
+                        help="add 95%% percentile bootstrap intervals of the mean (10,000 resamples, seed 0)")
     args = parser.parse_args(argv)
+    logging.basicConfig(format="ganlab-compare: %(levelname)s: %(message)s")  # the plots' warning, on stderr
     try:
         runs, failed = collect_runs(args.sweep_dir)
     except FileNotFoundError as err:
         print(f"ganlab-compare: {err}", file=sys.stderr)
         return 2
+    if not runs and not failed:
+        print(f"ganlab-compare: no runs found in {args.sweep_dir}: looked for job folders (holding .hydra/, "
+              "checkpoints/, failure.json or metrics.json) at any depth below it, outside eval/ and preflight "
+              "dry runs", file=sys.stderr)
+        return 1
     summary = summarise(runs)
+    keys = _parse_keys(args.keys, summary)
     available = ordered_scores(k for s in summary.values() for k in s)
-    unknown = [k for k in args.keys or [] if k not in available]
+    unknown = [k for k in keys if k not in available]
     if summary and unknown:
         print(f"ganlab-compare: unknown score key(s) {', '.join(unknown)} for --keys; available: "
-              f"{', '.join(available)}", file=sys.stderr)
+              f"{', '.join(available)} (or all)", file=sys.stderr)
         return 2
-    keys = args.keys or table_keys(summary)
-    print({"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[args.format](summary, keys))
+    for run in one_run_per_seed(runs)[1]:
+        print(f"ganlab-compare: left out {run['run_dir']}: seed {run.get('seed')} of {run['label']} again (a seed "
+              "counts once; kept the run trained furthest, then the last folder by name)", file=sys.stderr)
+    ci = intervals(runs, keys) if args.ci else None
+    if runs:
+        table = {"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[args.format]
+        print(table(summary, keys, ci))
     if runs and not args.no_files:
         out = Path(args.out or Path(args.sweep_dir) / "comparison")
         out.mkdir(parents=True, exist_ok=True)
-        (out / "table.md").write_text(markdown_table(summary, keys) + "\n")
-        (out / "table.csv").write_text(csv_table(summary, keys))
+        md, csv_path = out / f"{table_stem(keys, summary)}.md", out / f"{table_stem(keys, summary)}.csv"
+        md.write_text(markdown_table(summary, keys, ci) + "\n")
+        csv_path.write_text(csv_table(summary, keys, ci))
         plots = plot_scores(runs, out, keys)
-        print(f"\nwrote {out / 'table.md'}, {out / 'table.csv'} and {len(plots)} plots in {out}")
+        print(f"\nwrote {md}, {csv_path} and {len(plots)} plots in {out}")
     for job in failed:
         print(f"{job.status.upper()} {job.run_dir}: {job.error} (log: {job.log})")
     print(f"{len(runs)} finished, {len(failed)} failed or unfinished")
     return 0 if runs else 1
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import math
 import statistics
 from collections import defaultdict
@@ -21,11 +22,35 @@ from typing import Any
 
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 
+log = logging.getLogger(__name__)
+
 
 def row_label(run: dict[str, Any], extra: list[str]) -> str:
     """The row a run belongs to: ``dataset [strategies]`` (``plain`` without one), then ``extra`` overrides."""
     strategies = ",".join(run.get("strategies", [])) or "plain"
     return " ".join([f"{run.get('dataset', '?')} [{strategies}]", *extra])
+
+
+def one_run_per_seed(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One run per row and seed, so a seed never counts twice (a resumed or rerun duplicate of a job).
+
+    Of the runs of one row with the same ``seed``, the one trained furthest (highest ``step``) is kept, and of
+    those the last by ``run_dir`` (sweep folders are named by time). A run without ``seed`` is its own seed.
+
+    Returns:
+        ``(kept, left_out)``, both in the order of ``runs``.
+    """
+    def seed_of(run: dict[str, Any]) -> tuple[str, Any]:
+        return run.get("label") or row_label(run, []), run.get("seed", run.get("run_dir"))
+
+    chosen: dict[tuple[str, Any], dict[str, Any]] = {}
+    for run in runs:
+        have = chosen.get(seed_of(run))
+        rank = (run.get("step", -1), str(run.get("run_dir", "")))
+        if have is None or rank >= (have.get("step", -1), str(have.get("run_dir", ""))):
+            chosen[seed_of(run)] = run
+    kept = [r for r in runs if chosen[seed_of(r)] is r]
+    return kept, [r for r in runs if chosen[seed_of(r)] is not r]
 
 
 def read_curve(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
@@ -47,10 +72,11 @@ def read_curve(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
 def score_curves(runs: list[dict[str, Any]], key: str) -> dict[str, tuple[list[int], list[float]]]:
     """Row label -> (steps, mean of ``key`` over the row's seeds at each step).
 
-    At a step where only some seeds have the score, the mean is over those; NaN values are skipped.
+    At a step where only some seeds have the score, the mean is over those; NaN values are skipped; one run per
+    seed (:func:`one_run_per_seed`).
     """
     values: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run in runs:
+    for run in one_run_per_seed(runs)[0]:
         label = run.get("label") or row_label(run, [])
         for step, scores in read_curve(run["run_dir"]):
             if key in scores and not math.isnan(float(scores[key])):
@@ -100,17 +126,24 @@ def plot_scores(runs: list[dict[str, Any]], out_dir: str | Path, keys: list[str]
         dpi: resolution of the PNGs.
 
     Returns:
-        The paths written, in ``keys`` order (a score no run has is skipped).
+        The paths written, in ``keys`` order (a score no run has is skipped). Logs a warning when every curve
+        has a single point (runs evaluated once, e.g. ``trainer.eval_every`` >= ``trainer.steps``): such plots
+        show one dot per row and nothing about the course of training.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths, points = [], []
     model_scores = (k for run in runs for k in run.get("scores", {}) if not k.startswith("data/"))
     for key in keys or ordered_scores(model_scores):
+        points += [len(steps) for steps, _ in score_curves(runs, key).values()]
         fig = score_figure(runs, key)
         if fig is None:
             continue
         path = out / f"{key.replace('/', '_')}.png"
         fig.savefig(path, dpi=dpi)
         paths.append(path)
+    if points and max(points) == 1:
+        log.warning("every curve has a single point (each run's metrics.jsonl holds one evaluation): the plots "
+                    "in %s show one dot per row; evaluate more often (trainer.eval_every) to see the course "
+                    "of training", out)
     return paths

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ganlab.compare import collect_runs, summarise
+from ganlab.compare_stats import welch_t_test
 
 #: A few steps, small data and evaluation: every job of a sweep takes about a second on a CPU core.
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=32", "trainer.eval_every=3", "trainer.log_every=2",
@@ -88,8 +89,11 @@ def test_compare_values_equal_the_jobs_metrics(basic: Path, tmp_path: Path) -> N
             assert float(rows[label][f"{key}_mean"]) == pytest.approx(sum(values) / 2, rel=1e-12)
             assert float(rows[label][f"{key}_std"]) == pytest.approx(abs(values[0] - values[1]) / 2**0.5, abs=1e-12)
         assert rows[label]["seeds"] == "2"
-    kl = {lab: float(r["reverse_kl_mean"]) for lab, r in rows.items()}  # lower is better: the minimum is marked
-    assert rows[min(kl, key=kl.get)]["reverse_kl_best"] == "1"
+    # lower is better: the minimum is marked where it beats the other row by Welch's t-test (p < 0.05)
+    low, high = sorted(rows, key=lambda lab: float(rows[lab]["reverse_kl_mean"]))
+    p = welch_t_test(*(float(rows[lab][c]) for lab in (low, high) for c in ("reverse_kl_mean", "reverse_kl_std",
+                                                                                "seeds")))[2]
+    assert (rows[low]["reverse_kl_best"], rows[high]["reverse_kl_best"]) == (str(int(p < 0.05)), "0")
     assert {p.name for p in tmp_path.iterdir()} >= {"table.md", "table.csv", "modes_covered.png", "reverse_kl.png"}
     runs, failed = collect_runs(basic)
     assert failed == [] and summarise(runs)["ring8 [plain]"]["reverse_kl"][2] == 2
