@@ -37,13 +37,17 @@ def format_scores(scores: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+def program(name: str) -> str:
+    """A command of this Python's environment (``tensorboard``, ``ganlab-train``) as a user can type it: the bare
+    name when it is the one on PATH, else its full path (a venv that is not activated)."""
+    here = Path(sys.executable).parent / name
+    on_path = shutil.which(name)
+    return name if here.is_file() and on_path and Path(on_path).resolve() == here.resolve() else str(here)
+
+
 def tensorboard_command(run_dir: Path) -> str:
-    """``tensorboard --logdir <run_dir>`` that works as printed: the tensorboard of this Python's environment,
-    by its full path when the one on PATH is another (or none: a venv that is not activated)."""
-    here = Path(sys.executable).parent / "tensorboard"
-    on_path = shutil.which("tensorboard")
-    exe = "tensorboard" if here.is_file() and on_path and Path(on_path).resolve() == here.resolve() else str(here)
-    return shlex.join([exe, "--logdir", str(run_dir)])
+    """``tensorboard --logdir <run_dir>`` that works as printed (see :func:`program`)."""
+    return shlex.join([program("tensorboard"), "--logdir", str(run_dir)])
 
 
 def preflight(cfg: DictConfig) -> bool:
@@ -92,8 +96,9 @@ def run(cfg: DictConfig) -> dict:
     log.info("run directory: %s", run_dir)
     metrics = trainer.fit()
     log.info("finished %d steps (%.1f steps/s); final scores (model beside the held-out real data):\n%s\n"
-             "verdict: %s\nrun folder: %s\nlook at it: %s", metrics["step"], metrics["steps_per_s"],
-             format_scores(metrics["scores"]), metrics["verdict"], run_dir, tensorboard_command(run_dir))
+             "verdict: %s\nrun folder: %s%s", metrics["step"], metrics["steps_per_s"],
+             format_scores(metrics["scores"]), metrics["verdict"], run_dir,
+             f"\nlook at it: {tensorboard_command(run_dir)}" if any(run_dir.glob("events.out.tfevents.*")) else "")
     return metrics
 
 
@@ -103,7 +108,7 @@ def resume_command(run_dir: Path) -> str:
     ``trainer.resume`` and ``hydra.run.dir`` pointing at the run folder (its newest intact checkpoint)."""
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
-    return shlex.join(["ganlab-train", *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
+    return shlex.join([program("ganlab-train"), *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")

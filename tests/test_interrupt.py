@@ -8,6 +8,7 @@ import errno
 import os
 import random
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -102,9 +103,10 @@ def test_sigterm_exits_143_and_the_printed_command_resumes(uninterrupted: Path, 
     printed = done.stdout + done.stderr  # Hydra's log goes to stdout
     assert done.returncode == 143, printed[-2000:]
     assert "Traceback" not in printed and "SIGTERM at generator step" in printed
-    line = [x for x in printed.splitlines() if x.strip().startswith("ganlab-train ")]
+    line = [x for x in printed.splitlines() if "trainer.resume=" in x and "hydra.run.dir=" in x]
     assert len(line) == 1, printed[-2000:]
-    args = shlex.split(line[0])[1:]
+    exe, *args = shlex.split(line[0])
+    assert Path(exe).name == "ganlab-train" and shutil.which(exe) is not None  # this venv's, typed as printed
     assert f"trainer.resume={tmp_path}" in args and "trainer.steps=200" in args
     subprocess.run([sys.executable, "-m", "ganlab.train", *args], check=True, capture_output=True,
                    env={**os.environ, "OMP_NUM_THREADS": "1"})

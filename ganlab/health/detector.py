@@ -179,7 +179,8 @@ class CollapseDetector:
             num_modes: the data set's number of modes (the "of K" in the line), when known.
         """
         if not self.last:
-            return "unknown: no evaluation yet"
+            return (f"not judged: the detector judges evaluations from step {self.cfg.from_step} on "
+                    "(monitor.detector.from_step)")
         s = self.last["scores"]
         parts = []
         for key, noun in (("modes_covered", "modes"), ("clusters_covered", "clusters")):

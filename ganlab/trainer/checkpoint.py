@@ -109,7 +109,7 @@ def find_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
         try:
             ckpt = _read(f)
         except ValueError as err:
-            log.warning("skipping %s", err)
+            log.warning("skipping a checkpoint that cannot be read: %s", err)
             problems.append(str(err))
             continue
         log.info("%s: the newest intact checkpoint is %s (step %d)", p, f.name, int(ckpt["step"]))

@@ -94,7 +94,8 @@ def test_bad_thresholds_name_the_key(key: str, value: float) -> None:
 
 def test_evaluations_before_from_step_are_not_judged() -> None:
     det = CollapseDetector(points=True)  # from_step 1000
-    assert rules(det.observe(500, {"modes_covered": 0.0} | RING)) == [] and det.verdict().startswith("unknown")
+    assert rules(det.observe(500, {"modes_covered": 0.0} | RING)) == [] and det.verdict() == (
+        "not judged: the detector judges evaluations from step 1000 on (monitor.detector.from_step)")
     assert rules(det.observe(1000, {"modes_covered": 0.0} | RING)) == ["coverage"]
     assert det.first_alarm_step == 1000
 
