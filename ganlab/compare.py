@@ -67,7 +67,7 @@ class FailedJob:
     run_dir: Path
     log: Path                  # the job's log, holding the traceback
     error: str                 # ``Type: message`` from failure.json, or why the job counts as failed
-    status: str = "failed"     # "failed" (it raised) or "unfinished" (killed, or still running)
+    status: str = "failed"     # "failed" (it raised), "config error" (refused before training) or "unfinished"
 
 
 def _overrides(job: Path) -> list[str]:
@@ -116,7 +116,8 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
         failure = job / "failure.json"
         if failure.exists():
             info = json.loads(failure.read_text())
-            failed.append(FailedJob(job, Path(info.get("log", log)), f"{info['type']}: {info['message']}"))
+            status = "config error" if info.get("stage") == "start" else "failed"
+            failed.append(FailedJob(job, Path(info.get("log", log)), f"{info['type']}: {info['message']}", status))
         elif not (job / "metrics.json").exists():
             failed.append(FailedJob(job, log, "no metrics.json (killed, or still running)", "unfinished"))
         else:

@@ -49,10 +49,11 @@ def is_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
-def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool = True) -> Path:
+def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool = True, stage: str = "train") -> Path:
     """Log ``err``'s traceback (into the job's log) and write ``failure.json`` and ``FAILED`` into ``run_dir``.
 
     ``log_traceback=False`` (a single run, which re-raises and so prints the traceback anyway) only writes the files.
+    ``stage``: ``"train"`` (it raised while training) or ``"start"`` (a bad setting found before training).
 
     Returns:
         The path of ``failure.json``.
@@ -62,7 +63,7 @@ def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool 
     if log_traceback:
         log.error("job failed; the sweep goes on. %s: %s", type(err).__name__, err, exc_info=err)
     logs = sorted(run_dir.glob("*.log"))
-    info = {"type": type(err).__name__, "message": str(err),
+    info = {"type": type(err).__name__, "message": str(err), "stage": stage,
             "traceback": "".join(traceback.format_exception(err)),
             "log": str(logs[0] if logs else run_dir / "train.log"), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
     path = run_dir / FAILURE_FILE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import shutil
 import sys
@@ -87,10 +88,22 @@ def remove_interrupted_writes(run_dir: Path, resume: str | None) -> list[Path]:
     return removed
 
 
+class StartError(Exception):
+    """A bad setting or input found before any training step (a ``ValueError`` or ``FileNotFoundError`` raised
+    while the run is built); its message says what was wrong and how to fix it."""
+
+
 def run(cfg: DictConfig) -> dict:
-    """Train one configuration into Hydra's output directory and return ``metrics.json``'s content."""
+    """Train one configuration into Hydra's output directory and return ``metrics.json``'s content.
+
+    Raises:
+        StartError: the run could not be built (see :class:`StartError`).
+    """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
+    try:
+        trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
+    except (ValueError, FileNotFoundError) as err:
+        raise StartError(str(err)) from err
     remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
     sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
@@ -100,6 +113,23 @@ def run(cfg: DictConfig) -> dict:
              format_scores(metrics["scores"]), metrics["verdict"], run_dir,
              f"\nlook at it: {tensorboard_command(run_dir)}" if any(run_dir.glob("events.out.tfevents.*")) else "")
     return metrics
+
+
+def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
+    """A run that could not start. Single run: print the message (the traceback too with HYDRA_FULL_ERROR=1),
+    remove the run folder Hydra made when it holds nothing else, exit 1. Multirun: mark the job's folder
+    (``failure.json`` with ``"stage": "start"``, listed by ganlab-compare as a config error) and go on."""
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    if sweep.is_multirun():
+        sweep.record_failure(run_dir, err.__cause__ or err, log_traceback=False, stage="start")
+        log.error("job could not start: %s", err)
+        return sweep.failed_objective() if cfg.get("objective") else None
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        raise err
+    print(f"ganlab-train: {err}", file=sys.stderr)
+    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", "train.log"}:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    sys.exit(1)
 
 
 def resume_command(run_dir: Path) -> str:
@@ -127,6 +157,8 @@ def main(cfg: DictConfig) -> float | None:
         return None
     try:
         metrics = run(cfg)
+    except StartError as err:
+        return _failed_start(cfg, err)
     except TrainingInterrupted as stop:
         run_dir = Path(HydraConfig.get().runtime.output_dir)
         log.warning("%s. To continue the run:\n  %s", stop, resume_command(run_dir))

@@ -86,3 +86,39 @@ def test_the_printed_tensorboard_command_names_an_existing_program(tmp_path) -> 
     exe, flag, folder = shlex.split(tensorboard_command(tmp_path / "a run"))
     assert (flag, folder) == ("--logdir", str(tmp_path / "a run"))
     assert shutil.which(exe) is not None  # a full path to this venv's tensorboard, or one that is on PATH
+
+
+def test_a_bad_setting_prints_only_its_message_and_leaves_no_run_folder(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "ganlab.train", "optim.schedule.generator.kind=step", "logger=none",
+           f"hydra.run.dir={tmp_path / 'run'}"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.strip() == ("ganlab-train: optim.schedule.generator.kind must be one of constant, linear, "
+                                   "cosine; got 'step'")
+    assert not (tmp_path / "run").exists()
+    full = subprocess.run(cmd, capture_output=True, text=True, env=env | {"HYDRA_FULL_ERROR": "1"}, cwd=tmp_path)
+    assert full.returncode == 1 and "Traceback" in full.stderr  # the traceback on request
+
+
+def test_a_bad_setting_in_a_sweep_is_listed_as_a_config_error(tmp_path, capsys) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from ganlab import compare
+
+    sweep_dir = tmp_path / "sweep"
+    cmd = [sys.executable, "-m", "ganlab.train", "-m", "optim.schedule.generator.kind=step", "logger=none",
+           f"hydra.sweep.dir={sweep_dir}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]  # the sweep goes on past a job that cannot start
+    runs, failed = compare.collect_runs(sweep_dir)
+    assert runs == [] and [f.status for f in failed] == ["config error"]
+    assert "optim.schedule.generator.kind must be one of" in failed[0].error
