@@ -10,7 +10,8 @@ snapshot's quality, and the best coverage the drop rule compares with, decay by 
 evaluation, so a peak the run cannot regain stops being the target. When an evaluation shows a collapse
 signal and the snapshot is better than G now, G is restored to it, at most once per ``cooldown`` steps.
 Collapse signals, whichever keys the scores have: a coverage key at least ``min_drop`` below its (decayed)
-best, ``high_similarity_fraction`` above ``similarity_threshold``, or the loop's ``collapse_alarm`` = 1 (the
+best, ``high_similarity_fraction`` above ``similarity_threshold`` (not on 2-D points, where cosine similarity is
+blind; it is left out of the quality there too), or the loop's ``collapse_alarm`` = 1 (the
 collapse detector, :mod:`ganlab.health.detector`, or the fixed-z alarm). Restoring G's optimiser state
 brings back its moments, never its learning rate (the run's lr rule, :mod:`ganlab.lr`, sets it at every step).
 
@@ -24,7 +25,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from ganlab.strategies.base import Strategy, TrainState
+from ganlab.strategies.base import GANSpec, Strategy, TrainState
 
 
 def take_snapshot(state: TrainState) -> dict[str, Any]:
@@ -81,11 +82,18 @@ class Rollback(Strategy):
         self.coverage_keys, self.similarity_key = tuple(coverage_keys), similarity_key
         self.similarity_threshold, self.cooldown = float(similarity_threshold), int(cooldown)
         self.alarm_key, self.best_decay = alarm_key, float(best_decay)
+        self.points = False  # 2-D points (set in configure): cosine similarity says nothing there
         self.snapshot: dict[str, Any] | None = None
         self.snapshot_quality: float | None = None  # triggered mode: the (decayed) quality of the snapshot
         self.best: dict[str, float] = {}
         self.count = 0
         self.last_rollback_step: int | None = None
+
+    def configure(self, spec: GANSpec) -> None:
+        """Samples that are vectors (2-D mixtures) turn the similarity rule and term off: cosine similarity cannot
+        tell a collapsed G from the real data there (the collapse detector's distance rules, through
+        ``collapse_alarm``, still count)."""
+        self.points = len(spec.data_shape) == 1
 
     def after_step(self, state: TrainState) -> dict[str, float]:
         if self.mode != "periodic":
@@ -104,7 +112,7 @@ class Rollback(Strategy):
             if scores[key] <= best - self.min_drop:
                 reasons.append(f"{key} fell to {scores[key]:g} from its best {best:.3g}")
             self.best[key] = max(best, float(scores[key]))
-        sim = scores.get(self.similarity_key)
+        sim = None if self.points else scores.get(self.similarity_key)
         if sim is not None and sim > self.similarity_threshold:
             reasons.append(f"{self.similarity_key}={sim:.3g} > {self.similarity_threshold:g}")
         if self.alarm_key is not None and scores.get(self.alarm_key, 0.0) >= 1.0:
@@ -114,7 +122,8 @@ class Rollback(Strategy):
     def quality(self, scores: dict[str, float]) -> float:
         """Sum of the coverage keys present, plus 1 - the similarity score when present (higher is better)."""
         q = sum(float(scores[k]) for k in self.coverage_keys if k in scores)
-        return q + (1.0 - float(scores[self.similarity_key]) if self.similarity_key in scores else 0.0)
+        use_sim = self.similarity_key in scores and not self.points
+        return q + (1.0 - float(scores[self.similarity_key]) if use_sim else 0.0)
 
     def after_eval(self, state: TrainState, scores: dict[str, float]) -> dict[str, float]:
         if self.mode != "triggered":

@@ -125,3 +125,18 @@ def test_a_rollback_keeps_the_lr_in_force() -> None:
     assert rb.count == 1 and state.opt_g.param_groups[0]["lr"] == 1e-2  # the snapshot's optimiser state ...
     state.lr.apply("G", state.step)
     assert state.opt_g.param_groups[0]["lr"] == 5e-3  # ... and the rule's lr from the next step on
+
+
+def test_on_points_cosine_similarity_is_ignored() -> None:
+    """A G collapsed or not, 2-D samples look alike by cosine: only coverage and the alarm count there."""
+    from types import SimpleNamespace
+
+    images, points = Rollback(mode="triggered"), Rollback(mode="triggered")
+    images.configure(SimpleNamespace(data_shape=(1, 8, 8)))
+    points.configure(SimpleNamespace(data_shape=(2,)))
+    scores = {"modes_covered": 8.0, "high_similarity_fraction": 1.0}
+    assert "high_similarity_fraction=1 > 0.5" in images.collapse_reason(scores)
+    assert points.collapse_reason(scores) is None
+    assert (images.quality(scores), points.quality(scores)) == (8.0, 8.0)  # 8 + (1 - 1) and 8
+    low = {"high_similarity_fraction": 0.25}
+    assert images.quality(low) == 0.75 and points.quality(low) == 0.0
