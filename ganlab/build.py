@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,23 @@ def check_config(cfg: DictConfig) -> None:
         if lr is not None and not float(lr) > 0:
             raise ValueError(f"optim.{net}.lr must be positive, got {lr}")
     TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True)).validate()  # type: ignore[arg-type]
+    threads = cfg.get("threads")
+    if threads not in (None, "auto") and not (isinstance(threads, int) and not isinstance(threads, bool)
+                                                and threads >= 1):
+        raise ValueError(f"threads must be auto, a positive integer or null (torch's default), got {threads!r}")
     monitor_config(cfg)
     lr_schedules(cfg)
+
+
+def set_threads(threads: Any, shape: tuple[int, ...], batch_size: int, device: torch.device) -> None:
+    """``threads``: ``auto`` (:func:`ganlab.trainer.speed.auto_threads`, logged with its reason), an integer, or
+    None (torch's default). On CUDA, ``auto`` leaves torch's default (the CPU only feeds the GPU)."""
+    if threads == "auto" and device.type == "cpu":
+        n, why = speed.auto_threads(shape, batch_size, os.cpu_count())
+        log.info("threads: %d (auto, from the experiment: %s; threads=N to override)", n, why)
+        torch.set_num_threads(n)
+    elif threads not in (None, "auto"):
+        torch.set_num_threads(int(threads))
 
 
 def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:
@@ -162,13 +178,10 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
             log.info("resuming with the checkpoint's %s", ", ".join(adopted))
     strategies = build_strategies(cfg)
     device = resolve_device(cfg.device)
-    if cfg.get("threads") is not None:
-        if int(cfg.threads) < 1:
-            raise ValueError(f"threads must be a positive integer or null, got {cfg.threads}")
-        torch.set_num_threads(int(cfg.threads))
     seed_everything(int(cfg.seed))
     data = data if data is not None else load_data(cfg, device)
     shape = data.sample_shape
+    set_threads(cfg.get("threads"), shape, int(cfg.trainer.batch_size), device)
     build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape)
     spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape), discriminator=build_d(),
                    loss=make(cfg.loss), g_optim=make(cfg.optim.generator),

@@ -97,3 +97,29 @@ def test_compiled_training_matches_eager(tmp_path) -> None:
     for a, b in zip(eager.G.parameters(), compiled.G.parameters()):
         assert torch.allclose(a, b, atol=1e-4)
     assert set(eager.G.state_dict()) == set(compiled.G.state_dict())  # checkpoints stay interchangeable
+
+
+def test_auto_threads_follow_the_experiment_not_the_load(tmp_path, caplog) -> None:
+    import logging
+
+    from tiny_config import compose_cfg
+
+    from ganlab.build import build_trainer
+    from ganlab.trainer.speed import auto_threads
+
+    assert auto_threads((2,), 256, 16) == (1, "vector data (an MLP pair)")
+    assert auto_threads((1, 32, 32), 64, 16)[0] == 1                      # 65,536 values: the DCGAN preset
+    assert auto_threads((3, 32, 32), 64, 16)[0] == 1                      # 196,608: the boundary, still small
+    assert auto_threads((3, 32, 32), 65, 16)[0] == 4 and auto_threads((3, 64, 64), 64, 2)[0] == 2
+    before = torch.get_num_threads()
+    try:
+        with caplog.at_level(logging.INFO, logger="ganlab"):
+            trainer = build_trainer(compose_cfg(["logger=none"]), tmp_path)
+        assert torch.get_num_threads() == 1
+        assert "threads: 1 (auto, from the experiment: vector data (an MLP pair); threads=N to override)" in caplog.text
+        trainer.save(tmp_path / "c.pt")
+        assert torch.load(tmp_path / "c.pt", weights_only=True)["threads"] == 1
+        build_trainer(compose_cfg(["logger=none", "threads=2"]), tmp_path / "b")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

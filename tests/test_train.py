@@ -85,7 +85,7 @@ def test_tensorboard_events_read_back(tmp_path: Path) -> None:
     ("trainer.batch_size=-4", "trainer.batch_size must be a positive integer"),
     ("trainer.batch_size=5000", "trainer.batch_size=5000 is larger than the data set"),
     ("device=cuda:7", "device=cuda:7"),
-    ("threads=0", "threads must be a positive integer"),
+    ("threads=0", "threads must be auto, a positive integer or null"),
     ("metrics.scorers.prdc.boundary=closed",
      "metrics.scorers.prdc.boundary must be one of 'official', 'inclusive', 'strict'"),
 ])

@@ -17,6 +17,7 @@ A checkpoint (:meth:`ganlab.trainer.loop.Trainer.state_dict`) is a dict of plain
   (:class:`ganlab.health.detector.CollapseDetector`: best coverage, trend counters, the latest findings);
 * ``risk``: the early-warning collapse risk's state (:class:`ganlab.health.risk.CollapseRisk`: its windows of
   the D and G losses at monitored steps and whether it is above its threshold; ``{}`` when it is off);
+* ``threads``: the CPU threads torch used (``threads=auto`` picks them from the experiment);
 * ``after_eval``: in a ``last.pt``, the scores and health values the strategies' ``after_eval`` reacted to
   right after it was written (the weights are the ones scored; resuming replays that reaction); else None.
 """

@@ -389,7 +389,8 @@ class Trainer:
                 "scores": self.last_scores, "health": self.health.state_dict(), "lr": self.lr.state_dict(),
                 "alarm": self.alarm.state_dict() if self.alarm is not None else {},
                 "detector": self.detector.state_dict(),
-                "risk": self.risk.state_dict() if self.risk is not None else {}, "after_eval": after_eval}
+                "risk": self.risk.state_dict() if self.risk is not None else {}, "after_eval": after_eval,
+                "threads": torch.get_num_threads()}
 
     def save(self, path: Path, after_eval: dict[str, float] | None = None) -> None:
         """Write a checkpoint atomically (``after_eval``: see :meth:`state_dict`).
