@@ -109,8 +109,9 @@ def write_csv(path: Path, records: list[dict[str, object]]) -> None:
 def mean_se(values: list[float]) -> str:
     if not values:
         return "-"
-    se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
-    return f"{statistics.mean(values):.3g} ± {se:.2g}"
+    if len(values) == 1:
+        return f"{values[0]:.3g} (1 trial)"
+    return f"{statistics.mean(values):.3g} ± {statistics.stdev(values) / math.sqrt(len(values)):.2g}"
 
 
 def table(finals: list[dict[str, object]], steps: int) -> str:
