@@ -8,8 +8,9 @@ from typing import Any
 import torch
 
 from ganlab.data.base import GANData
-from ganlab.metrics.clusters import default_num_clusters
+from ganlab.metrics.clusters import covered_clusters, default_num_clusters
 from ganlab.metrics.evaluator import EvalResult
+from ganlab.metrics.kmeans import assign
 from ganlab.metrics.mixture import mode_counts
 
 
@@ -31,9 +32,7 @@ def covered_ids(result: EvalResult, data: GANData, evaluator: Any, threshold: fl
     if data.mixture is not None:
         _, hq = mode_counts(result.samples, data.mixture.means, data.mixture.std, threshold)
         return {int(i) for i in torch.nonzero(hq).flatten()}
-    k = default_num_clusters(data.num_modes)
-    centers = evaluator.reference_clusters(k).centers.to(result.embeddings.device, result.embeddings.dtype)
-    nearest = torch.cdist(result.embeddings, centers).argmin(1)
-    counts = torch.bincount(nearest, minlength=k)
-    share = 0.1 / k * len(nearest)
-    return {int(i) for i in torch.nonzero((counts >= 1) & (counts >= share)).flatten()}
+    centers = evaluator.reference_clusters(default_num_clusters(data.num_modes)).centers
+    emb = result.embeddings.to(centers.device, centers.dtype)
+    counts = torch.bincount(assign(emb, centers)[0], minlength=len(centers))
+    return {int(i) for i in torch.nonzero(covered_clusters(counts)).flatten()}

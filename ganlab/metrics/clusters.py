@@ -99,6 +99,22 @@ def _histograms(real: Tensor, fake: Tensor, k: int, fit: KMeansResult | None, n_
     return real_counts, fake_counts, k
 
 
+def covered_clusters(fake_counts: Tensor, min_share: float | None = None) -> Tensor:
+    """Which clusters the generated samples cover: at least one sample and at least ``min_share`` of them
+    (default ``0.1 / k``, a tenth of the uniform share; see :func:`cluster_scores`).
+
+    Args:
+        fake_counts: generated samples per cluster, shape (k,), integers >= 0.
+        min_share: the minimum share in [0, 1], or None for ``0.1 / k``.
+
+    Returns:
+        A bool mask of shape (k,).
+    """
+    k = fake_counts.numel()
+    share = 0.1 / k if min_share is None else min_share
+    return (fake_counts >= 1) & (fake_counts.to(torch.float64) >= share * int(fake_counts.sum()))
+
+
 def cluster_scores(real_emb: Tensor, fake_emb: Tensor, k: int, min_share: float | None = None,
                    generator: torch.Generator | None = None, fit: KMeansResult | None = None,
                    n_init: int = 3, eps: float = 1e-10,
@@ -132,9 +148,7 @@ def cluster_scores(real_emb: Tensor, fake_emb: Tensor, k: int, min_share: float 
     if min_share is not None and not 0.0 <= min_share <= 1.0:
         raise ValueError(f"min_share is a fraction of generated samples in [0, 1], got {min_share}")
     real_c, fake_c, k = _histograms(real_emb, fake_emb, k, fit, n_init, generator, block_size)
-    share = 0.1 / k if min_share is None else min_share
-    m = int(fake_c.sum())
-    covered = int(((fake_c >= 1) & (fake_c.to(torch.float64) >= share * m)).sum())
+    covered = int(covered_clusters(fake_c, min_share).sum())
     return {"clusters_covered": covered, "clusters_covered_fraction": covered / k,
             "cluster_kl": kl_divergence(fake_c, real_c, eps), "cluster_jsd": jensen_shannon(fake_c, real_c)}
 
