@@ -218,6 +218,6 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                       monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg))
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
-        _warn_if_schedule_retimed(ckpt, tcfg.steps, lr_schedules(cfg))
+        _warn_if_schedule_retimed(ckpt, tcfg.steps, trainer.lr.schedules)
         log.info("resumed from %s at step %d", tcfg.resume, trainer.state.step)
     return trainer
