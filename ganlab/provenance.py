@@ -47,7 +47,8 @@ def provenance(device: torch.device, precision: str) -> dict[str, Any]:
         "device_name", "threads", "precision"}``; ``git_commit``/``git_dirty`` are None outside a git checkout
         (an installed wheel), ``git_dirty`` is True when tracked files differ from the commit.
     """
-    commit = _git("rev-parse", "HEAD")
+    # an installed wheel inside some other checkout (a venv in a repository) must not report that checkout
+    commit = _git("rev-parse", "HEAD") if _git("ls-files", "__init__.py") else None
     status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None,
