@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
+import statistics
 import subprocess
 import sys
 import time
@@ -99,6 +101,117 @@ def search(args: argparse.Namespace) -> None:
         print(f"{n:24s} s{s}: " + " ".join(f"{c:g}" for c in cov if c is not None))
 
 
+#: The study's arms: overrides added to ``experiment=rollback_study`` (periodic rollback's period and lag come
+#: from ``--period``/``--lag``, filled in by :func:`arms`).
+ARMS = {
+    "plain (D lr 2e-4)": [],
+    "D lr 1e-4": ["optim.discriminator.lr=1e-4"],
+    "periodic rollback": ["strategy=[rollback]", "strategy.rollback.period={period}", "strategy.rollback.lag={lag}"],
+    "periodic rollback + D lr 1e-4": ["strategy=[rollback]", "strategy.rollback.period={period}",
+                                      "strategy.rollback.lag={lag}", "optim.discriminator.lr=1e-4"],
+    "triggered rollback": ["strategy=[rollback]", "strategy.rollback.mode=triggered"],
+    "minibatch discrimination": ["strategy=[minibatch_discrimination]"],
+}
+
+
+def arms(period: int, lag: int) -> dict[str, list[str]]:
+    return {a: [o.format(period=period, lag=lag) for o in ov] for a, ov in ARMS.items()}
+
+
+def slug(arm: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in arm).strip("_")
+
+
+def t95(n: int) -> float:
+    """Two-sided 95 % Student-t quantile for n - 1 degrees of freedom (n = 2..30; 1.96 beyond)."""
+    table = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+             2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+             2.045]
+    return table[n - 2] if 2 <= n <= 30 else 1.96
+
+
+def mean_ci(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.2f} (1 seed)" if values else "-"
+    m, s = statistics.mean(values), statistics.stdev(values)
+    h = t95(len(values)) * s / math.sqrt(len(values))
+    return f"{m:.2f} [{m - h:.2f}, {m + h:.2f}]"
+
+
+def study_table(rows: list[dict[str, object]], key: str, steps: int, seeds: int, data_cov: float) -> str:
+    """Markdown: final ``key`` per arm (mean, 95 % t-interval over seeds), seeds reaching the data's coverage,
+    the mean best coverage over the run, and the difference to the plain arm (Welch's t-test)."""
+    from ganlab.compare_stats import welch_t_test
+
+    finals = {a: [float(r[key]) for r in rows if r["arm"] == a and r["step"] == steps] for a in ARMS}
+    best = {a: [max(float(r[key]) for r in rows if r["arm"] == a and r["seed"] == s)
+                for s in sorted({r["seed"] for r in rows if r["arm"] == a})] for a in ARMS}
+    base = finals[next(iter(ARMS))]
+    lines = [f"| arm | seeds | final {key} (95 % CI) | seeds with all {data_cov:g} | best during run (mean) "
+             "| vs plain: difference, Welch p |", "|---|---|---|---|---|---|"]
+    for a in ARMS:
+        f = finals[a]
+        if not f:
+            continue
+        diff = "-"
+        if a != next(iter(ARMS)) and len(f) >= 2 and len(base) >= 2:
+            _, _, p = welch_t_test(statistics.mean(f), statistics.stdev(f), len(f),
+                                   statistics.mean(base), statistics.stdev(base), len(base))
+            diff = f"{statistics.mean(f) - statistics.mean(base):+.2f}, p = {p:.3g}"
+        lines.append(f"| {a} | {len(f)} | {mean_ci(f)} | {sum(v >= data_cov for v in f)} "
+                     f"| {statistics.mean(best[a]):.2f} | {diff} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, object]], key: str, path: Path, title: str) -> None:
+    """Mean ``key`` over seeds against step, one line per arm, with each seed as a faint line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    for i, a in enumerate(ARMS):
+        mine = [r for r in rows if r["arm"] == a]
+        if not mine:
+            continue
+        color = f"C{i}"
+        for s in sorted({r["seed"] for r in mine}):
+            pts = sorted((r["step"], float(r[key])) for r in mine if r["seed"] == s)
+            ax.plot(*zip(*pts), color=color, alpha=0.15, lw=0.8)
+        steps = sorted({r["step"] for r in mine})
+        ax.plot(steps, [statistics.mean(float(r[key]) for r in mine if r["step"] == t) for t in steps],
+                color=color, lw=2, label=a)
+    ax.set_xlabel("generator step")
+    ax.set_ylabel(key)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def study(args: argparse.Namespace) -> None:
+    design = arms(args.period, args.lag)
+    jobs = [(a, s) for s in range(args.seeds) for a in design]
+    common = ["experiment=rollback_study", f"trainer.steps={args.steps}", f"trainer.eval_every={args.eval_every}",
+              f"trainer.ckpt_every={args.steps}"]
+    Parallel(n_jobs=args.jobs)(
+        delayed(train)(args.out / "study" / f"{slug(a)}_s{s}", [*common, *design[a], f"seed={s}"])
+        for a, s in jobs)
+    rows = [r for a, s in jobs for r in curve(args.out / "study" / f"{slug(a)}_s{s}", arm=a, seed=s)]
+    write_csv(args.out / "study_curve.csv", rows)
+    data_cov = max((float(r[f"data/{args.key}"]) for r in rows if r.get(f"data/{args.key}") is not None),
+                   default=math.nan)
+    text = study_table(rows, args.key, args.steps, args.seeds, data_cov)
+    (args.out / "study.md").write_text(text + "\n")
+    plot(rows, args.key, args.out / "coverage.png",
+         f"experiment=rollback_study, {args.seeds} seeds, {args.steps:,} steps; periodic rollback every "
+         f"{args.period:,} steps to the snapshot {args.lag:,} steps earlier")
+    print(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=["search", "study"])
@@ -107,8 +220,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("docs/results/rollback_study"))
+    ap.add_argument("--period", type=int, default=5000, help="study: periodic rollback every this many G steps")
+    ap.add_argument("--lag", type=int, default=1000, help="study: ... to the snapshot this many steps earlier")
+    ap.add_argument("--key", default="modes_covered", help="study: the coverage score of the table and plot")
     args = ap.parse_args()
-    {"search": search}[args.what](args)
+    {"search": search, "study": study}[args.what](args)
 
 
 if __name__ == "__main__":
