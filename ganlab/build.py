@@ -19,6 +19,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from ganlab.config_groups import check_group_nodes
 from ganlab.data.base import GANData
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
@@ -83,6 +84,7 @@ def check_config(cfg: DictConfig) -> None:
         raise ValueError(f"threads must be auto, a positive integer or null (torch's default), got {threads!r}")
     monitor_config(cfg)
     lr_schedules(cfg)
+    check_group_nodes(cfg)  # metrics.embedder=classifier (a dot) made the node a string
 
 
 def set_threads(threads: Any, shape: tuple[int, ...], batch_size: int, device: torch.device) -> None:
