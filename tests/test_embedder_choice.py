@@ -4,11 +4,12 @@ every piece of advice the embedders' error messages give, followed."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-from tiny_config import TINY, compose_cfg
+from tiny_config import DIGITS_RUN, TINY, compose_cfg, train_tiny
 
 from ganlab import evaluate
 from ganlab.build import build_trainer
@@ -27,6 +28,22 @@ SMALL = [o for o in TINY if not o.startswith("metrics.embedder.")] + ["logger=no
 RING8 = [*SMALL, "dataset.num_samples=2000"]
 DIGITS = [*SMALL, "dataset=digits", "model=dcgan", "dataset.image_size=8", "model.generator.width=8",
           "model.discriminator.width=8", "model.generator.z_dim=8"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_classifier_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Classifiers trained here (other epochs than test_evaluator's) stay out of the session's cache, which is keyed
+    by data set, image size and seed only."""
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("embedder-choice-cache")
+        mp.setenv("GANLAB_CACHE", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def digits_run(own_classifier_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished tiny digits run scored with the classifier (auto), trained with this module's cache."""
+    return train_tiny(DIGITS_RUN, tmp_path_factory.mktemp("digits") / "run")
 
 
 def cfg(*overrides: str, base: list[str] = RING8):
