@@ -19,6 +19,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from ganlab.config_groups import check_group_nodes
 from ganlab.data.base import GANData
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
@@ -83,6 +84,7 @@ def check_config(cfg: DictConfig) -> None:
         raise ValueError(f"threads must be auto, a positive integer or null (torch's default), got {threads!r}")
     monitor_config(cfg)
     lr_schedules(cfg)
+    check_group_nodes(cfg)  # metrics.embedder=classifier (a dot) made the node a string
 
 
 def set_threads(threads: Any, shape: tuple[int, ...], batch_size: int, device: torch.device) -> None:
@@ -126,9 +128,10 @@ def monitor_config(cfg: DictConfig) -> MonitorConfig:
     return MonitorConfig.from_dict(OmegaConf.to_container(node, resolve=True) if node is not None else None)  # type: ignore[arg-type]
 
 
-def load_data(cfg: DictConfig, device: torch.device) -> GANData:
-    """Instantiate ``cfg.dataset``, refuse NaN/Inf samples, move it to ``device``."""
-    data: GANData = make(cfg.dataset)
+def load_data(cfg: DictConfig, device: torch.device, data: GANData | None = None) -> GANData:
+    """Instantiate ``cfg.dataset`` (unless ``data`` is given, as to :func:`build_trainer`), refuse NaN/Inf samples
+    (ValueError naming the first bad sample), move it to ``device``."""
+    data = data if data is not None else make(cfg.dataset)
     data.check_finite()
     return data.to(device)
 
@@ -179,7 +182,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     strategies = build_strategies(cfg)
     device = resolve_device(cfg.device)
     seed_everything(int(cfg.seed))
-    data = data if data is not None else load_data(cfg, device)
+    data = load_data(cfg, device, data)  # passed-in data get the same checks as loaded data
     shape = data.sample_shape
     set_threads(cfg.get("threads"), shape, int(cfg.trainer.batch_size), device)
     build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape)

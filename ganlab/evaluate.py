@@ -1,11 +1,13 @@
 """``ganlab-eval <run dir | checkpoint> [key=value ...]``: recompute every score for a checkpoint.
 
 The run's stored config is rebuilt (data, G/D, strategies), the checkpoint's weights are loaded, and the
-evaluator runs again, with any ``key=value`` overrides applied first (``metrics.num_samples=10000``,
-``device=cpu``). Overrides change keys of the stored config only: each key must already exist there, a
-config node (a dict such as ``metrics.embedder``) is only replaced by a dict, and Hydra group overrides
-(``metrics/embedder=pixels``) or ``+``/``~`` prefixes are refused; to change the embedder, override its
-node's ``_target_`` (and arguments). Bad overrides fail with a ValueError before any work.
+evaluator runs again, with any overrides applied first. ``metrics/embedder=<option>`` switches the embedder
+(``pixels``, ``classifier``, ``inception``, ...: the stored ``metrics.embedder`` node is replaced by
+``conf/metrics/embedder/<option>.yaml``, as on ganlab-train's command line), before the ``key=value``
+overrides (``metrics.num_samples=10000``, ``device=cpu``, ``metrics.embedder.weights_path=...``). Those change
+keys of the stored config (after the switch) only: each key must already exist there, a config node (a dict
+such as ``metrics.embedder``) is only replaced by a dict, and ``+``/``~`` prefixes are refused. Bad overrides
+fail with a ValueError before any work.
 
 Results go to ``<run dir>/eval/<checkpoint stem>/metrics.json`` without overrides, and to
 ``<run dir>/eval/<checkpoint stem>__<hash>/metrics.json`` with overrides (``<hash>``: 8 hex digits of the
@@ -28,6 +30,7 @@ from typing import Any, NamedTuple
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab.build import build_trainer
+from ganlab.config_groups import choose_option, nested_groups, options
 from ganlab.strategies.ema import scored_generator
 from ganlab.train import format_scores
 from ganlab.trainer import checkpoint as ckpt_io
@@ -45,22 +48,34 @@ class RebuiltRun(NamedTuple):
     trainer: Trainer        # data, G/D, strategies, evaluator; weights loaded, not fitted (``fit`` is never called)
 
 
-def check_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """The overrides as a config to merge into ``cfg`` (the stored config), after checking each one.
+def apply_overrides(stored: DictConfig, overrides: list[str]) -> DictConfig:
+    """A copy of ``stored`` (a run's config) with ``overrides`` applied: config-group choices
+    (``metrics/embedder=pixels``, :func:`ganlab.config_groups.choose_option`) first, as on Hydra's command line,
+    then the ``key=value`` ones, checked by :func:`check_overrides` against the config the choices made.
 
     Raises:
-        ValueError: an override is not ``key=value``, is a Hydra group override (``a/b=c``) or has a
-            ``+``/``~`` prefix, names a key the stored config lacks, or puts a non-dict value on a dict node.
+        ValueError: a bad override (see :func:`check_overrides` and :func:`~ganlab.config_groups.choose_option`).
     """
-    example = "e.g. metrics.num_samples=500"
+    cfg = OmegaConf.create(OmegaConf.to_container(stored))
+    is_group = [("/" in o.split("=", 1)[0]) and "=" in o for o in overrides]
+    for o in (o for o, g in zip(overrides, is_group) if g):
+        group, option = (part.strip() for part in o.split("=", 1))
+        choose_option(cfg, group, option)
+    return OmegaConf.merge(cfg, check_overrides(cfg, [o for o, g in zip(overrides, is_group) if not g]))
+
+
+def check_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The ``key=value`` overrides as a config to merge into ``cfg`` (the stored config), after checking each one.
+
+    Raises:
+        ValueError: an override is not ``key=value`` or has a ``+``/``~`` prefix, names a key the stored config
+            lacks, or puts a non-dict value on a dict node.
+    """
+    example, groups = "e.g. metrics.num_samples=500", nested_groups()
     for o in overrides:
         if "=" not in o:
             raise ValueError(f"overrides must be key=value ({example}), got {o!r}")
         key = o.split("=", 1)[0].strip()
-        if "/" in key:
-            raise ValueError(f"{o!r}: config-group overrides are not supported; ganlab-eval takes key=value "
-                             f"overrides of the stored config only ({example}); to change a group such as the "
-                             f"embedder, override its node's _target_ (e.g. metrics.embedder._target_=...)")
         if key[:1] in "+~" or not key:
             raise ValueError(f"{o!r}: only plain key=value overrides of keys in the stored config are supported "
                              f"({example})")
@@ -81,6 +96,10 @@ def check_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
             raise ValueError(f"{o!r}: unknown key {key!r} in the run's stored config; valid keys {where}: {valid}")
         value = OmegaConf.from_dotlist([o])
         new = OmegaConf.select(value, key, throw_on_resolution_failure=False)
+        group = key.replace(".", "/")
+        if isinstance(node, DictConfig) and not isinstance(new, DictConfig) and group in groups:
+            raise ValueError(f"{o!r}: {key} is the node of the config group {group}; choose one of its options "
+                             f"with a slash: {group}={new} (options: {', '.join(options(group))})")
         if isinstance(node, DictConfig) and not isinstance(new, DictConfig):
             raise ValueError(f"{o!r}: {key} is a config node (keys {sorted(str(k) for k in node.keys())}), not a "
                              f"value; override one of its keys instead (e.g. {key}.<key>=...)")
@@ -97,8 +116,8 @@ def overrides_tag(overrides: list[str] | None) -> str:
 def rebuild_from_checkpoint(path: str | Path, overrides: list[str] | None = None) -> RebuiltRun:
     """Rebuild data, G/D, strategies and evaluator from a checkpoint's stored config and load its weights.
 
-    ``overrides`` (``key=value``, e.g. ``device=cpu``) are checked (:func:`check_overrides`) before the
-    checkpoint is loaded and applied to the stored config first. No logger is
+    ``overrides`` (``metrics/embedder=pixels``, ``key=value`` such as ``device=cpu``) are applied to the stored
+    config (:func:`apply_overrides`) and checked before the run is built. No logger is
     made and nothing is written; the trainer's evaluator is prepared (embedder ready, ``data/`` baseline
     scored) and the trainer started (:meth:`Trainer.start`), so a strategy's EMA copy of G, when the run kept
     one, is ``trainer.state.g_ema`` with the checkpoint's weights.
@@ -117,7 +136,7 @@ def rebuild_from_checkpoint(path: str | Path, overrides: list[str] | None = None
         raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding checkpoints/last.pt "
                                 "or a checkpoint file") from None
     stored = OmegaConf.create(ckpt["config"])
-    cfg = OmegaConf.merge(stored, check_overrides(stored, list(overrides or [])))
+    cfg = apply_overrides(stored, list(overrides or []))
     cfg.trainer.resume, cfg.trainer.progress = str(ckpt_path), False
     cfg.logger = {"_target_": "ganlab.trainer.loggers.NullLogger"}
     with tempfile.TemporaryDirectory() as scratch:  # the trainer never writes: no fit, no save

@@ -1,6 +1,7 @@
 """Data sets: IDX reading against torchvision, file search, stacking, batch order, bad data."""
 
 import gzip
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -48,11 +49,17 @@ def test_read_idx_rejects_garbage(tmp_path: Path) -> None:
         read_idx(tmp_path / "bad")
 
 
-def test_fashion_mnist_search_order_and_scaling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_fake_fmnist(tmp_path / "env" / "FashionMNIST" / "raw")  # torchvision layout under $GANLAB_DATA
-    monkeypatch.setenv("GANLAB_DATA", str(tmp_path / "env"))
-    monkeypatch.setattr(images_mod, "DEBIAN_FASHION_MNIST", str(tmp_path / "nowhere"))
-    data = fashion_mnist(root=str(tmp_path / "empty"), image_size=32)
+@pytest.fixture
+def no_default_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$GANLAB_DATA and Debian's folder point at empty places under ``tmp_path / "defaults"``; returns that folder."""
+    monkeypatch.setenv("GANLAB_DATA", str(tmp_path / "defaults" / "env"))
+    monkeypatch.setattr(images_mod, "DEBIAN_FASHION_MNIST", str(tmp_path / "defaults" / "debian"))
+    return tmp_path / "defaults"
+
+
+def test_fashion_mnist_search_order_and_scaling(tmp_path: Path, no_default_data: Path) -> None:
+    make_fake_fmnist(no_default_data / "env" / "FashionMNIST" / "raw")  # torchvision layout under $GANLAB_DATA
+    data = fashion_mnist(root=None, image_size=32)
     assert data.x.shape == (40, 1, 32, 32) and data.holdout.shape == (20, 1, 32, 32)
     # a constant image of value 10*label maps to 10*label/255*2-1 everywhere (resizing keeps constants)
     expect = (data.labels.float() * 10 / 255 * 2 - 1)[:, None, None, None].expand_as(data.x)
@@ -60,17 +67,101 @@ def test_fashion_mnist_search_order_and_scaling(tmp_path: Path, monkeypatch: pyt
     assert data.info["source"].endswith("FashionMNIST/raw")
     make_fake_fmnist(tmp_path / "root", n_train=30, gz=False)  # the config's root wins over $GANLAB_DATA
     assert len(fashion_mnist(root=str(tmp_path / "root"), image_size=32)) == 30
+    make_fake_fmnist(no_default_data / "debian", n_train=25)  # $GANLAB_DATA before Debian's folder
+    assert len(fashion_mnist(image_size=32)) == 40
 
 
-def test_missing_fashion_mnist_names_every_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GANLAB_DATA", str(tmp_path / "env"))
-    monkeypatch.setattr(images_mod, "DEBIAN_FASHION_MNIST", str(tmp_path / "debian"))
+def test_missing_fashion_mnist_names_every_place(no_default_data: Path) -> None:
     with pytest.raises(FileNotFoundError) as err:
-        fashion_mnist(root=str(tmp_path / "cfgroot"))
+        fashion_mnist(root=None)
     msg = str(err.value)
-    for place in ("cfgroot", "env", "debian", "FashionMNIST/raw", "apt-get install dataset-fashion-mnist",
-                  "dataset.download=true"):
+    for place in (str(no_default_data / "env"), str(no_default_data / "debian"), "FashionMNIST/raw",
+                  "apt-get install dataset-fashion-mnist", "dataset.download=true"):
         assert place in msg
+
+
+def test_an_explicit_root_without_the_files_is_refused(tmp_path: Path, no_default_data: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    make_fake_fmnist(no_default_data / "debian", n_train=25)  # the old code fell back to this silently
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    write_idx(tmp_path / "mine" / "train-labels-idx1-ubyte", np.arange(3))  # one file of four
+    with pytest.raises(FileNotFoundError) as err:
+        fashion_mnist(root="mine")
+    msg = str(err.value)
+    assert f"dataset.root=mine (relative, so taken from the launch folder {tmp_path}: {tmp_path / 'mine'})" in msg
+    assert "train-images-idx3-ubyte[.gz], t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz] not found" in msg
+    assert "train-labels" not in msg.split("not found")[0]
+    with pytest.raises(FileNotFoundError, match=r"^dataset\.root=/nonexistent does not hold"):
+        fashion_mnist(root="/nonexistent")
+    # each piece of advice works: dataset.root=null searches the defaults ...
+    assert "set dataset.root=null to search $GANLAB_DATA and " + str(no_default_data / "debian") in msg
+    assert len(fashion_mnist(root=None)) == 25
+    # ... dataset.download=true fetches into the root (torchvision stubbed: nothing is downloaded in tests) ...
+    assert "add dataset.download=true to fetch them into it" in msg
+    fetched: list[str] = []
+
+    def fake_torchvision_fashion_mnist(root: str, train: bool, download: bool) -> None:
+        fetched.append(root)
+        make_fake_fmnist(Path(root) / "FashionMNIST" / "raw", n_train=35)
+    monkeypatch.setattr("torchvision.datasets.FashionMNIST", fake_torchvision_fashion_mnist)
+    assert len(fashion_mnist(root="mine", download=True)) == 35 and fetched[0] == str(tmp_path / "mine")
+    # ... and so does putting the four files in the folder named
+    make_fake_fmnist(tmp_path / "mine", n_train=30)
+    assert len(fashion_mnist(root="mine")) == 30
+
+
+def test_relative_roots_resolve_against_the_launch_folder(tmp_path: Path, no_default_data: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    from ganlab import CONFIG_DIR
+    from ganlab.data.root import env_root, resolve_root
+
+    launch, job = tmp_path / "launch", tmp_path / "launch" / "runs" / "job0"
+    job.mkdir(parents=True)
+    make_fake_fmnist(launch / "data", n_train=30)
+    monkeypatch.chdir(launch)
+    assert resolve_root("data") == launch / "data" and resolve_root(None) is None
+    assert resolve_root("~/x") == Path.home() / "x" and resolve_root("/abs") == Path("/abs")
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("train", overrides=["hydra.job.chdir=true"], return_hydra_config=True)
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)  # undone after the test
+    HydraConfig.instance().set_config(cfg)
+    monkeypatch.chdir(job)  # what hydra.job.chdir=true and joblib/submitit jobs do
+    monkeypatch.setenv("GANLAB_DATA", "data")
+    assert resolve_root("data") == launch / "data" == env_root()
+    assert len(fashion_mnist(root="data")) == 30 and len(fashion_mnist(root=None)) == 30
+
+
+def test_the_files_read_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    make_fake_fmnist(tmp_path, gz=False)
+    with caplog.at_level(logging.INFO, logger="ganlab"):
+        data = fashion_mnist(root=str(tmp_path))
+    names = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+    assert data.info["files"] == [str(tmp_path / n) for n in names]
+    assert f"fashion_mnist: read {', '.join(str(tmp_path / n) for n in names)}" in caplog.text
+
+
+def test_a_truncated_gz_file_is_named(tmp_path: Path) -> None:
+    from tiny_config import compose_cfg
+
+    from ganlab.build import load_data
+
+    make_fake_fmnist(tmp_path)
+    bad = tmp_path / "t10k-images-idx3-ubyte.gz"
+    intact = bad.read_bytes()
+    bad.write_bytes(intact[: len(intact) // 2])
+    cfg = compose_cfg(["dataset=fashion_mnist", f"dataset.root={tmp_path}", "dataset.image_size=8"])
+    with pytest.raises(ValueError, match=rf"^{bad} is damaged \(EOFError: Compressed file ended.*"
+                                         "replace it with an intact copy"):
+        load_data(cfg, torch.device("cpu"))
+    bad.write_bytes(b"not gzip at all")
+    with pytest.raises(ValueError, match=rf"^{bad} is damaged \(BadGzipFile"):
+        load_data(cfg, torch.device("cpu"))
+    bad.write_bytes(intact)  # the advice: an intact copy loads
+    assert load_data(cfg, torch.device("cpu")).holdout.shape == (20, 1, 8, 8)
 
 
 def test_real_fashion_mnist_when_installed() -> None:
@@ -125,3 +216,26 @@ def test_non_finite_sample_is_named() -> None:
     x[5, 0] = float("inf")
     with pytest.raises(ValueError, match="training sample 4 contains NaN or Inf"):
         GANData("toy", x=x).check_finite()
+
+
+def test_a_relative_root_in_a_joblib_multirun_with_chdir(tmp_path: Path) -> None:
+    """The issue's case end to end: each job runs in its own folder, the root is relative to the launch folder."""
+    import os
+    import subprocess
+    import sys
+
+    make_fake_fmnist(tmp_path / "data" / "fm", n_train=64, n_test=32)
+    small = ["device=cpu", "trainer.steps=2", "trainer.batch_size=16", "trainer.eval_every=2", "trainer.ckpt_every=2",
+             "trainer.progress=false", "metrics.num_samples=20", "metrics.num_real=20", "metrics/embedder=pixels",
+             "metrics.scorers.ndb.k=5", "logger=none", "model=dcgan", "dataset.image_size=8",
+             "model.generator.width=8", "model.discriminator.width=8"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+    env.pop("GANLAB_DATA", None)
+    res = subprocess.run([str(Path(sys.executable).with_name("ganlab-train")), "-m", "hydra/launcher=joblib",
+                          "hydra.launcher.n_jobs=1", "hydra.job.chdir=true", "dataset=fashion_mnist",
+                          "dataset.root=data/fm", *small, f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    log = (tmp_path / "sweep" / "0_plain_s0" / "train.log").read_text()
+    assert f"fashion_mnist: read {tmp_path / 'data' / 'fm' / 'train-images-idx3-ubyte.gz'}" in log, log
+    assert (tmp_path / "sweep" / "0_plain_s0" / "metrics.json").is_file()

@@ -24,9 +24,12 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("override,message", [
-    ("metrics/embedder=pixels", r"metrics/embedder=pixels.*group overrides are not supported.*"
-                                r"metrics\.num_samples=500.*_target_"),
-    ("metrics.embedder=pixels", r"metrics\.embedder is a config node.*not a value"),
+    ("metrics/embedder=pixel", r"no option 'pixel' in the config group metrics/embedder; its options are auto, "
+                               r"classifier, identity, inception, pixels \(conf/metrics/embedder/<option>\.yaml\)"),
+    ("dataset/ring8=x", r"dataset/ring8 is not a config group that can be switched here; those are: metrics/embedder"),
+    ("metrics.embedder=pixels", r"metrics\.embedder is the node of the config group metrics/embedder; choose one of "
+                                r"its options with a slash: metrics/embedder=pixels \(options: auto, classifier"),
+    ("metrics.scorers=none", r"metrics\.scorers is a config node.*not a value"),
     ("metrics.num_smples=10", r"unknown key 'metrics\.num_smples'.*valid keys under metrics: .*'num_samples'"),
     ("metrics.nope.deeper=1", r"unknown key 'metrics\.nope\.deeper'.*valid keys under metrics:"),
     ("+metrics.extra=1", r"only plain key=value"),
@@ -34,6 +37,18 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_eval_overrides_fail_before_any_work(ring8_run: Path, no_work: None, override: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evaluate.rebuild_from_checkpoint(ring8_run, [override])
+
+
+def test_eval_checks_keys_against_the_embedder_it_switched_to(ring8_run: Path, no_work: None) -> None:
+    evaluate.check_overrides(evaluate.apply_overrides(evaluate_cfg(ring8_run), []), ["metrics.embedder.epochs=2"])
+    with pytest.raises(ValueError, match=r"unknown key 'metrics\.embedder\.epochs'.*valid keys under "
+                                         r"metrics\.embedder: \['_target_'\]"):
+        evaluate.rebuild_from_checkpoint(ring8_run, ["metrics/embedder=pixels", "metrics.embedder.epochs=2"])
+
+
+def evaluate_cfg(run: Path):
+    from omegaconf import OmegaConf
+    return OmegaConf.create(ckpt_io.load_checkpoint(run / "checkpoints" / "last.pt")["config"])
 
 
 def test_eval_cli_reports_a_bad_override(ring8_run: Path, capsys: pytest.CaptureFixture, no_work: None) -> None:

@@ -114,6 +114,14 @@ def test_nan_in_data_is_refused_before_training(tmp_path: Path) -> None:
         load_data(cfg, torch.device("cpu"))
 
 
+def test_data_passed_to_build_trainer_get_the_same_check(tmp_path: Path) -> None:
+    x = torch.randn(500, 2)
+    x[123, 1] = float("nan")
+    with pytest.raises(ValueError, match="data set 'given': training sample 123 contains NaN or Inf"):
+        build_trainer(compose_cfg(["logger=none"]), tmp_path, data=GANData("given", x=x))
+    assert not (tmp_path / "checkpoints").exists()
+
+
 def test_interrupted_checkpoint_write_keeps_the_good_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "last.pt"
     ckpt_io.atomic_save({"step": 1}, path)

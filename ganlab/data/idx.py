@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,15 @@ import torch
 
 _DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
            0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+
+
+def _gunzip(path: Path) -> bytes:
+    """The decompressed content of a ``.gz`` file; ValueError naming the file when it is damaged."""
+    try:
+        return gzip.decompress(path.read_bytes())
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:  # EOFError: the stream ends before its end marker
+        raise ValueError(f"{path} is damaged ({type(err).__name__}: {err}; a truncated download or copy?): "
+                         "replace it with an intact copy of the file") from err
 
 
 def read_idx(path: str | Path) -> torch.Tensor:
@@ -22,10 +32,11 @@ def read_idx(path: str | Path) -> torch.Tensor:
         A tensor of the file's dimensions, e.g. (60000, 28, 28) uint8 for training images.
 
     Raises:
-        ValueError: the file is not IDX (bad magic number or truncated data).
+        ValueError: naming the file: it is not IDX (bad magic number), its data are shorter than its header
+            says, or a ``.gz`` file is damaged (truncated or not gzip).
     """
     path = Path(path)
-    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    raw = _gunzip(path) if path.suffix == ".gz" else path.read_bytes()
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _DTYPES:
         raise ValueError(f"{path} is not an IDX file (bad magic number); re-install or re-download it")
     ndim = raw[3]

@@ -3,7 +3,7 @@ and their "stacked" 1,000-mode variants (VEEGAN / PacGAN stacked-MNIST protocol)
 
 from __future__ import annotations
 
-import os
+import logging
 from pathlib import Path
 
 import torch
@@ -11,6 +11,9 @@ import torch.nn.functional as F
 
 from ganlab.data.base import GANData
 from ganlab.data.idx import read_idx
+from ganlab.data.root import describe, env_root, resolve_root
+
+log = logging.getLogger("ganlab")
 
 DEBIAN_FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 _FMNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
@@ -26,25 +29,44 @@ def _to_model_range(x: torch.Tensor, image_size: int, max_value: float) -> torch
     return x
 
 
-def _candidate_dirs(root: str | None, subdir: str) -> list[Path]:
-    """Where to look, in order: the config's root, $GANLAB_DATA, Debian's folder, and torchvision's layout."""
-    bases = [b for b in (root, os.environ.get("GANLAB_DATA"), DEBIAN_FASHION_MNIST) if b]
-    out: list[Path] = []
-    for b in bases:
-        out += [Path(b).expanduser(), Path(b).expanduser() / subdir / "raw"]
-    return out
+def _with_raw(folder: Path, subdir: str) -> list[Path]:
+    """A folder and torchvision's layout under it (``<folder>/<subdir>/raw``)."""
+    return [folder, folder / subdir / "raw"]
+
+
+def _missing(folder: Path, names: list[str]) -> list[str]:
+    """The names in ``names`` that ``folder`` lacks, plain or ``.gz``."""
+    return [n for n in names if not ((folder / n).exists() or (folder / f"{n}.gz").exists())]
 
 
 def find_fashion_mnist(root: str | None = None) -> Path:
-    """Return the first folder holding all four Fashion-MNIST IDX files (plain or ``.gz``).
+    """Return the folder holding all four Fashion-MNIST IDX files (plain or ``.gz``).
+
+    An explicit ``root`` (relative: to the launch folder, see :func:`ganlab.data.root.resolve_root`) is the only
+    place searched, with torchvision's ``<root>/FashionMNIST/raw`` under it. Without one, ``$GANLAB_DATA`` and
+    Debian's ``/usr/share/datasets/fashion-mnist`` are searched in that order (each with the torchvision layout).
 
     Raises:
-        FileNotFoundError: naming every folder searched and how to get the files.
+        FileNotFoundError: an explicit root lacks the files (naming the resolved folder and the files missing),
+            or no default place holds them (naming every folder searched); both say how to get the files.
     """
-    searched = _candidate_dirs(root, "FashionMNIST")
     names = [n for pair in _FMNIST_FILES.values() for n in pair]
+    if root is not None and str(root) != "":
+        resolved = resolve_root(root)
+        assert resolved is not None
+        for d in _with_raw(resolved, "FashionMNIST"):
+            if not _missing(d, names):
+                return d
+        missing = ", ".join(f"{n}[.gz]" for n in _missing(resolved, names))
+        raise FileNotFoundError(
+            f"{describe(root, resolved)} does not hold the Fashion-MNIST IDX files: {missing} not found there "
+            f"(nor all four under {resolved / 'FashionMNIST' / 'raw'}). Put the four files (plain or .gz) in that "
+            f"folder, set dataset.root=null to search $GANLAB_DATA and {DEBIAN_FASHION_MNIST}, or add "
+            "dataset.download=true to fetch them into it through torchvision.")
+    bases = [b for b in (env_root(), Path(DEBIAN_FASHION_MNIST)) if b is not None]
+    searched = [d for b in bases for d in _with_raw(b, "FashionMNIST")]
     for d in searched:
-        if all((d / n).exists() or (d / f"{n}.gz").exists() for n in names):
+        if not _missing(d, names):
             return d
     raise FileNotFoundError(
         "Fashion-MNIST IDX files (train-images-idx3-ubyte[.gz] and the other three) were not found in: "
@@ -54,11 +76,12 @@ def find_fashion_mnist(root: str | None = None) -> Path:
           "through torchvision.")
 
 
-def _read_fmnist_split(folder: Path, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+def _read_fmnist_split(folder: Path, split: str) -> tuple[torch.Tensor, torch.Tensor, list[Path]]:
+    """(images (N, 28, 28) uint8, labels (N,) int64, the two files read) of ``split`` in ``folder``."""
     def pick(n: str) -> Path:
         return folder / n if (folder / n).exists() else folder / f"{n}.gz"
-    img_name, lab_name = _FMNIST_FILES[split]
-    return read_idx(pick(img_name)), read_idx(pick(lab_name)).long()
+    img_path, lab_path = (pick(n) for n in _FMNIST_FILES[split])
+    return read_idx(img_path), read_idx(lab_path).long(), [img_path, lab_path]
 
 
 def fashion_mnist(root: str | None = None, image_size: int = 32, download: bool = False,
@@ -66,12 +89,13 @@ def fashion_mnist(root: str | None = None, image_size: int = 32, download: bool 
     """Fashion-MNIST (Xiao et al. 2017): 60,000 training and 10,000 test 28x28 garments, 10 classes.
 
     Returns images (60000, 1, image_size, image_size) in [-1, 1] with class labels; the test split is the
-    hold-out. Files are searched in ``root``, ``$GANLAB_DATA``, ``/usr/share/datasets/fashion-mnist`` and
-    torchvision's ``<root>/FashionMNIST/raw`` layout; ``download=True`` fetches them via torchvision into
-    ``root`` (default ``~/.cache/ganlab``) when none is found.
+    hold-out. Where the files are searched: :func:`find_fashion_mnist` (only in ``root`` when it is given);
+    ``download=True`` fetches them via torchvision into ``root`` (default ``$GANLAB_DATA``, else
+    ``~/.cache/ganlab``) when none is found. The four files read are logged and kept in ``info["files"]``.
 
     Raises:
         FileNotFoundError: no files found and ``download`` is false.
+        ValueError: a file is damaged (truncated, not IDX; see :func:`ganlab.data.idx.read_idx`).
     """
     try:
         folder = find_fashion_mnist(root)
@@ -79,14 +103,16 @@ def fashion_mnist(root: str | None = None, image_size: int = 32, download: bool 
         if not download:
             raise
         import torchvision
-        target = Path(root or os.environ.get("GANLAB_DATA") or "~/.cache/ganlab").expanduser()
+        target = resolve_root(root) or env_root() or Path("~/.cache/ganlab").expanduser()
         torchvision.datasets.FashionMNIST(str(target), train=True, download=True)
         torchvision.datasets.FashionMNIST(str(target), train=False, download=True)
         folder = find_fashion_mnist(str(target))
-    (x, y), (hx, hy) = _read_fmnist_split(folder, "train"), _read_fmnist_split(folder, "test")
+    (x, y, train_files), (hx, hy, test_files) = _read_fmnist_split(folder, "train"), _read_fmnist_split(folder, "test")
+    files = [str(f) for f in train_files + test_files]
+    log.info("%s: read %s", name, ", ".join(files))
     return GANData(name=name, x=_to_model_range(x[:, None], image_size, 255.0), labels=y, num_modes=10,
                    holdout=_to_model_range(hx[:, None], image_size, 255.0), holdout_labels=hy,
-                   info={"source": str(folder), "image_size": image_size})
+                   info={"source": str(folder), "files": files, "image_size": image_size})
 
 
 def digits(image_size: int = 8, holdout_fraction: float = 0.2, seed: int = 0, name: str = "digits") -> GANData:
@@ -110,7 +136,7 @@ def digits(image_size: int = 8, holdout_fraction: float = 0.2, seed: int = 0, na
 def _torchvision_data(cls_name: str, root: str | None, image_size: int, download: bool, name: str) -> GANData:
     import torchvision
 
-    root = str(Path(root or os.environ.get("GANLAB_DATA") or "~/.cache/ganlab").expanduser())
+    root = str(resolve_root(root) or env_root() or Path("~/.cache/ganlab").expanduser())
     cls = getattr(torchvision.datasets, cls_name)
     try:
         train, test = cls(root, train=True, download=download), cls(root, train=False, download=download)
@@ -124,6 +150,7 @@ def _torchvision_data(cls_name: str, root: str | None, image_size: int, download
         return _to_model_range(data, image_size, 255.0), torch.as_tensor(ds.targets, dtype=torch.long)
 
     (x, y), (hx, hy) = as_tensors(train), as_tensors(test)
+    log.info("%s: read torchvision's %s files under %s", name, cls_name, root)
     return GANData(name=name, x=x, labels=y, num_modes=10, holdout=hx, holdout_labels=hy,
                    info={"source": root, "image_size": image_size})
 

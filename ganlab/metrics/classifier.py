@@ -65,6 +65,15 @@ def accuracy(model: SmallCNN, x: Tensor, y: Tensor, batch_size: int = 2000) -> f
     return hits / max(len(x), 1)
 
 
+def require_labelled_images(data: GANData) -> None:
+    """Raise ValueError, naming the embedders to choose instead, unless ``data`` are labelled images with a
+    labelled hold-out (what the classifier trains and is tested on)."""
+    if not data.is_image or data.labels is None or data.holdout is None or data.holdout_labels is None:
+        raise ValueError(f"the classifier embedder needs labelled images with a labelled hold-out; "
+                         f"{data.name!r} is not (choose metrics/embedder=identity for points, "
+                         "metrics/embedder=pixels for unlabelled images)")
+
+
 def train_classifier(data: GANData, epochs: int = 3, batch_size: int = 128, lr: float = 2e-3, seed: int = 0,
                      max_train: int | None = None) -> tuple[SmallCNN, float]:
     """Train :class:`SmallCNN` on the single-channel images of ``data`` (channels of stacked data split apart).
@@ -80,9 +89,7 @@ def train_classifier(data: GANData, epochs: int = 3, batch_size: int = 128, lr: 
     Raises:
         ValueError: the data are not labelled images with a labelled hold-out.
     """
-    if not data.is_image or data.labels is None or data.holdout is None or data.holdout_labels is None:
-        raise ValueError(f"the classifier embedder needs labelled images with a labelled hold-out; "
-                         f"{data.name!r} is not (use metrics.embedder=identity or pixels)")
+    require_labelled_images(data)
     c, s = data.sample_shape[0], data.sample_shape[1]
     x, y = channel_split(data.x, data.labels, c)
     hx, hy = channel_split(data.holdout, data.holdout_labels, c)
@@ -114,7 +121,11 @@ def load_or_train(data: GANData, cache_dir: str | Path, seed: int = 0, **train_k
 
     Returns:
         (model on the data's device in eval mode, its recorded test accuracy).
+
+    Raises:
+        ValueError: the data are not labelled images with a labelled hold-out (see :func:`require_labelled_images`).
     """
+    require_labelled_images(data)
     c, s = data.sample_shape[0], data.sample_shape[1]
     base = data.info.get("stacked_from", data.name)
     path = Path(cache_dir).expanduser() / f"{base}_{s}px_seed{seed}.pt"

@@ -92,6 +92,17 @@ class ClassifierEmbedder(Embedder):
         return (classes * powers).sum(dim=1)
 
 
+#: torchvision's Inception-v3 weights (``Inception_V3_Weights.IMAGENET1K_V1``): the file name and where to get it.
+INCEPTION_FILE = "inception_v3_google-0cc3c7bd.pth"
+INCEPTION_URL = f"https://download.pytorch.org/models/{INCEPTION_FILE}"
+
+
+def default_inception_weights() -> Path:
+    """Where torchvision itself caches the weights: ``<torch hub dir>/checkpoints/inception_v3_google-0cc3c7bd.pth``
+    (``$TORCH_HOME/hub``, default ``~/.cache/torch/hub``; see ``torch.hub.get_dir``)."""
+    return Path(torch.hub.get_dir()) / "checkpoints" / INCEPTION_FILE
+
+
 class InceptionEmbedder(Embedder):
     """2048-d pool features of torchvision's Inception-v3, from a local weights file (never downloaded).
 
@@ -99,10 +110,13 @@ class InceptionEmbedder(Embedder):
     TF-Inception weights (pytorch-fid / torch-fidelity), which this embedder does not ship.
 
     Args:
-        weights_path: a torchvision ``inception_v3`` state dict (``inception_v3_google-*.pth``).
+        weights_path: a torchvision ``inception_v3`` state dict (``inception_v3_google-0cc3c7bd.pth``); None:
+            :func:`default_inception_weights`, where torchvision caches it.
+        batch_size: images per forward pass (resized to 299 x 299).
 
     Raises:
-        FileNotFoundError: no weights file at ``weights_path`` (in ``prepare``).
+        ValueError: the data are not images (in ``prepare``).
+        FileNotFoundError: no weights file (in ``prepare``); the message says where to put it.
     """
 
     def __init__(self, weights_path: str | None = None, batch_size: int = 200) -> None:
@@ -110,11 +124,19 @@ class InceptionEmbedder(Embedder):
         self.model: torch.nn.Module | None = None
 
     def prepare(self, data: GANData) -> None:
-        path = Path(self.weights_path or "").expanduser()
-        if not self.weights_path or not path.is_file():
-            raise FileNotFoundError(f"metrics.embedder.weights_path={self.weights_path!r} is not a file: the inception "
-                                    "embedder needs torchvision's inception_v3 weights on disk (ganlab never "
-                                    "downloads them); or use metrics.embedder=classifier")
+        if not data.is_image:
+            raise ValueError(f"the inception embedder embeds images; {data.name!r} holds {data.sample_shape} points: "
+                             "choose metrics/embedder=identity")
+        path = Path(self.weights_path).expanduser() if self.weights_path else default_inception_weights()
+        if not path.is_file():
+            given = (f"metrics.embedder.weights_path={self.weights_path}" if self.weights_path
+                     else "metrics.embedder.weights_path is unset, and the default")
+            raise FileNotFoundError(
+                f"{given} ({path}) is not a file: the inception embedder needs torchvision's Inception-v3 weights "
+                f"on disk, and ganlab never downloads them. Fetch {INCEPTION_URL} and put it at "
+                f"{default_inception_weights()} (where torchvision caches it; $TORCH_HOME moves it), or set "
+                "metrics.embedder.weights_path=<the file>; or choose another embedder, e.g. "
+                "metrics/embedder=classifier")
         import torchvision
 
         model = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=False)
