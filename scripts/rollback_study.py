@@ -47,6 +47,8 @@ CANDIDATES = {
     "mlpbn_ring8_lr2e-4": f"dataset=ring8 model=mlp model.generator.batch_norm=true {LR.format(g=2e-4, d=2e-4)}",
     "pacpair_ring8_lr2e-4": f"dataset=ring8 model=pacgan_mlp {LR.format(g=2e-4, d=2e-4)}",
     "pacpair_grid25_lr2e-4": f"dataset=grid25 model=pacgan_mlp {LR.format(g=2e-4, d=2e-4)}",
+    "mlpbn_grid25_lr2e-4": f"dataset=grid25 model=mlp model.generator.batch_norm=true {LR.format(g=2e-4, d=2e-4)}",
+    "mlpbn_ring8_lr1e-3": f"dataset=ring8 model=mlp model.generator.batch_norm=true {LR.format(g=1e-3, d=1e-3)}",
 }
 
 
@@ -88,7 +90,7 @@ def write_csv(path: Path, rows: list[dict[str, object]]) -> None:
 
 
 def search(args: argparse.Namespace) -> None:
-    jobs = [(name, seed) for seed in range(args.seeds) for name in CANDIDATES]
+    jobs = [(name, seed) for seed in range(args.seeds) for name in args.only or CANDIDATES]
     common = [f"trainer.steps={args.steps}", f"trainer.eval_every={args.eval_every}",
               f"trainer.ckpt_every={args.steps}"]
     Parallel(n_jobs=args.jobs)(
@@ -220,6 +222,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("docs/results/rollback_study"))
+    ap.add_argument("--only", nargs="+", choices=list(CANDIDATES), help="search: these candidates only")
     ap.add_argument("--period", type=int, default=5000, help="study: periodic rollback every this many G steps")
     ap.add_argument("--lag", type=int, default=1000, help="study: ... to the snapshot this many steps earlier")
     ap.add_argument("--key", default="modes_covered", help="study: the coverage score of the table and plot")
