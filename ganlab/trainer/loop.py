@@ -155,7 +155,7 @@ class Trainer:
             with torch.no_grad():
                 fake = self.G(z)
             d_real, d_fake = self.D(real).float(), self.D(fake).float()  # (B,), (B,)
-            ctx = StepContext(self.state, real, fake, z, d_real, d_fake, grad_scale=self.health.grad_scale("D"))
+            ctx = StepContext(self.state, real, fake, z, d_real, d_fake)
             terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
         self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": d_real, "d_fake": d_fake, "terms": terms}
         found = self._update("D", self.D, self.state.opt_d, _total(terms))
@@ -172,7 +172,7 @@ class Trainer:
         try:
             with self.health.autocast():
                 fake = self.G(z)
-                ctx = StepContext(self.state, real, fake, z, grad_scale=self.health.grad_scale("G"))
+                ctx = StepContext(self.state, real, fake, z)
                 critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
                     critic = s.g_discriminator(ctx, critic)
