@@ -29,7 +29,7 @@ from ganlab.health.risk import CollapseRisk
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
-from ganlab.metrics.evaluator import EvalResult, Evaluator
+from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
 from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -304,6 +304,10 @@ class Trainer:
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
             health |= self._detect(result, result.scores | health, step)
         scores = result.scores
+        if scores.get(NONFINITE_KEY, 0.0) > 0:
+            self.alerts.emit("nonfinite_samples", step, f"{scores[NONFINITE_KEY]:.0f} of "
+                             f"{self.evaluator.num_samples} generated samples contain NaN or Inf; the scores "
+                             "are those of the finite ones", count=scores[NONFINITE_KEY])
         health["peak_memory_mib"] = peak_memory_mib(self.device)
         self.logger.scalars({f"diversity/{k}": v for k, v in scores.items()}
                             | {f"health/{k}": v for k, v in health.items()}, step)
