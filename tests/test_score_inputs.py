@@ -3,17 +3,22 @@ or dtype, the embedder's record, and what the TensorBoard logger writes (histogr
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
+from ganlab import evaluate
 from ganlab.build import build_trainer
-from ganlab.data import ring
+from ganlab.compare import main as compare_main
+from ganlab.data import digits, ring
 from ganlab.health import read_alerts
 from ganlab.metrics import Evaluator
+from ganlab.metrics.embedders import ClassifierEmbedder, InceptionEmbedder, PixelEmbedder, image_inputs
 from ganlab.metrics.scorers import MixtureScorer, SimilarityScorer
 
 
@@ -63,3 +68,84 @@ def test_a_training_run_alerts_on_non_finite_samples_and_goes_on(make_cfg, tmp_p
     assert [a["step"] for a in alerts] == [1, 2] and alerts[0]["count"] == 1.0
     jsonl = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["scores"]["nonfinite_samples"] for r in jsonl] == [1.0, 1.0]
+
+
+# ---------------------------------------------------------------- embedder inputs
+def test_uint8_images_are_converted_to_the_models_range() -> None:
+    """uint8 0..255 -> [-1, 1]: before the fix the pixel embedder returned 0..255 (and the classifier raised)."""
+    x = torch.tensor([0, 51, 255], dtype=torch.uint8).view(1, 1, 1, 3).expand(2, 1, 1, 3)
+    assert PixelEmbedder()(x).tolist() == [[-1.0, pytest.approx(-0.6), 1.0]] * 2
+    assert image_inputs(x).dtype == torch.float32
+
+
+@pytest.mark.parametrize(("x", "message"), [
+    (torch.full((2, 1, 2, 2), 200.0), r"\[200, 200\], outside \[-1, 1\].*x / 127.5 - 1"),
+    (torch.full((2, 1, 2, 2), -3.0), r"\[-3, -3\], outside \[-1, 1\].*rescale"),
+    (torch.ones(2, 1, 2, 2, dtype=torch.int64), r"dtype torch.int64.*x.to\(torch.uint8\)"),
+])
+def test_images_outside_the_convention_are_refused_and_the_advice_works(x: torch.Tensor, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        PixelEmbedder()(x)
+    fixed = x / 127.5 - 1 if "127.5" in message else x.to(torch.uint8) if "uint8" in message else x / 3
+    assert PixelEmbedder()(fixed).shape == (2, 4)
+
+
+def test_images_without_a_negative_value_are_scored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """[0, 1] images gave a 10x larger FD silently; they may also be a saturated generator's, so: a warning."""
+    x = torch.rand(4, 1, 2, 2)
+    with caplog.at_level(logging.WARNING, logger="ganlab"):
+        assert torch.equal(PixelEmbedder()(x), x.flatten(1))
+    assert "no negative value" in caplog.text and "x * 2 - 1" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ganlab"):
+        PixelEmbedder()(x * 2 - 1)
+    assert caplog.text == ""
+
+
+# ---------------------------------------------------------------- the embedder's record
+def test_embedder_records_name_the_class_weights_hash_size_and_resize(tmp_path: Path) -> None:
+    assert PixelEmbedder().record() == {"class": "ganlab.metrics.embedders.PixelEmbedder", "weights": None,
+                                        "weights_sha256": None, "input_size": None, "resize": "none"}
+    weights = tmp_path / "inception.pth"
+    weights.write_bytes(b"not really weights")
+    record = InceptionEmbedder(weights_path=str(weights)).record()
+    assert record == {"class": "ganlab.metrics.embedders.InceptionEmbedder", "weights": str(weights),
+                      "weights_sha256": hashlib.sha256(b"not really weights").hexdigest(), "input_size": 299,
+                      "resize": "bilinear"}
+    data = digits(seed=0)
+    emb = ClassifierEmbedder(epochs=1, max_train=300)
+    emb.prepare(data)
+    record = emb.record()
+    assert record["class"].endswith("ClassifierEmbedder") and record["input_size"] == 8
+    assert Path(record["weights"]).is_file()
+    assert record["weights_sha256"] == hashlib.sha256(Path(record["weights"]).read_bytes()).hexdigest()
+
+
+def test_metrics_json_and_eval_results_record_the_embedder(ring8_run: Path) -> None:
+    identity = {"class": "ganlab.metrics.embedders.IdentityEmbedder", "weights": None, "weights_sha256": None,
+                "input_size": None, "resize": "none"}
+    assert json.loads((ring8_run / "metrics.json").read_text())["embedder"] == identity
+    assert evaluate.evaluate_checkpoint(ring8_run, ["metrics.num_samples=100"])["embedder"] == identity
+
+
+def _job(root: Path, name: str, embedder: dict | None) -> None:
+    job = root / name
+    job.mkdir(parents=True)
+    record = {"step": 10, "dataset": "ring8", "seed": int(name[-1]), "strategies": [],
+              "scores": {"modes_covered": 8.0}} | ({"embedder": embedder} if embedder else {})
+    (job / "metrics.json").write_text(json.dumps(record))
+
+
+def test_compare_warns_when_runs_were_scored_by_different_embedders(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    a, b = PixelEmbedder().record(), {**PixelEmbedder().record(), "class": "my.Other"}
+    _job(tmp_path / "same", "run0", a)
+    _job(tmp_path / "same", "run1", a)
+    assert compare_main([str(tmp_path / "same"), "--no-files"]) == 0
+    assert "different embedders" not in capsys.readouterr().err
+    _job(tmp_path / "mixed", "run0", a)
+    _job(tmp_path / "mixed", "run1", b)
+    _job(tmp_path / "mixed", "run2", None)
+    assert compare_main([str(tmp_path / "mixed"), "--no-files"]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING" in err and "different embedders" in err and "my.Other" in err and "not recorded" in err

@@ -367,6 +367,7 @@ class Trainer:
         steps_done = self.state.step - start_step
         metrics = {"step": self.state.step, "scores": self.last_scores,
                    "score_settings": self.evaluator.settings(self.data),  # e.g. PRDC's boundary convention
+                   "embedder": self.evaluator.embedder.record(),  # what the scores' features came from
                    "verdict": self.detector.verdict(self.data.num_modes), "dataset": self.data.name,
                    "strategies": [s.name for s in self.strategies], "seed": self.seed,
                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,
