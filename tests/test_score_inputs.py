@@ -20,6 +20,7 @@ from ganlab.health import read_alerts
 from ganlab.metrics import Evaluator
 from ganlab.metrics.embedders import ClassifierEmbedder, InceptionEmbedder, PixelEmbedder, image_inputs
 from ganlab.metrics.scorers import MixtureScorer, SimilarityScorer
+from ganlab.trainer.loggers import TensorBoardLogger
 
 
 class FixedG(nn.Module):
@@ -149,3 +150,54 @@ def test_compare_warns_when_runs_were_scored_by_different_embedders(tmp_path: Pa
     assert compare_main([str(tmp_path / "mixed"), "--no-files"]) == 0
     err = capsys.readouterr().err
     assert "WARNING" in err and "different embedders" in err and "my.Other" in err and "not recorded" in err
+
+
+# ---------------------------------------------------------------- TensorBoard histograms and projector
+class _Spy:
+    """Stands in for SummaryWriter: keeps each call as (method, args, kwargs)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple, dict]] = []
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
+
+
+def _logger(tmp_path: Path, **kwargs) -> tuple[TensorBoardLogger, _Spy]:
+    logger = TensorBoardLogger(tmp_path, **kwargs)
+    logger.writer.close()
+    logger.writer = spy = _Spy()
+    return logger, spy
+
+
+def test_histograms_drop_non_finite_values_and_skip_empty_ones(tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    logger, spy = _logger(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="ganlab"):
+        logger.histogram("h", torch.tensor([1.0, float("nan"), 2.0, float("inf")]), 3)
+        logger.histogram("h", torch.tensor([]), 4)  # raised "The input has no element"
+        logger.histogram("h", torch.tensor([float("nan")]), 5)
+        logger.histogram_counts("c", torch.tensor([1.0, float("nan")]), torch.linspace(-1, 1, 3), 6)  # raised
+        logger.histogram_counts("c", torch.tensor([], dtype=torch.long), torch.tensor([0.0]), 7)  # wrote empty
+    assert [(name, args[1].tolist(), args[2]) for name, args, _ in spy.calls] == [("add_histogram", [1.0, 2.0], 3)]
+    assert logger.dropped == {"h": 3}
+    assert "dropped 2 non-finite of 4" in caplog.text and caplog.text.count("skipped") == 4
+
+
+def test_the_projector_is_subsampled_deterministically_with_the_row_indices(tmp_path: Path) -> None:
+    logger, spy = _logger(tmp_path, projector_max_rows=4)
+    mat, sprites = torch.arange(20.0).view(10, 2), torch.arange(10.0).view(10, 1, 1, 1).expand(10, 3, 2, 2)
+    meta = [["real" if i < 5 else "generated", str(i % 3)] for i in range(10)]
+    logger.embedding(mat, meta, ["source", "cluster"], sprites, "t", 1)
+    logger.embedding(mat, meta, ["source", "cluster"], sprites, "t", 2)
+    (_, (first_mat,), first), (_, _, second) = spy.calls
+    rows = [int(m[2]) for m in first["metadata"]]
+    assert len(rows) == 4 and rows == sorted(set(rows)) and first["metadata_header"] == ["source", "cluster", "row"]
+    assert first["metadata"] == [[*meta[i], str(i)] for i in rows] == second["metadata"]  # the same rows each time
+    assert first_mat.tolist() == mat[rows].tolist() and first["label_img"][:, 0, 0, 0].tolist() == rows
+    small, small_spy = _logger(tmp_path / "small")
+    small.embedding(mat, meta, ["source", "cluster"], None, "t", 1)
+    assert len(small_spy.calls[0][2]["metadata"]) == 10 and small_spy.calls[0][2]["metadata_header"] == [
+        "source", "cluster"]
+    with pytest.raises(ValueError, match="projector_max_rows must be >= 1"):
+        TensorBoardLogger(tmp_path / "bad", projector_max_rows=0)
