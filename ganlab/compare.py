@@ -127,6 +127,23 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
     return runs, failed
 
 
+def embedder_mismatch(runs: list[dict[str, Any]]) -> str | None:
+    """A warning when ``runs`` were scored by different embedders (``metrics.json``'s ``"embedder"`` records:
+    class, weights file and hash, input size, resize mode), whose scores are not comparable; else None. A run
+    without a record (made before ganlab recorded it) counts as its own, unknown embedder."""
+    groups: dict[str, list[str]] = {}
+    for run in runs:
+        record = run.get("embedder")
+        key = json.dumps(record, sort_keys=True) if record is not None else "not recorded"
+        groups.setdefault(key, []).append(str(run["run_dir"]))
+    if len(groups) < 2:
+        return None
+    lines = [f"  {len(dirs)} run(s), e.g. {dirs[0]}: embedder {key}" for key, dirs in groups.items()]
+    return ("the runs were scored with different embedders, so their feature-space scores (fd, prdc, clusters, "
+            "similarity...) are not comparable in one table; give ganlab-compare a folder of runs scored with "
+            "one embedder:\n" + "\n".join(lines))
+
+
 def seed_values(runs: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
     """Row label -> score -> its final values, one per distinct seed (:func:`one_run_per_seed`)."""
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -300,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
               "checkpoints/, failure.json or metrics.json) at any depth below it, outside eval/ and preflight "
               "dry runs", file=sys.stderr)
         return 1
+    mismatch = embedder_mismatch(runs)
+    if mismatch:
+        print(f"ganlab-compare: WARNING: {mismatch}", file=sys.stderr)
     summary = summarise(runs)
     keys = _parse_keys(args.keys, summary)
     available = ordered_scores(k for s in summary.values() for k in s)

@@ -149,8 +149,9 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
     """Score the generator stored at ``path`` (a run directory or a checkpoint file).
 
     Returns:
-        ``{"checkpoint", "step", "overrides", "scores", "score_settings"}`` (``score_settings``: the scorers'
-        conventions, e.g. PRDC's boundary); also written to
+        ``{"checkpoint", "step", "overrides", "scores", "score_settings", "embedder"}`` (``score_settings``: the
+        scorers' conventions, e.g. PRDC's boundary; ``embedder``: its record, see
+        :meth:`ganlab.metrics.embedders.Embedder.record`); also written to
         ``<run dir>/eval/<checkpoint stem>/metrics.json`` without overrides, or to
         ``<run dir>/eval/<checkpoint stem>__<hash of the sorted overrides>/metrics.json`` with overrides.
 
@@ -162,7 +163,8 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
     ckpt_path, _, _, trainer = rebuild_from_checkpoint(path, overrides)
     evaluated = trainer.evaluator(scored_generator(trainer.state), trainer.data)
     result = {"checkpoint": str(ckpt_path), "step": trainer.state.step, "overrides": list(overrides or []),
-              "scores": evaluated.scores, "score_settings": evaluated.settings}
+              "scores": evaluated.scores, "score_settings": evaluated.settings,
+              "embedder": trainer.evaluator.embedder.record()}
     out = ckpt_path.parent.parent / "eval" / (ckpt_path.stem + overrides_tag(overrides)) / "metrics.json"
     ckpt_io.atomic_write_text(out, json.dumps(result, indent=2))
     log.info("wrote %s", out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -49,9 +50,17 @@ class CollapseAlarm:
 
     @torch.no_grad()
     def observe(self, generator: nn.Module, evaluator: Any, data: GANData, step: int) -> dict[str, float]:
-        """Score G on the fixed codes, update the count of falls; returns the three scores."""
+        """Score G on the fixed codes, update the count of falls; returns the three scores.
+
+        Samples with a NaN or Inf value are left out (the evaluator counts and alerts on them); with fewer than
+        2 finite ones the scores are NaN and the count of falls is left as it was.
+        """
         with eval_mode(generator):
             samples = generator(self.z)
+        samples = samples[torch.isfinite(samples.flatten(1)).all(dim=1)]
+        if len(samples) < 2:
+            return {"fixed_z/high_similarity_fraction": math.nan, "fixed_z/clusters_hit": math.nan,
+                    "fixed_z/alarm": 0.0}
         emb = evaluator.embedder(samples)
         sim = similarity_histogram(emb, tau=self.tau).high_similarity_fraction
         fit = evaluator.reference_clusters(default_num_clusters(data.num_modes))

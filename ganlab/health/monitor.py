@@ -123,12 +123,6 @@ class HealthMonitor:
             return _NO_AUTOCAST
         return torch.autocast(self.device.type, dtype=self.dtype)
 
-    def grad_scale(self, net: str) -> float:
-        """The current loss scale of ``net``'s GradScaler (1.0 unless fp16): gradient penalties multiply their
-        output by it before ``autograd.grad`` and divide the gradient by it (PyTorch AMP recipe)."""
-        scaler = self.scalers[net]
-        return float(scaler.get_scale()) if scaler.is_enabled() else 1.0
-
     # ------------------------------------------------------------------ one update
     def begin_step(self, step: int, measure: bool = False) -> None:
         """Called before the D and G updates of generator step ``step + 1``; ``measure``: the loop logs this

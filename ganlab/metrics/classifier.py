@@ -116,6 +116,12 @@ def train_classifier(data: GANData, epochs: int = 3, batch_size: int = 128, lr: 
     return model, accuracy(model, hx, hy)
 
 
+def classifier_path(data: GANData, cache_dir: str | Path, seed: int = 0) -> Path:
+    """The cache file of ``data``'s classifier: ``<cache_dir>/<data set>_<side>px_seed<seed>.pt``."""
+    base = data.info.get("stacked_from", data.name)
+    return Path(cache_dir).expanduser() / f"{base}_{data.sample_shape[1]}px_seed{seed}.pt"
+
+
 def load_or_train(data: GANData, cache_dir: str | Path, seed: int = 0, **train_kwargs: Any) -> tuple[SmallCNN, float]:
     """The classifier for ``data`` from ``cache_dir`` (keyed by data set, image size and seed), else train and cache it.
 
@@ -128,7 +134,7 @@ def load_or_train(data: GANData, cache_dir: str | Path, seed: int = 0, **train_k
     require_labelled_images(data)
     c, s = data.sample_shape[0], data.sample_shape[1]
     base = data.info.get("stacked_from", data.name)
-    path = Path(cache_dir).expanduser() / f"{base}_{s}px_seed{seed}.pt"
+    path = classifier_path(data, cache_dir, seed)
     if path.is_file():
         state = torch.load(path, map_location="cpu", weights_only=True)
         model = SmallCNN(state["image_size"], state["num_classes"])

@@ -29,8 +29,9 @@ TABLE_ORDER: tuple[type[Scorer], ...] = (MixtureScorer, ModeScorer, ClusterScore
                                          FrechetScorer, SimilarityScorer, DuplicateScorer, VendiScorer)
 
 #: Scores computed outside the scorers: the collapse alarm's clusters hit by its fixed codes
-#: (:func:`ganlab.metrics.clusters.clusters_hit`, logged as ``fixed_z/clusters_hit``).
-OTHER_SCORES: dict[str, bool | None] = {"clusters_hit": True}
+#: (:func:`ganlab.metrics.clusters.clusters_hit`, logged as ``fixed_z/clusters_hit``), and the evaluator's
+#: count of generated samples with NaN or Inf (:data:`ganlab.metrics.evaluator.NONFINITE_KEY`).
+OTHER_SCORES: dict[str, bool | None] = {"clusters_hit": True, "nonfinite_samples": False}
 
 #: Prefixes that name the same score computed on other samples.
 PREFIXES = ("data/", "fixed_z/")

@@ -3,8 +3,10 @@
 Both rates use cosine similarity of embeddings, which ignores the embedding scale (so one
 threshold works across feature extractors) and is what the pairwise-similarity histogram
 of :mod:`ganlab.metrics.similarity` uses. A pair is a (near-)duplicate when its similarity
-is ``>= threshold`` (default 0.99). By convention an all-zero embedding has similarity 0
-with everything, so it is never a duplicate for ``threshold > 0``.
+is ``>= threshold`` (default 0.99). Cosine similarity is undefined for an all-zero
+embedding; by convention (:func:`~ganlab.metrics.similarity.cross_similarity`) two all-zero
+embeddings are identical (a duplicate, or a memorised sample), and an all-zero embedding has
+similarity 0 with any other, so a generator stuck on a zero output scores as collapsed.
 
 These are thresholded nearest-neighbour rates defined here, not formulas from a paper.
 Related tests: near-duplicates among generated samples underlie the birthday-paradox

@@ -1,12 +1,19 @@
 """Embedders map samples to the vectors diversity scores are computed on (``metrics.embedder=``).
 
 Every embedder has ``prepare(data)`` (called once per data set: train or load what it needs),
-``__call__(x) -> (N, D)`` embeddings, and ``mode_labels(x) -> (N,) | None``: the mode of each sample when
-the embedder can tell (the classifier labels classes, and label triples for stacked data).
+``__call__(x) -> (N, D)`` embeddings, ``mode_labels(x) -> (N,) | None``: the mode of each sample when
+the embedder can tell (the classifier labels classes, and label triples for stacked data), and ``record()``:
+what made the embeddings (class, weights file and its SHA-256, input size, resize mode), written to
+``metrics.json`` so that scores from different feature extractors are never mixed unnoticed.
+
+Image embedders take ganlab's convention, float images in [-1, 1] (:func:`image_inputs`): uint8 images
+(0..255) are converted, other dtypes and values outside [-1, 1] are refused, naming what was found.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -15,7 +22,54 @@ import torch
 from torch import Tensor
 
 from ganlab.data.base import GANData
-from ganlab.metrics.classifier import SmallCNN, channel_split, load_or_train
+from ganlab.metrics.classifier import SmallCNN, channel_split, classifier_path, load_or_train
+
+log = logging.getLogger("ganlab")
+
+#: Rounding slack of the [-1, 1] check (a tanh output or a resize may overshoot by a hair).
+RANGE_TOLERANCE = 1e-3
+
+
+def image_inputs(x: Tensor) -> Tensor:
+    """(N, C, H, W) images in ganlab's convention, float in [-1, 1], from what was given.
+
+    uint8 images are 0..255 counts by convention and are mapped to ``x / 127.5 - 1``; float images are
+    returned as they are when their finite values lie in [-1, 1] (± :data:`RANGE_TOLERANCE`). A float batch
+    with no negative value, as [0, 1] images have, is scored but logged as a warning: it may also be a valid
+    [-1, 1] batch (a generator saturated at +1), so it is not refused. Non-finite values are left for the
+    caller (the evaluator drops such samples).
+
+    Raises:
+        ValueError: another dtype (bool, int), or float values outside [-1, 1]; the message names the
+            dtype or the range found and the conversion to apply.
+    """
+    if x.dtype == torch.uint8:
+        return x.float() / 127.5 - 1.0
+    if not x.is_floating_point():
+        raise ValueError(f"embedder input has dtype {x.dtype}; embedders take float images in [-1, 1] or uint8 "
+                         "images in [0, 255]: for 0..255 counts pass x.to(torch.uint8), else scale to [-1, 1]")
+    finite = x[torch.isfinite(x)]
+    if finite.numel() == 0:
+        return x
+    lo, hi = float(finite.min()), float(finite.max())
+    if lo < -1.0 - RANGE_TOLERANCE or hi > 1.0 + RANGE_TOLERANCE:
+        hint = ("for [0, 255] images pass x.to(torch.uint8) (converted) or x / 127.5 - 1"
+                if lo >= 0 and hi <= 255 else "rescale them to [-1, 1]")
+        raise ValueError(f"embedder input values lie in [{lo:.4g}, {hi:.4g}], outside [-1, 1], ganlab's image "
+                         f"convention: {hint}")
+    if lo >= 0:
+        log.warning("embedder input values lie in [%.4g, %.4g]: no negative value, as [0, 1] images have; "
+                    "embedders take [-1, 1] (x * 2 - 1 converts [0, 1] images)", lo, hi)
+    return x
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes (read in 1 MiB chunks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 class Embedder:
@@ -25,6 +79,13 @@ class Embedder:
 
     def prepare(self, data: GANData) -> None:
         """Train or load what the embedder needs for ``data`` (no-op here)."""
+
+    def record(self) -> dict[str, Any]:
+        """What makes these embeddings: ``{"class", "weights", "weights_sha256", "input_size", "resize"}``
+        (``weights`` a file path or None; ``input_size`` the side the network sees, None for the sample
+        itself; ``resize`` ``"none"`` or the interpolation mode). Equal records mean comparable scores."""
+        return {"class": f"{type(self).__module__}.{type(self).__qualname__}", "weights": None,
+                "weights_sha256": None, "input_size": None, "resize": "none"}
 
     @torch.no_grad()
     def __call__(self, x: Tensor) -> Tensor:
@@ -41,7 +102,11 @@ class IdentityEmbedder(Embedder):
 
 
 class PixelEmbedder(Embedder):
-    """Flattened pixels in [-1, 1], (N, C*H*W): ``metrics.embedder=pixels``."""
+    """Flattened pixels in [-1, 1], (N, C*H*W): ``metrics.embedder=pixels``; inputs as :func:`image_inputs`."""
+
+    @torch.no_grad()
+    def __call__(self, x: Tensor) -> Tensor:
+        return super().__call__(image_inputs(x))
 
 
 class ClassifierEmbedder(Embedder):
@@ -66,16 +131,27 @@ class ClassifierEmbedder(Embedder):
         self.epochs, self.max_train, self.seed, self.batch_size = epochs, max_train, seed, batch_size
         self.model: SmallCNN | None = None
         self.channels = 1
+        self.weights: Path | None = None
+        self._sha256: str | None = None
+        self.input_size: int | None = None
 
     def prepare(self, data: GANData) -> None:
         self.channels = data.sample_shape[0]
         self.model, self.test_accuracy = load_or_train(data, self.cache_dir, seed=self.seed, epochs=self.epochs,
                                                        max_train=self.max_train)
+        self.weights, self._sha256 = classifier_path(data, self.cache_dir, self.seed), None
+        self.input_size = data.sample_shape[-1]
+
+    def record(self) -> dict[str, Any]:
+        if self.weights is not None and self._sha256 is None:
+            self._sha256 = file_sha256(self.weights)
+        return super().record() | {"weights": None if self.weights is None else str(self.weights),
+                                   "weights_sha256": self._sha256, "input_size": self.input_size}
 
     def _per_channel(self, x: Tensor, head: bool) -> Tensor:
         if self.model is None:
             raise RuntimeError("ClassifierEmbedder.prepare(data) must be called before embedding")
-        singles, _ = channel_split(x, None, self.channels)
+        singles, _ = channel_split(image_inputs(x), None, self.channels)
         fn = self.model if head else self.model.embed
         bs = self.batch_size or (256 if x.device.type == "cpu" else 2000)
         out = torch.cat([fn(singles[i:i + bs]) for i in range(0, len(singles), bs)])
@@ -119,9 +195,20 @@ class InceptionEmbedder(Embedder):
         FileNotFoundError: no weights file (in ``prepare``); the message says where to put it.
     """
 
+    #: The side Inception-v3 sees, and how images are resized to it.
+    INPUT_SIZE, RESIZE = 299, "bilinear"
+
     def __init__(self, weights_path: str | None = None, batch_size: int = 200) -> None:
         self.weights_path, self.batch_size = weights_path, batch_size
         self.model: torch.nn.Module | None = None
+        self._sha256: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        path = Path(self.weights_path).expanduser() if self.weights_path else None
+        if path is not None and path.is_file() and self._sha256 is None:
+            self._sha256 = file_sha256(path)
+        return super().record() | {"weights": None if path is None else str(path), "weights_sha256": self._sha256,
+                                   "input_size": self.INPUT_SIZE, "resize": self.RESIZE}
 
     def prepare(self, data: GANData) -> None:
         if not data.is_image:
@@ -147,11 +234,12 @@ class InceptionEmbedder(Embedder):
     @torch.no_grad()
     def __call__(self, x: Tensor) -> Tensor:
         assert self.model is not None, "call prepare(data) first"
+        x = image_inputs(x)
         out = []
         for i in range(0, len(x), self.batch_size):
             b = x[i:i + self.batch_size]
             b = b.expand(-1, 3, -1, -1) if b.shape[1] == 1 else b
-            b = torch.nn.functional.interpolate(b, size=(299, 299), mode="bilinear", align_corners=False)
+            b = torch.nn.functional.interpolate(b, size=(self.INPUT_SIZE,) * 2, mode=self.RESIZE, align_corners=False)
             out.append(self.model(b))
         return torch.cat(out)
 
@@ -176,3 +264,7 @@ class AutoEmbedder(Embedder):
 
     def mode_labels(self, x: Tensor) -> Tensor | None:
         return self.inner.mode_labels(x)
+
+    def record(self) -> dict[str, Any]:
+        """The record of the embedder chosen for the data (after ``prepare``)."""
+        return self.inner.record()

@@ -7,6 +7,7 @@ real data, so a user can tell a model problem from a data problem: those scores 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,11 @@ from ganlab.metrics.embedders import AutoEmbedder, Embedder
 from ganlab.metrics.kmeans import KMeansResult, assign
 from ganlab.metrics.scorers import EvalBatch, ReferenceFits, Scorer
 from ganlab.models.base import eval_mode
+
+log = logging.getLogger("ganlab")
+
+#: The score that counts generated samples with a NaN or Inf value (left out of every other score).
+NONFINITE_KEY = "nonfinite_samples"
 
 
 @dataclass
@@ -137,10 +143,29 @@ class Evaluator:
         return EvalResult(scores, samples, batch.embeddings, batch.labels, batch.histograms, self.settings(data))
 
     def __call__(self, generator: nn.Module, data: GANData) -> EvalResult:
-        """Score ``generator``; the result's scores include the ``data/`` baseline."""
+        """Score ``generator``; the result's scores include the ``data/`` baseline.
+
+        Generated samples with a NaN or Inf value are left out: every score is computed on the finite ones,
+        and ``scores["nonfinite_samples"]`` counts the others (0 when all are finite; the trainer alerts on
+        more). ``result.samples`` holds the finite samples only.
+
+        Raises:
+            ValueError: fewer than 2 generated samples are finite (nothing to score; G's outputs are broken).
+        """
         self.prepare(data)
         samples = self.sample(generator, self.num_samples, next(generator.parameters()).device)
+        finite = torch.isfinite(samples.flatten(1)).all(dim=1)  # (N,)
+        bad = len(samples) - int(finite.sum())
+        if bad:
+            log.warning("evaluation: %d of %d generated samples contain NaN or Inf; scoring the %d finite ones",
+                        bad, len(samples), len(samples) - bad)
+            samples = samples[finite]
+        if len(samples) < 2:
+            raise ValueError(f"evaluation: {bad} of {self.num_samples} generated samples contain NaN or Inf, "
+                             "fewer than 2 are finite; the generator's outputs are broken (check its weights "
+                             "for NaN, or train with monitor.nan_guard=true)")
         result = self.score(samples, data)
+        result.scores[NONFINITE_KEY] = float(bad)
         result.scores.update(self._baseline)
         return result
 

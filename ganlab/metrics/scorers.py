@@ -167,10 +167,12 @@ class NDBScorer(Scorer):
 
 
 class SimilarityScorer(Scorer):
-    """``high_similarity_fraction`` among ``num_samples`` embeddings (pairs with cosine > tau) and
-    ``collapsed`` (1.0 when it exceeds ``collapse_threshold``); the histogram goes to TensorBoard."""
+    """``high_similarity_fraction`` among ``num_samples`` embeddings (pairs with cosine > tau; two all-zero
+    embeddings count as identical), ``collapsed`` (1.0 when it exceeds ``collapse_threshold``) and
+    ``zero_embedding_fraction`` (share of all-zero embeddings, in [0, 1]); the histogram goes to TensorBoard."""
 
-    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"high_similarity_fraction": False, "collapsed": False}
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"high_similarity_fraction": False, "collapsed": False,
+                                                            "zero_embedding_fraction": False}
 
     def __init__(self, num_samples: int = 1000, bins: int = 100, tau: float = 0.9,
                  collapse_threshold: float = 0.30) -> None:
@@ -180,7 +182,8 @@ class SimilarityScorer(Scorer):
         h = similarity_histogram(batch.embeddings[: self.num_samples], bins=self.bins, tau=self.tau)
         batch.histograms["similarity"] = (h.counts, h.edges)
         return {"high_similarity_fraction": h.high_similarity_fraction,
-                "collapsed": float(h.high_similarity_fraction > self.collapse_threshold)}
+                "collapsed": float(h.high_similarity_fraction > self.collapse_threshold),
+                "zero_embedding_fraction": h.zero_rows / min(len(batch.embeddings), self.num_samples)}
 
 
 class PRDCScorer(Scorer):

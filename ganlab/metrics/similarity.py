@@ -37,6 +37,8 @@ class SimilarityHistogram:
             (lower is better: near 0 for diverse samples, 1 for identical ones).
         n_pairs: Number of unordered pairs, ``N (N - 1) / 2``.
         tau: The threshold used for ``high_similarity_fraction``.
+        zero_rows: Number of all-zero embeddings among the ``N`` (a generator stuck on a zero output
+            makes only these); see :func:`similarity_histogram` for how their pairs are counted.
     """
 
     counts: Tensor
@@ -44,6 +46,7 @@ class SimilarityHistogram:
     high_similarity_fraction: float
     n_pairs: int
     tau: float
+    zero_rows: int = 0
 
 
 def normalize_rows(x: Tensor) -> Tensor:
@@ -56,8 +59,11 @@ def similarity_histogram(x: Tensor, bins: int = 100, tau: float = 0.9,
     """Histogram of pairwise cosine similarities among ``N`` samples.
 
     ``cos(x_i, x_j) = <x_i, x_j> / (||x_i|| ||x_j||)`` for every unordered pair ``i < j``
-    (the diagonal is excluded by index, each pair counted once). By convention an
-    all-zero vector has similarity 0 with everything (it is counted, never NaN).
+    (the diagonal is excluded by index, each pair counted once). Cosine similarity is
+    undefined for an all-zero vector; by this module's convention two all-zero vectors are
+    identical (similarity 1: a generator stuck on a zero output is collapsed, not diverse)
+    and an all-zero vector has similarity 0 with every other vector (never NaN). The number
+    of all-zero rows is reported as ``zero_rows``.
     Values are clamped to ``[-1, 1]`` against rounding; pair ``(i, j)`` falls in bin
     ``floor((s + 1) * bins / 2)`` (the top edge goes to the last bin), which matches
     ``numpy.histogram(s, bins, range=(-1, 1))`` up to rounding at the edges. This is a
@@ -110,11 +116,16 @@ def similarity_histogram(x: Tensor, bins: int = 100, tau: float = 0.9,
     with WorkerPool(dev) as pool:
         parts = pool.map(block, starts, sizes)
     counts = torch.stack([p[0] for p in parts]).sum(0)
-    high = torch.stack([p[1] for p in parts]).sum()
+    high = int(torch.stack([p[1] for p in parts]).sum())
+    zeros = int((xn == 0).all(dim=1).sum())
+    zero_pairs = zeros * (zeros - 1) // 2  # computed as similarity 0 (t = half exactly): move them to 1
+    counts[min(int(half), bins - 1)] -= zero_pairs
+    counts[bins - 1] += zero_pairs
+    high += zero_pairs * (int(1.0 > tau) - int(0.0 > tau))  # counted by the new similarity, not the old
     n_pairs = n * (n - 1) // 2
     edges = torch.linspace(-1.0, 1.0, bins + 1, dtype=torch.float64, device=dev)
     return SimilarityHistogram(counts=counts, edges=edges, n_pairs=n_pairs, tau=float(tau),
-                               high_similarity_fraction=float(high) / n_pairs)
+                               high_similarity_fraction=high / n_pairs, zero_rows=zeros)
 
 
 def collapsed(result: SimilarityHistogram, threshold: float = DEFAULT_COLLAPSE_THRESHOLD) -> bool:
@@ -139,7 +150,8 @@ def cross_similarity(a: Tensor, b: Tensor, exclude_self: bool = False,
 
     Args:
         a: Queries, shape ``(N, D)``.
-        b: References, shape ``(M, D)``; zero rows have similarity 0 with everything.
+        b: References, shape ``(M, D)``. An all-zero row has similarity 1 with another all-zero row
+            (identical) and 0 with every other row (the convention of :func:`similarity_histogram`).
         exclude_self: If ``True``, ``a`` and ``b`` are the same set (``N == M``) and the
             pair ``(i, i)`` is skipped by index, giving each sample's nearest *other* sample.
         block_size: Maximum number of similarities materialised at once.
@@ -177,4 +189,17 @@ def cross_similarity(a: Tensor, b: Tensor, exclude_self: bool = False,
 
     with WorkerPool(a.device) as pool:
         pool.map_rows(slab, n, min_rows=1)
+    _match_zero_rows(an, bn, best, index, exclude_self)
     return best.clamp_(-1.0, 1.0), index
+
+
+def _match_zero_rows(an: Tensor, bn: Tensor, best: Tensor, index: Tensor, exclude_self: bool) -> None:
+    """All-zero rows of ``an`` get similarity 1 and the index of an all-zero row of ``bn`` (another one when
+    ``exclude_self``), in place; without such a row they keep what the matmul gave (0)."""
+    zero_a = (an == 0).all(dim=1).nonzero().flatten()
+    zero_b = (bn == 0).all(dim=1).nonzero().flatten()
+    if len(zero_a) == 0 or len(zero_b) < (2 if exclude_self else 1):
+        return
+    first, second = zero_b[0], zero_b[1] if len(zero_b) > 1 else zero_b[0]
+    best[zero_a] = 1.0
+    index[zero_a] = torch.where(zero_a == first, second, first) if exclude_self else first

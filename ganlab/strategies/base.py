@@ -124,10 +124,9 @@ class StepContext:
         d_real: (B,) D outputs on ``real`` (in the G step: None; the G step does not score real data).
         d_fake: (B,) D outputs on ``fake`` (float32); None in the G step until the fakes are scored, i.e.
             during ``g_discriminator``.
-        grad_scale: the loss scale of this update (1.0 except under ``trainer.precision=fp16``). A term built
-            from ``autograd.grad`` (a gradient penalty) multiplies the differentiated output by it and divides
-            the gradient by it, so fp16 gradients neither underflow nor get the penalty wrong (PyTorch AMP,
-            "Gradient penalty" recipe).
+
+    A term built from ``autograd.grad`` (a gradient penalty) takes its gradient in float32 with autocast off
+    (:func:`ganlab.strategies.common.input_gradient`), so fp16 loss scaling cannot overflow it.
     """
 
     state: TrainState
@@ -136,7 +135,6 @@ class StepContext:
     z: Tensor
     d_real: Tensor | None = None
     d_fake: Tensor | None = None
-    grad_scale: float = 1.0
 
     @property
     def step(self) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 
 def head_owner(discriminator: nn.Module, strategy: str) -> nn.Module:
@@ -67,3 +67,27 @@ class LRAdjust:
 
     def __repr__(self) -> str:
         return f"LRAdjust({self.factory!r}, lr={self.lr}, factor={self.factor})"
+
+
+def input_gradient(critic: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
+    """grad_x sum_i critic(x)_i, in float32 with autocast off, differentiable (``create_graph=True``).
+
+    The gradient penalties (WGAN-GP, R1) use it. Under ``trainer.precision=fp16`` the usual AMP recipe
+    multiplies the output by the GradScaler's scale before ``autograd.grad``; at the initial scale 2^16 that
+    upstream gradient is already above fp16's largest value (65504), so the penalty came out NaN and the
+    update was skipped. Here the critic's forward and both backward passes run in float32 (the parameters
+    are float32 under autocast), so the penalty equals its float32 value at every loss scale; the outer
+    (scaled) backward through it is float32 too. The cost: the penalty's pass runs at float32 speed.
+
+    Args:
+        critic: maps (B, *shape) to scores, e.g. (B,) (or (B/m,) for a packing critic).
+        x: (B, *shape) inputs; detached here, cast to float32 (float64 stays float64).
+
+    Returns:
+        (B, *shape) gradient in ``x``'s (promoted) dtype, attached to the critic's parameters.
+    """
+    x = x.detach().to(torch.promote_types(x.dtype, torch.float32)).requires_grad_(True)
+    with torch.autocast(x.device.type, enabled=False):
+        out = critic(x)
+        (grad,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+    return grad

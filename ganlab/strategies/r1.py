@@ -9,28 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch
 from torch import Tensor
 
 from ganlab.strategies.base import StepContext, Strategy
+from ganlab.strategies.common import input_gradient
 
 
-def r1_penalty(discriminator: Callable[[Tensor], Tensor], real: Tensor, grad_scale: float = 1.0) -> Tensor:
+def r1_penalty(discriminator: Callable[[Tensor], Tensor], real: Tensor) -> Tensor:
     """E ||grad_x D(x)||^2 over the (B, *shape) real batch (squared L2 over all non-batch dimensions).
 
-    Computed with ``create_graph=True`` so it back-propagates into D. Returns a scalar >= 0. ``grad_scale``
-    (fp16 loss scale) multiplies D's output before differentiation; the gradient is divided by it again.
+    Computed with ``create_graph=True`` so it back-propagates into D, in float32 with autocast off
+    (:func:`~ganlab.strategies.common.input_gradient`: under ``trainer.precision=fp16`` it equals its float32
+    value at any loss scale). Returns a float32 scalar >= 0.
 
     Raises:
         ValueError: an empty batch.
     """
     if real.shape[0] == 0:
         raise ValueError("R1 penalty needs a non-empty real batch")
-    x = real.detach().requires_grad_(True)
-    out = discriminator(x)
-    out = out.to(torch.promote_types(out.dtype, torch.float32))  # a scaled fp16 sum would overflow
-    (grad,) = torch.autograd.grad(out.sum() * grad_scale, x, create_graph=True)
-    return (grad / grad_scale).flatten(1).pow(2).sum(1).mean()
+    return input_gradient(discriminator, real).flatten(1).pow(2).sum(1).mean()
 
 
 class R1(Strategy):
@@ -56,7 +53,7 @@ class R1(Strategy):
         return True  # the penalty differentiates a gradient (no torch.compile)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        return {"r1": 0.5 * self.gamma * r1_penalty(ctx.discriminator, ctx.real, grad_scale=ctx.grad_scale)}
+        return {"r1": 0.5 * self.gamma * r1_penalty(ctx.discriminator, ctx.real)}
 
     def __repr__(self) -> str:
         return f"R1(gamma={self.gamma})"

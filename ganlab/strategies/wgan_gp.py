@@ -16,21 +16,22 @@ from torch import Tensor
 from ganlab.losses import WassersteinLoss
 from ganlab.models.base import has_batch_norm
 from ganlab.strategies.base import GANSpec, Part, StepContext, Strategy, with_optim_kwargs
+from ganlab.strategies.common import input_gradient
 
 
 def gradient_penalty(critic: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor,
-                     eps: Tensor | None = None, grad_scale: float = 1.0) -> Tensor:
+                     eps: Tensor | None = None) -> Tensor:
     """E[(||grad_x^ D(x^)||_2 - 1)^2] on random interpolates (Gulrajani et al. 2017, eq. 3).
 
-    The gradient is taken with ``create_graph=True``, so the penalty back-propagates into the critic.
+    The gradient is taken with ``create_graph=True``, so the penalty back-propagates into the critic. It is
+    computed in float32 with autocast off (:func:`~ganlab.strategies.common.input_gradient`), so under
+    ``trainer.precision=fp16`` it equals its float32 value at any loss scale.
 
     Args:
         critic: maps (B, *shape) to (B,) scores (or (B/m,) for a packing critic).
         real: (B, *shape) real samples.
         fake: (B, *shape) generated samples (detached here).
         eps: (B,) interpolation weights in [0, 1]; drawn U[0, 1] from the global RNG when None.
-        grad_scale: loss scale (fp16): the critic output is multiplied by it before differentiation and the
-            gradient divided by it again, so the norm is the unscaled one.
 
     Returns:
         A scalar >= 0.
@@ -43,15 +44,12 @@ def gradient_penalty(critic: Callable[[Tensor], Tensor], real: Tensor, fake: Ten
                          f"and {tuple(fake.shape)}")
     b = real.shape[0]
     if eps is None:
-        eps = torch.rand(b, device=real.device, dtype=real.dtype)
+        eps = torch.rand(b, device=real.device, dtype=torch.promote_types(real.dtype, torch.float32))
     elif eps.shape != (b,):
         raise ValueError(f"eps must have shape ({b},), got {tuple(eps.shape)}")
     eps = eps.view(b, *([1] * (real.dim() - 1)))  # one weight per sample, broadcast over (C, H, W)
-    x_hat = (eps * real.detach() + (1 - eps) * fake.detach()).requires_grad_(True)  # (B, *shape)
-    out = critic(x_hat)
-    out = out.to(torch.promote_types(out.dtype, torch.float32))  # a scaled fp16 sum would overflow
-    (grad,) = torch.autograd.grad(out.sum() * grad_scale, x_hat, create_graph=True)
-    norm = (grad / grad_scale).flatten(1).norm(2, dim=1)  # (B,) over all non-batch dimensions
+    x_hat = eps * real.detach() + (1 - eps) * fake.detach()  # (B, *shape)
+    norm = input_gradient(critic, x_hat).flatten(1).norm(2, dim=1)  # (B,) over all non-batch dimensions
     return ((norm - 1.0) ** 2).mean()
 
 
@@ -99,8 +97,7 @@ class WGANGP(Strategy):
         return True  # the penalty differentiates a gradient (no torch.compile)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        return {"gp": self.lambda_gp * gradient_penalty(ctx.discriminator, ctx.real, ctx.fake,
-                                                        grad_scale=ctx.grad_scale)}
+        return {"gp": self.lambda_gp * gradient_penalty(ctx.discriminator, ctx.real, ctx.fake)}
 
     def __repr__(self) -> str:
         return f"WGANGP(lambda_gp={self.lambda_gp}, n_critic={self.n_critic}, lr={self.lr}, betas={self.betas})"

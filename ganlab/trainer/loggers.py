@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor
+
+log = logging.getLogger("ganlab")
+
+#: Most points one projector embedding holds (TensorBoard's projector slows to a crawl beyond this).
+PROJECTOR_MAX_ROWS = 100_000
 
 
 class NullLogger:
@@ -56,15 +63,29 @@ class NullLogger:
 class TensorBoardLogger(NullLogger):
     """Writes TensorBoard event files into ``log_dir`` (the run directory) via ``torch.utils.tensorboard``.
 
+    Histograms never raise or write NaN: non-finite values are dropped (counted in :attr:`dropped` and
+    warned about), and a histogram with nothing left is skipped with a warning. The projector holds at most
+    ``projector_max_rows`` points: larger sets are subsampled (seeded, the same rows every time) and the
+    metadata gains a ``row`` column with each point's index in the full set.
+
     Args:
         log_dir: folder for the event files.
         flush_secs: how often pending events are written.
         purge_step: on resume, events at or after this step left by an earlier writer are hidden.
+        projector_max_rows: at most this many projector points (>= 1; default :data:`PROJECTOR_MAX_ROWS`).
+
+    Raises:
+        ValueError: ``projector_max_rows`` < 1.
     """
 
-    def __init__(self, log_dir: str | Path, flush_secs: int = 30, purge_step: int | None = None) -> None:
+    def __init__(self, log_dir: str | Path, flush_secs: int = 30, purge_step: int | None = None,
+                 projector_max_rows: int = PROJECTOR_MAX_ROWS) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
+        if int(projector_max_rows) < 1:
+            raise ValueError(f"logger.projector_max_rows must be >= 1, got {projector_max_rows}")
+        self.projector_max_rows = int(projector_max_rows)
+        self.dropped: dict[str, int] = {}  # tag -> non-finite histogram values dropped so far
         self.writer = SummaryWriter(log_dir=str(log_dir), flush_secs=flush_secs, purge_step=purge_step)
 
     def scalars(self, values: dict[str, float], step: int) -> None:
@@ -78,10 +99,23 @@ class TensorBoardLogger(NullLogger):
         self.writer.add_figure(tag, figure, step, close=True)
 
     def histogram(self, tag: str, values: Tensor, step: int) -> None:
-        self.writer.add_histogram(tag, values, step)
+        v = values.detach().flatten().cpu()
+        finite = v[torch.isfinite(v)]
+        if len(finite) < len(v):
+            self.dropped[tag] = self.dropped.get(tag, 0) + len(v) - len(finite)
+            log.warning("histogram %s at step %d: dropped %d non-finite of %d values", tag, step,
+                        len(v) - len(finite), len(v))
+        if len(finite) == 0:
+            log.warning("histogram %s at step %d: no finite values; skipped", tag, step)
+            return
+        self.writer.add_histogram(tag, finite, step)
 
     def histogram_counts(self, tag: str, counts: Tensor, edges: Tensor, step: int) -> None:
         c, e = counts.detach().double().cpu(), edges.detach().double().cpu()
+        if len(c) == 0 or len(e) != len(c) + 1 or not (torch.isfinite(c).all() and torch.isfinite(e).all()):
+            log.warning("histogram %s at step %d: %d counts over %d edges, finite: %s; skipped", tag, step, len(c),
+                        len(e), bool(torch.isfinite(c).all() and torch.isfinite(e).all()))
+            return
         centres = (e[:-1] + e[1:]) / 2
         nz = (c > 0).nonzero()
         lo, hi = (float(e[nz[0, 0]]), float(e[nz[-1, 0] + 1])) if len(nz) else (0.0, 0.0)
@@ -91,6 +125,14 @@ class TensorBoardLogger(NullLogger):
 
     def embedding(self, mat: Tensor, metadata: list[list[str]], header: list[str], label_img: Tensor | None,
                   tag: str, step: int) -> None:
+        if len(mat) > self.projector_max_rows:
+            rows = torch.randperm(len(mat), generator=torch.Generator().manual_seed(0))[: self.projector_max_rows]
+            rows = rows.sort().values
+            log.warning("projector %s: %d points, more than %d; writing a seeded subsample (metadata column 'row': "
+                        "each point's index in the full set)", tag, len(mat), self.projector_max_rows)
+            mat, header = mat[rows.to(mat.device)], [*header, "row"]
+            metadata = [[*metadata[i], str(i)] for i in rows.tolist()]
+            label_img = None if label_img is None else label_img[rows.to(label_img.device)]
         self.writer.add_embedding(mat.detach().float().cpu(), metadata=metadata, metadata_header=header,
                                   label_img=None if label_img is None else label_img.detach().float().cpu(),
                                   global_step=step, tag=tag)

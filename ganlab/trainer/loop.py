@@ -29,7 +29,7 @@ from ganlab.health.risk import CollapseRisk
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
-from ganlab.metrics.evaluator import EvalResult, Evaluator
+from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
 from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -155,7 +155,7 @@ class Trainer:
             with torch.no_grad():
                 fake = self.G(z)
             d_real, d_fake = self.D(real).float(), self.D(fake).float()  # (B,), (B,)
-            ctx = StepContext(self.state, real, fake, z, d_real, d_fake, grad_scale=self.health.grad_scale("D"))
+            ctx = StepContext(self.state, real, fake, z, d_real, d_fake)
             terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
         self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": d_real, "d_fake": d_fake, "terms": terms}
         found = self._update("D", self.D, self.state.opt_d, _total(terms))
@@ -172,7 +172,7 @@ class Trainer:
         try:
             with self.health.autocast():
                 fake = self.G(z)
-                ctx = StepContext(self.state, real, fake, z, grad_scale=self.health.grad_scale("G"))
+                ctx = StepContext(self.state, real, fake, z)
                 critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
                     critic = s.g_discriminator(ctx, critic)
@@ -304,6 +304,10 @@ class Trainer:
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
             health |= self._detect(result, result.scores | health, step)
         scores = result.scores
+        if scores.get(NONFINITE_KEY, 0.0) > 0:
+            self.alerts.emit("nonfinite_samples", step, f"{scores[NONFINITE_KEY]:.0f} of "
+                             f"{self.evaluator.num_samples} generated samples contain NaN or Inf; the scores "
+                             "are those of the finite ones", count=scores[NONFINITE_KEY])
         health["peak_memory_mib"] = peak_memory_mib(self.device)
         self.logger.scalars({f"diversity/{k}": v for k, v in scores.items()}
                             | {f"health/{k}": v for k, v in health.items()}, step)
@@ -363,6 +367,7 @@ class Trainer:
         steps_done = self.state.step - start_step
         metrics = {"step": self.state.step, "scores": self.last_scores,
                    "score_settings": self.evaluator.settings(self.data),  # e.g. PRDC's boundary convention
+                   "embedder": self.evaluator.embedder.record(),  # what the scores' features came from
                    "verdict": self.detector.verdict(self.data.num_modes), "dataset": self.data.name,
                    "strategies": [s.name for s in self.strategies], "seed": self.seed,
                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,

@@ -28,9 +28,13 @@ def test_threshold_is_inclusive_and_controls_near_duplicates():
     assert duplicate_fraction(near, threshold=0.995 - 1e-12) == pytest.approx(2 / 3)
 
 
-def test_zero_vectors_are_not_duplicates():
+def test_identical_zero_vectors_are_duplicates():
+    """Issue 14: a generator stuck on a zero output scored duplicate_fraction 0 (zeros had similarity 0)."""
     fake = torch.stack([torch.zeros(4), torch.zeros(4), A, B])
-    assert duplicate_fraction(fake) == 0.0
+    assert duplicate_fraction(fake) == 0.5
+    assert duplicate_fraction(torch.zeros(10, 4)) == 1.0
+    assert duplicate_fraction(torch.stack([torch.zeros(4), A, B])) == 0.0  # one zero: nothing identical to it
+    assert memorization_fraction(torch.stack([torch.zeros(4), C]), torch.stack([A, torch.zeros(4)])) == 0.5
 
 
 def test_memorization_fraction_by_hand():

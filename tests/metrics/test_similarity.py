@@ -29,7 +29,9 @@ def _data(n: int = 300, d: int = 5, seed: int = 0) -> torch.Tensor:
 def test_matches_sklearn_and_numpy_histogram(block_size):
     x = _data()
     res = similarity_histogram(x, bins=20, tau=0.5, block_size=block_size)
-    sims = cosine_similarity(x.numpy())[np.triu_indices(300, 1)]
+    full = cosine_similarity(x.numpy())
+    full[3, 7] = full[7, 3] = 1.0  # two all-zero rows are identical (sklearn says 0)
+    sims = full[np.triu_indices(300, 1)]
     counts, edges = np.histogram(sims, bins=20, range=(-1.0, 1.0))
     assert isinstance(res, SimilarityHistogram)
     assert res.counts.dtype == torch.int64
@@ -37,17 +39,38 @@ def test_matches_sklearn_and_numpy_histogram(block_size):
     np.testing.assert_allclose(res.edges.numpy(), edges, atol=1e-15)
     assert res.n_pairs == 300 * 299 // 2 == int(res.counts.sum())
     assert res.high_similarity_fraction == pytest.approx(float((sims > 0.5).mean()), abs=0)
+    assert res.zero_rows == 2
 
 
-def test_zero_vectors_are_counted_with_similarity_zero():
+def test_zero_vectors_are_similar_to_each_other_only():
     x = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 0.0], [1.0, 1.0], [-1.0, 0.0]])
     res = similarity_histogram(x, bins=4, tau=0.5)
     assert res.n_pairs == 15 and int(res.counts.sum()) == 15
     assert not torch.isnan(res.counts.float()).any()
-    # Similarities: 9 pairs involve a zero vector (0), plus (e1,e2)=0, (e1,d)=.707, (e1,-e1)=-1,
-    # (e2,d)=.707, (e2,-e1)=0, (d,-e1)=-.707.  Bins [-1,-.5) [-.5,0) [0,.5) [.5,1].
-    assert res.counts.tolist() == [2, 0, 11, 2]
-    assert res.high_similarity_fraction == pytest.approx(2 / 15)
+    # Similarities: the two zero vectors 1; the 8 other pairs with a zero vector 0; (e1,e2)=0, (e1,d)=.707,
+    # (e1,-e1)=-1, (e2,d)=.707, (e2,-e1)=0, (d,-e1)=-.707.  Bins [-1,-.5) [-.5,0) [0,.5) [.5,1].
+    assert res.counts.tolist() == [2, 0, 10, 3]
+    assert res.high_similarity_fraction == pytest.approx(3 / 15) and res.zero_rows == 2
+    # a negative tau already counted the zero pair's old similarity 0: it is counted once
+    assert similarity_histogram(x, bins=4, tau=-0.1).high_similarity_fraction == pytest.approx(13 / 15)
+
+
+def test_a_generator_stuck_on_zero_is_collapsed():
+    """Issue 14: all-zero embeddings used to score as perfectly diverse (fraction 0)."""
+    res = similarity_histogram(torch.zeros(30, 5), bins=10, tau=0.9)
+    assert res.high_similarity_fraction == 1.0 and res.zero_rows == 30 and collapsed(res)
+    assert res.counts[-1] == 30 * 29 // 2 and res.counts[:-1].sum() == 0
+    assert similarity_histogram(torch.zeros(30, 5), bins=10, tau=1.0).high_similarity_fraction == 0.0  # s > tau
+
+
+def test_cross_similarity_matches_zero_rows_to_zero_rows():
+    a = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    best, idx = cross_similarity(a, a, exclude_self=True)
+    assert best.tolist() == [1.0, 0.0, 1.0] and idx[0] == 2 and idx[2] == 0
+    best, idx = cross_similarity(a[:2], torch.tensor([[0.0, 1.0], [0.0, 0.0]]))
+    assert best.tolist() == [1.0, 0.0] and idx[0] == 1
+    best, _ = cross_similarity(a[:2], a[:2], exclude_self=True)  # a single zero row has no other zero row
+    assert best.tolist() == [0.0, 0.0]
 
 
 def test_identical_samples_are_fully_collapsed():
