@@ -68,7 +68,18 @@ def test_stacked_labels_from_the_classifier(classifier_cache: Path) -> None:
     assert emb(data.holdout[:10]).shape == (10, 3 * 128)
     triple_acc = float((emb.mode_labels(data.holdout) == data.holdout_labels).double().mean())
     assert triple_acc >= 0.9  # about the single-digit accuracy cubed
-    assert (classifier_cache / "classifiers" / "digits_8px_seed0.pt").exists()  # cached under the base data set
+    assert (classifier_cache / "classifiers" / "digits_8px_seed0_epochs5.pt").exists()  # under the base data set
+
+
+def test_classifiers_trained_differently_get_their_own_cache_file(tmp_path: Path) -> None:
+    """A cache keyed by data set and seed only handed a 1-epoch classifier to a 5-epoch request."""
+    from ganlab.metrics.classifier import classifier_path
+
+    data = digits(seed=0)
+    names = [classifier_path(data, tmp_path, 0, **kw).name
+             for kw in ({}, {"epochs": 3, "max_train": None}, {"epochs": 5}, {"epochs": 1, "max_train": 100})]
+    assert names == ["digits_8px_seed0.pt", "digits_8px_seed0.pt", "digits_8px_seed0_epochs5.pt",
+                     "digits_8px_seed0_epochs1_max_train100.pt"]
 
 
 def test_a_collapsed_generator_scores_as_collapsed() -> None:

@@ -3,6 +3,7 @@ logits label the modes of stacked data (VEEGAN / PacGAN stacked-MNIST protocol, 
 
 from __future__ import annotations
 
+import inspect
 import logging
 from pathlib import Path
 from typing import Any
@@ -116,14 +117,20 @@ def train_classifier(data: GANData, epochs: int = 3, batch_size: int = 128, lr: 
     return model, accuracy(model, hx, hy)
 
 
-def classifier_path(data: GANData, cache_dir: str | Path, seed: int = 0) -> Path:
-    """The cache file of ``data``'s classifier: ``<cache_dir>/<data set>_<side>px_seed<seed>.pt``."""
+def classifier_path(data: GANData, cache_dir: str | Path, seed: int = 0, **train_kwargs: Any) -> Path:
+    """The cache file of ``data``'s classifier, keyed by every setting that changes its weights:
+    ``<cache_dir>/<data set>_<side>px_seed<seed>.pt`` for :func:`train_classifier`'s defaults, with
+    ``_<name><value>`` added for each training setting in ``train_kwargs`` that differs from its default (e.g.
+    ``digits_8px_seed0_epochs5.pt``), so classifiers trained differently never share a file."""
     base = data.info.get("stacked_from", data.name)
-    return Path(cache_dir).expanduser() / f"{base}_{data.sample_shape[1]}px_seed{seed}.pt"
+    defaults = inspect.signature(train_classifier).parameters
+    extra = "".join(f"_{k}{v}" for k, v in sorted(train_kwargs.items()) if defaults[k].default != v)
+    return Path(cache_dir).expanduser() / f"{base}_{data.sample_shape[1]}px_seed{seed}{extra}.pt"
 
 
 def load_or_train(data: GANData, cache_dir: str | Path, seed: int = 0, **train_kwargs: Any) -> tuple[SmallCNN, float]:
-    """The classifier for ``data`` from ``cache_dir`` (keyed by data set, image size and seed), else train and cache it.
+    """The classifier for ``data`` from ``cache_dir`` (keyed by data set, image size, seed and
+    training settings: :func:`classifier_path`), else train and cache it.
 
     Returns:
         (model on the data's device in eval mode, its recorded test accuracy).
@@ -134,7 +141,7 @@ def load_or_train(data: GANData, cache_dir: str | Path, seed: int = 0, **train_k
     require_labelled_images(data)
     c, s = data.sample_shape[0], data.sample_shape[1]
     base = data.info.get("stacked_from", data.name)
-    path = classifier_path(data, cache_dir, seed)
+    path = classifier_path(data, cache_dir, seed, **train_kwargs)
     if path.is_file():
         state = torch.load(path, map_location="cpu", weights_only=True)
         model = SmallCNN(state["image_size"], state["num_classes"])

@@ -102,11 +102,12 @@ class IdentityEmbedder(Embedder):
 
 
 class PixelEmbedder(Embedder):
-    """Flattened pixels in [-1, 1], (N, C*H*W): ``metrics.embedder=pixels``; inputs as :func:`image_inputs`."""
+    """Flattened pixels in [-1, 1], (N, C*H*W): ``metrics.embedder=pixels``; images (N, C, H, W) are checked and
+    converted as :func:`image_inputs`; vectors (N, D) have no pixel convention and pass as they are."""
 
     @torch.no_grad()
     def __call__(self, x: Tensor) -> Tensor:
-        return super().__call__(image_inputs(x))
+        return super().__call__(image_inputs(x) if x.dim() >= 3 else x)
 
 
 class ClassifierEmbedder(Embedder):
@@ -139,7 +140,8 @@ class ClassifierEmbedder(Embedder):
         self.channels = data.sample_shape[0]
         self.model, self.test_accuracy = load_or_train(data, self.cache_dir, seed=self.seed, epochs=self.epochs,
                                                        max_train=self.max_train)
-        self.weights, self._sha256 = classifier_path(data, self.cache_dir, self.seed), None
+        self.weights, self._sha256 = classifier_path(data, self.cache_dir, self.seed, epochs=self.epochs,
+                                                       max_train=self.max_train), None
         self.input_size = data.sample_shape[-1]
 
     def record(self) -> dict[str, Any]:
