@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor
+
+log = logging.getLogger("ganlab")
+
+#: Fewest columns TensorBoard's projector draws points from (see :func:`pad_for_projector`).
+PROJECTOR_MIN_DIM = 3
+
+
+def pad_for_projector(mat: Tensor) -> Tensor:
+    """(N, D) points with D < 3 -> (N, 3), the missing columns zero; others returned unchanged.
+
+    TensorBoard's projector (``vz_projector`` ``DataSet.projectPCA``, TensorBoard 2.x) projects every point on
+    10 principal components by reading a D x D eigenvector matrix, so components D and up are NaN; its default
+    3-D PCA view uses components 1-3. With D = 2 the third is NaN: no point is drawn and the panel reads "Total
+    variance described: NaN%". A zero third column has zero variance, so the view becomes the data's plane and
+    the two real components describe 100 % of the variance.
+
+    Raises:
+        ValueError: ``mat`` is not 2-D.
+    """
+    if mat.dim() != 2:
+        raise ValueError(f"projector points must be (N, D), got shape {tuple(mat.shape)}")
+    missing = PROJECTOR_MIN_DIM - mat.shape[1]
+    return torch.cat([mat, mat.new_zeros(len(mat), missing)], 1) if missing > 0 else mat
 
 
 class NullLogger:
@@ -91,7 +116,12 @@ class TensorBoardLogger(NullLogger):
 
     def embedding(self, mat: Tensor, metadata: list[list[str]], header: list[str], label_img: Tensor | None,
                   tag: str, step: int) -> None:
-        self.writer.add_embedding(mat.detach().float().cpu(), metadata=metadata, metadata_header=header,
+        mat = mat.detach().float().cpu()
+        if mat.shape[1] < PROJECTOR_MIN_DIM:
+            log.info("projector: %d-D points padded with %d zero column(s) (TensorBoard's PCA view needs %d)",
+                     mat.shape[1], PROJECTOR_MIN_DIM - mat.shape[1], PROJECTOR_MIN_DIM)
+            mat = pad_for_projector(mat)
+        self.writer.add_embedding(mat, metadata=metadata, metadata_header=header,
                                   label_img=None if label_img is None else label_img.detach().float().cpu(),
                                   global_step=step, tag=tag)
 
