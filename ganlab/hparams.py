@@ -108,12 +108,16 @@ def hparams_summaries(hparams: dict[str, str | int | float], tags: list[str],
     ``tags`` are the scalar tags shown as metrics (their last value).
 
     ``torch.utils.tensorboard.summary.hparams`` makes them; the hyperparameters named in ``differs`` are
-    flagged as varying, so TensorBoard's HParams table shows them among its first five columns.
+    flagged as varying, so TensorBoard's HParams table shows them among its first five columns. Integers
+    (``seed``, ``steps``, ``batch_size``, ``n_critic``, ``z_dim``) are written as text: HParams has no integer
+    type, and its table prints every number with 5 significant digits (``toPrecision(5)``: seed 0 as
+    ``0.0000``, batch size 64 as ``64.000``). Floats (learning rates) stay numbers.
     """
     from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
     from torch.utils.tensorboard.summary import hparams as torch_hparams
 
-    exp, ssi, sei = torch_hparams(hparams, dict.fromkeys(tags, 0.0))
+    shown = {k: str(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in hparams.items()}
+    exp, ssi, sei = torch_hparams(shown, dict.fromkeys(tags, 0.0))
     plugin_data = exp.value[0].metadata.plugin_data
     content = HParamsPluginData.FromString(plugin_data.content)
     for info in content.experiment.hparam_infos:

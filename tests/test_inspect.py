@@ -286,6 +286,19 @@ def test_figures_for_points(ring) -> None:
         gi.plot_samples_by_cluster(dataclasses.replace(clusters, fake_samples=torch.zeros(5, 3)))
 
 
+def test_occupancy_counts_covered_clusters_as_the_scorer_does(ring) -> None:
+    real, fake = torch.tensor([20, 20, 20, 20, 20]), torch.tensor([50, 30, 1, 0, 19])  # 100 generated, k = 5
+    ax = gi.plot_occupancy(real, fake).axes[0]  # covered: >= 1 and >= 0.1 / 5 * 100 = 2 samples: 50, 30, 19
+    assert ax.get_title() == "3 of 5 clusters covered (clusters_covered); 4 hold any generated sample"
+    (crosses,) = [c for c in ax.collections if c.get_label() == "not covered"]
+    assert crosses.get_offsets()[:, 0].tolist() == [2, 3]
+    assert gi.plot_occupancy(real, fake, min_share=0.25).axes[0].get_title().startswith("2 of 5 clusters covered")
+    run, result = ring  # on a run: the title's count is the run's clusters_covered
+    clusters = gi.assign_clusters(run, result)
+    title = gi.plot_occupancy(*gi.cluster_occupancy(clusters), min_share=clusters.min_share).axes[0].get_title()
+    assert title.startswith(f"{int(result.scores['clusters_covered'])} of {clusters.k} clusters covered")
+
+
 def test_figures_for_images(digits_run: Path) -> None:
     run = gi.load_run(digits_run)
     result = gi.evaluate_run(run)

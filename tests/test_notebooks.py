@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +56,11 @@ def outputs(nb: Any) -> list[dict[str, Any]]:
     return [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
 
 
+def stderr(nb: Any) -> str:
+    """What the cells wrote to stderr (warnings): nothing, in a quiet notebook."""
+    return "".join(o.text for o in outputs(nb) if o.output_type == "stream" and o.name == "stderr")
+
+
 def pngs(nb: Any) -> int:
     return sum("image/png" in out.get("data", {}) for out in outputs(nb) if out.output_type in ("display_data",
                                                                                                    "execute_result"))
@@ -73,9 +81,12 @@ def test_inspect_clusters_runs_on_a_run(which: str, request: pytest.FixtureReque
     run_dir: Path = request.getfixturevalue(which)
     nb = execute("inspect_clusters.ipynb", runs_root.parent, {"GANLAB_RUN": str(run_dir)}, monkeypatch)
     assert not [o for o in outputs(nb) if o.output_type == "error"]
+    assert stderr(nb) == ""  # no "TqdmWarning: IProgress not found" (tqdm.auto without ipywidgets)
     assert pngs(nb) == 6  # occupancy, projection, samples, similarity, over checkpoints, pairs
     printed = "".join(o.get("text", "") for o in outputs(nb) if o.output_type == "stream")
     assert f"{run_dir}\nstep {dict(ring8_run=40, digits_run=10)[which]}, data set" in printed
+    covered = json.loads((run_dir / "metrics.json").read_text())["scores"]["clusters_covered"]
+    assert f"clusters_covered: {covered} of " in printed  # the count of metrics.json, by the scorer's rule
     tables = [o["data"]["text/markdown"] for o in outputs(nb) if "text/markdown" in o.get("data", {})]
     assert len(tables) == 1 and "| clusters_covered | ↑ |" in tables[0]
 
@@ -86,7 +97,7 @@ def test_compare_strategies_runs_on_the_newest_sweep(sweep_dir: Path, runs_root:
     notebooks.mkdir(exist_ok=True)
     monkeypatch.delenv("GANLAB_SWEEP", raising=False)
     nb = execute("compare_strategies.ipynb", notebooks, {}, monkeypatch)
-    assert not [o for o in outputs(nb) if o.output_type == "error"]
+    assert not [o for o in outputs(nb) if o.output_type == "error"] and stderr(nb) == ""
     printed = "".join(o.get("text", "") for o in outputs(nb) if o.output_type == "stream")
     assert f"{sweep_dir}: 4 finished jobs, 0 failed" in printed
     table = next(o["data"]["text/markdown"] for o in outputs(nb) if "text/markdown" in o.get("data", {}))
@@ -94,3 +105,28 @@ def test_compare_strategies_runs_on_the_newest_sweep(sweep_dir: Path, runs_root:
     runs, _ = collect_runs(sweep_dir)
     curves = [k for k in table_keys(summarise(runs)) if score_curves(runs, k)]
     assert "modes_covered" in curves and pngs(nb) == len(curves)  # one figure per score with a curve
+
+
+@pytest.mark.slow  # about 45 s: two kernels started by the command line
+def test_jupyter_execute_runs_a_notebook_headless(sweep_dir: Path, tmp_path: Path) -> None:
+    """README's headless command, ``jupyter execute NOTEBOOK --output=NAME_executed`` (nbclient's command line,
+    installed by the test extra): exit status 0, the executed copy saved beside the notebook, and what it prints;
+    exit status 1 with the error when a cell raises."""
+    nb = tmp_path / "compare_strategies.ipynb"
+    shutil.copy(NOTEBOOKS / nb.name, nb)
+    env = {**os.environ, "GANLAB_SWEEP": str(sweep_dir), "OMP_NUM_THREADS": "1"}
+    res = subprocess.run([str(Path(sys.executable).with_name("jupyter")), "execute", str(nb),
+                          "--output=compare_strategies_executed"], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"[NbClientApp] Executing {nb}" in res.stderr
+    assert f"[NbClientApp] Save executed results to {tmp_path / 'compare_strategies_executed.ipynb'}" in res.stderr
+    done = nbformat.read(tmp_path / "compare_strategies_executed.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for o in outputs(done) if o.output_type == "stream")
+    assert f"{sweep_dir}: 4 finished jobs, 0 failed" in printed and stderr(done) == ""
+    broken = nbformat.read(nb, as_version=4)  # a cell that raises: exit status 1, the error named
+    broken.cells.insert(1, nbformat.v4.new_code_cell("raise RuntimeError('cell failed on purpose')"))
+    nbformat.write(broken, nb)
+    res = subprocess.run([str(Path(sys.executable).with_name("jupyter")), "execute", str(nb)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1
+    assert "RuntimeError: cell failed on purpose" in re.sub(r"\x1b\[[0-9;]*m", "", res.stderr)  # less colours

@@ -10,11 +10,21 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.custom_scalar import layout_pb2
+from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hp_metadata
+from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 
 from ganlab import CONFIG_DIR
 from ganlab.build import build_trainer
-from ganlab.hparams import DIFFERS, HPARAM_KEYS, metric_tags, run_hparams, scores_layout, strategy_label
+from ganlab.hparams import (
+    DIFFERS,
+    HPARAM_KEYS,
+    hparams_summaries,
+    metric_tags,
+    run_hparams,
+    scores_layout,
+    strategy_label,
+)
 
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=16", "trainer.eval_every=3", "trainer.ckpt_every=3",
         "trainer.log_every=2", "trainer.grid_size=16", "trainer.progress=false", "metrics.num_samples=200",
@@ -37,6 +47,19 @@ def test_hparams_row_has_every_key_and_no_none() -> None:
     assert strategy_label([]) == "plain"
 
 
+def test_integer_hparams_are_written_as_text() -> None:
+    # HParams has no integer type and its table prints numbers with toPrecision(5): seed 0 read "0.0000"
+    row = {"strategy": "plain", "seed": 0, "batch_size": 64, "steps": 3000, "lr_G": 2e-4}
+    exp, start, _ = (HParamsPluginData.FromString(s.value[0].metadata.plugin_data.content)
+                     for s in hparams_summaries(row, ["diversity/reverse_kl"]))
+    types = {h.name: api_pb2.DataType.Name(h.type) for h in exp.experiment.hparam_infos}
+    assert types == {"strategy": "DATA_TYPE_STRING", "seed": "DATA_TYPE_STRING", "batch_size": "DATA_TYPE_STRING",
+                     "steps": "DATA_TYPE_STRING", "lr_G": "DATA_TYPE_FLOAT64"}
+    values = start.session_start_info.hparams
+    assert [values[k].string_value for k in ("seed", "batch_size", "steps")] == ["0", "64", "3000"]
+    assert values["lr_G"].number_value == pytest.approx(2e-4)
+
+
 def test_layout_and_metric_tags_skip_the_data_baseline() -> None:
     scores = {"reverse_kl": 0.1, "modes_covered": 8.0, "data/modes_covered": 8.0, "new_score": 1.0}
     assert metric_tags(scores) == ["diversity/modes_covered", "diversity/reverse_kl", "diversity/new_score"]
@@ -53,8 +76,8 @@ def test_run_writes_hparams_into_its_own_event_file(run_dir: Path) -> None:
     acc.Reload()
     content = acc.PluginTagToContent(hp_metadata.PLUGIN_NAME)
     start = hp_metadata.parse_session_start_info_plugin_data(content[hp_metadata.SESSION_START_INFO_TAG])
-    assert start.hparams["strategy"].string_value == "wgan_gp" and start.hparams["seed"].number_value == 2
-    assert start.hparams["n_critic"].number_value == 5  # the effective value, set by the strategy
+    assert start.hparams["strategy"].string_value == "wgan_gp" and start.hparams["seed"].string_value == "2"
+    assert start.hparams["n_critic"].string_value == "5"  # the effective value, set by the strategy
     assert start.hparams["lr_G"].number_value == pytest.approx(1e-4)  # WGAN-GP's Adam settings
     experiment = hp_metadata.parse_experiment_plugin_data(content[hp_metadata.EXPERIMENT_TAG])
     assert [m.name.tag for m in experiment.metric_infos] == metric_tags(metrics["scores"])

@@ -30,6 +30,8 @@ class ClusterAssignment:
         fake_samples: (M, *data_shape) the scored generated samples.
         fake_embeddings: (M, D) their embeddings.
         fake_labels: (M,) int64 cluster of each, in [0, k).
+        min_share: the ``clusters`` scorer's ``min_share`` (a covered cluster holds at least this share of the
+            generated samples, :func:`ganlab.metrics.clusters.covered_clusters`); None for its default 0.1 / k.
     """
 
     k: int
@@ -40,6 +42,7 @@ class ClusterAssignment:
     fake_samples: Tensor
     fake_embeddings: Tensor
     fake_labels: Tensor
+    min_share: float | None = None
 
 
 def fit_clusters(run: LoadedRun) -> KMeansResult:
@@ -72,16 +75,20 @@ def assign_clusters(run: LoadedRun, result: EvalResult, fit: KMeansResult | None
     real, real_emb = run.evaluator.reference
     fit = fit if fit is not None else fit_clusters(run)
     centers = fit.centers.to(real_emb.device)
+    scorer = run.evaluator.scorers.get("clusters")
     return ClusterAssignment(k=centers.shape[0], centers=centers, real_samples=real, real_embeddings=real_emb,
                              real_labels=assign(real_emb, centers)[0], fake_samples=result.samples,
-                             fake_embeddings=result.embeddings, fake_labels=assign(result.embeddings, centers)[0])
+                             fake_embeddings=result.embeddings, fake_labels=assign(result.embeddings, centers)[0],
+                             min_share=scorer.min_share if isinstance(scorer, ClusterScorer) else None)
 
 
 def cluster_occupancy(clusters: ClusterAssignment) -> tuple[Tensor, Tensor]:
     """Samples per cluster: ``(real_counts (k,), fake_counts (k,))``, int64, summing to N and M.
 
     A cluster with real samples but (almost) no generated ones is a dropped mode; the ``clusters`` scorer calls
-    a cluster covered when it holds at least ``min_share`` (default 0.1 / k) of the generated samples.
+    a cluster covered when it holds at least ``min_share`` (default 0.1 / k) of the generated samples:
+    ``covered_clusters(fake_counts, clusters.min_share)`` (:func:`ganlab.metrics.clusters.covered_clusters`)
+    gives the clusters its ``clusters_covered`` counts.
     """
     return (torch.bincount(clusters.real_labels, minlength=clusters.k),
             torch.bincount(clusters.fake_labels, minlength=clusters.k))

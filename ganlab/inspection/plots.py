@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from ganlab.inspection.clusters import ClusterAssignment, samples_by_cluster
+from ganlab.metrics.clusters import covered_clusters
 from ganlab.trainer.visuals import image_grid
 
 
@@ -42,17 +43,23 @@ def _show_images(ax: Any, images: Tensor, nrow: int) -> None:
     ax.set_yticks([])
 
 
-def plot_occupancy(real_counts: Tensor, fake_counts: Tensor, title: str = "") -> Any:
-    """Bars of each cluster's share of the real and of the generated samples.
+def plot_occupancy(real_counts: Tensor, fake_counts: Tensor, title: str = "", min_share: float | None = None) -> Any:
+    """Bars of each cluster's share of the real and of the generated samples, and which clusters are covered.
+
+    A cluster is *covered* as the ``clusters`` scorer counts it (:func:`ganlab.metrics.clusters.covered_clusters`:
+    at least one generated sample and at least ``min_share`` of them, default ``0.1 / k``), so the title's count
+    is the run's ``clusters_covered`` when the counts come from its evaluation (:func:`cluster_occupancy`).
 
     Args:
         real_counts: (k,) real samples per cluster (from :func:`cluster_occupancy`).
         fake_counts: (k,) generated samples per cluster.
-        title: figure title (default: how many clusters hold generated samples).
+        title: figure title (default: how many clusters are covered, and how many hold any generated sample).
+        min_share: the scorer's ``metrics.scorers.clusters.min_share`` (``ClusterAssignment.min_share``); None
+            for its default ``0.1 / k``.
 
     Returns:
-        A ``matplotlib.figure.Figure``: shares in [0, 1] per cluster, the uniform share 1/k dotted, and a black
-        x on clusters that have real samples but no generated one (dropped modes).
+        A ``matplotlib.figure.Figure``: shares in [0, 1] per cluster, the uniform share 1/k dotted, the covered
+        threshold dashed, and a black x on clusters with real samples that are not covered (dropped modes).
 
     Raises:
         ValueError: the counts are not two 1-D tensors of the same length k >= 1.
@@ -61,19 +68,22 @@ def plot_occupancy(real_counts: Tensor, fake_counts: Tensor, title: str = "") ->
     if r.ndim != 1 or r.shape != f.shape or len(r) == 0:
         raise ValueError(f"real_counts and fake_counts must both have shape (k,), got {r.shape} and {f.shape}")
     k, x = len(r), np.arange(len(r))
+    covered = covered_clusters(torch.as_tensor(f).round().long(), min_share).numpy()
+    share = 0.1 / k if min_share is None else min_share
     fig = _figure(max(6.0, 0.25 * k + 2), 3.6)
     ax = fig.add_subplot()
     ax.bar(x - 0.2, r / max(r.sum(), 1), 0.4, color="tab:blue", label=f"real ({int(r.sum())})")
     ax.bar(x + 0.2, f / max(f.sum(), 1), 0.4, color="tab:red", label=f"generated ({int(f.sum())})")
-    dropped = (f == 0) & (r > 0)
+    dropped = ~covered & (r > 0)
     if dropped.any():
-        ax.scatter(x[dropped], np.zeros(int(dropped.sum())), marker="x", c="black", zorder=3,
-                   label="no generated sample")
+        ax.scatter(x[dropped], np.zeros(int(dropped.sum())), marker="x", c="black", zorder=3, label="not covered")
     ax.axhline(1 / k, ls=":", c="grey", label="uniform 1/k")
+    ax.axhline(share, ls="--", c="tab:red", lw=0.8, label=f"covered from {share:.3g} (clusters_covered)")
     if k <= 40:
         ax.set_xticks(x)
     ax.set(xlabel="cluster (k-means of the real embeddings)", ylabel="share of samples",
-           title=title or f"{int((f > 0).sum())} of {k} clusters hold generated samples")
+           title=title or f"{int(covered.sum())} of {k} clusters covered (clusters_covered); "
+                          f"{int((f > 0).sum())} hold any generated sample")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -108,7 +118,7 @@ def plot_projection(real_2d: np.ndarray, fake_2d: np.ndarray, real_labels: Tenso
     ax_f = fig.add_subplot(1, 2, 2, sharex=ax_r, sharey=ax_r)
     for ax, pts, lab, name in ((ax_r, real_2d, rl, "real"), (ax_f, fake_2d, fl, "generated")):
         ax.scatter(pts[:, 0], pts[:, 1], s=4, c=colours[lab], alpha=0.6, linewidths=0)
-        ax.set(title=f"{name} ({len(pts)} points, {len(np.unique(lab))} of {k} clusters)",
+        ax.set(title=f"{name}: {len(pts)} points fall in {len(np.unique(lab))} of {k} clusters",
                xlabel=f"{method} 1", ylabel=f"{method} 2")
     fig.tight_layout()
     return fig

@@ -13,6 +13,26 @@ log = logging.getLogger("ganlab")
 
 #: Most points one projector embedding holds (TensorBoard's projector slows to a crawl beyond this).
 PROJECTOR_MAX_ROWS = 100_000
+#: Fewest columns TensorBoard's projector draws points from (see :func:`pad_for_projector`).
+PROJECTOR_MIN_DIM = 3
+
+
+def pad_for_projector(mat: Tensor) -> Tensor:
+    """(N, D) points with D < 3 -> (N, 3), the missing columns zero; others returned unchanged.
+
+    TensorBoard's projector (``vz_projector`` ``DataSet.projectPCA``, TensorBoard 2.x) projects every point on
+    10 principal components by reading a D x D eigenvector matrix, so components D and up are NaN; its default
+    3-D PCA view uses components 1-3. With D = 2 the third is NaN: no point is drawn and the panel reads "Total
+    variance described: NaN%". A zero third column has zero variance, so the view becomes the data's plane and
+    the two real components describe 100 % of the variance.
+
+    Raises:
+        ValueError: ``mat`` is not 2-D.
+    """
+    if mat.dim() != 2:
+        raise ValueError(f"projector points must be (N, D), got shape {tuple(mat.shape)}")
+    missing = PROJECTOR_MIN_DIM - mat.shape[1]
+    return torch.cat([mat, mat.new_zeros(len(mat), missing)], 1) if missing > 0 else mat
 
 
 class NullLogger:
@@ -133,7 +153,12 @@ class TensorBoardLogger(NullLogger):
             mat, header = mat[rows.to(mat.device)], [*header, "row"]
             metadata = [[*metadata[i], str(i)] for i in rows.tolist()]
             label_img = None if label_img is None else label_img[rows.to(label_img.device)]
-        self.writer.add_embedding(mat.detach().float().cpu(), metadata=metadata, metadata_header=header,
+        mat = mat.detach().float().cpu()
+        if mat.shape[1] < PROJECTOR_MIN_DIM:
+            log.info("projector: %d-D points padded with %d zero column(s) (TensorBoard's PCA view needs %d)",
+                     mat.shape[1], PROJECTOR_MIN_DIM - mat.shape[1], PROJECTOR_MIN_DIM)
+            mat = pad_for_projector(mat)
+        self.writer.add_embedding(mat, metadata=metadata, metadata_header=header,
                                   label_img=None if label_img is None else label_img.detach().float().cpu(),
                                   global_step=step, tag=tag)
 

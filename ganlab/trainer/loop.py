@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain: tqdm.auto warns "IProgress not found" in a notebook without ipywidgets
 
 from ganlab.data.base import Batcher, GANData
 from ganlab.health import AlertLog, CollapseAlarm, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
