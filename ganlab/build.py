@@ -19,6 +19,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from ganlab.config_check import check_typed
 from ganlab.data.base import GANData
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
@@ -71,7 +72,9 @@ def seed_everything(seed: int) -> None:
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Checks that need no data: positive learning rates and loop counts. Raises ValueError naming the key."""
+    """Checks that need no data: the typed nodes against their schemas (:func:`ganlab.config_check.check_typed`),
+    positive learning rates and loop counts. Raises ValueError naming the key."""
+    check_typed(cfg)
     for net in ("generator", "discriminator"):
         lr = OmegaConf.select(cfg, f"optim.{net}.lr")
         if lr is not None and not float(lr) > 0:
