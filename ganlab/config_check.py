@@ -133,7 +133,8 @@ def _check_node(path: str, node: Any, schema: type) -> None:
     if not isinstance(node, DictConfig):
         raise ConfigError(f"{path} must be {type_name(schema)}, got {node!r}")
     _check_keys(path, node, schema)
-    known = OmegaConf.create({k: v for k, v in node.items_ex(resolve=False) if k in typing.get_type_hints(schema)})
+    plain = OmegaConf.to_container(node, resolve=False)  # no typed child nodes: a check of the values alone
+    known = {k: v for k, v in plain.items() if k in typing.get_type_hints(schema)}  # type: ignore[union-attr]
     try:
         OmegaConf.merge(OmegaConf.structured(schema), known)
     except ValidationError as err:

@@ -63,9 +63,28 @@ def schema_of(cls: type) -> type:
         else:
             kept = dataclasses.field(default=f.default, default_factory=f.default_factory)
             fields.append((f.name, hints[f.name], kept))
-    copy = dataclasses.make_dataclass(cls.__name__, fields)
-    copy.__module__ = cls.__module__
-    return copy
+    return _named(dataclasses.make_dataclass(f"{cls.__name__}Schema", fields))
+
+
+def _named(schema: type) -> type:
+    """Make a generated schema importable as ``ganlab.config_schema.<name>``: a config pickled with its typed nodes
+    (Hydra's submitit launcher sends each job's config to another process) must find the same class there."""
+    schema.__module__ = __name__
+    globals()[schema.__name__] = schema
+    return schema
+
+
+def __getattr__(name: str) -> type:
+    """A strategy schema by name (``R1Schema``), made on demand: how unpickling finds one in a new process."""
+    from hydra.utils import get_object
+
+    from ganlab import _config_dir
+
+    for target in strategy_targets(_config_dir()).values() if name.endswith("Schema") else ():
+        cls = get_object(target)
+        if f"{cls.__name__}Schema" == name:
+            return strategy_schema(cls)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _Schedule = schema_of(LRSchedule)
@@ -86,6 +105,9 @@ class OptimSchema:
     generator: AdamSchema = dataclasses.field(default_factory=AdamSchema)
     discriminator: AdamSchema = dataclasses.field(default_factory=AdamSchema)
     schedule: SchedulesSchema = dataclasses.field(default_factory=SchedulesSchema)
+
+
+TrainerSchema, MonitorSchema = schema_of(TrainerConfig), schema_of(MonitorConfig)
 
 
 def _config_type(annotation: Any) -> Any:
@@ -129,9 +151,7 @@ def strategy_schema(cls: type) -> type:
     head = [("_target_", str, dataclasses.field(default=f"{cls.__module__}.{cls.__qualname__}"))]
     if any(_is_list(kind) for _, kind, _ in fields):
         head.append(("_convert_", str, dataclasses.field(default="all")))
-    schema = dataclasses.make_dataclass(f"{cls.__name__}Schema", head + fields)
-    schema.__module__ = __name__
-    return schema
+    return _named(dataclasses.make_dataclass(f"{cls.__name__}Schema", head + fields))
 
 
 def strategy_targets(config_dir: Path) -> dict[str, str]:
@@ -146,7 +166,7 @@ def strategy_targets(config_dir: Path) -> dict[str, str]:
 
 def typed_groups() -> dict[str, type]:
     """The schema of each typed top-level group (the strategies are per entry, see :func:`strategy_schema`)."""
-    return {"trainer": schema_of(TrainerConfig), "monitor": schema_of(MonitorConfig), "optim": OptimSchema}
+    return {"trainer": TrainerSchema, "monitor": MonitorSchema, "optim": OptimSchema}
 
 
 def register(config_dir: Path) -> None:

@@ -175,3 +175,17 @@ def test_the_command_prints_one_line_and_makes_no_run_folder(tmp_path: Path) -> 
     shown = subprocess.run([*cmd[:3], "trainer.steps=7", "--cfg", "job"], capture_output=True, text=True, env=env,
                            cwd=tmp_path)
     assert shown.returncode == 0 and "steps: 7" in shown.stdout  # --cfg job still prints the config
+
+
+def test_a_config_pickled_to_another_process_keeps_its_schemas(tmp_path: Path) -> None:
+    """Hydra's submitit launcher pickles each job's config; the job's process must find the generated schemas."""
+    import pickle
+
+    (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(compose_cfg(["strategy=[r1,wgan_gp]"])))
+    code = ("import pickle, sys; from omegaconf import OmegaConf; from ganlab.config_check import check_typed; "
+            "c = pickle.load(open(sys.argv[1], 'rb')); check_typed(c); "
+            "print(OmegaConf.get_type(c.strategy.r1).__name__, OmegaConf.get_type(c.monitor.detector).__name__)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cfg.pkl")], capture_output=True, text=True,
+                          env=os.environ | {"OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["R1Schema", "DetectorConfigSchema"]
