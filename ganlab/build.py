@@ -36,9 +36,14 @@ log = logging.getLogger("ganlab")
 def make(node: Any, **kwargs: Any) -> Any:
     """``hydra.utils.instantiate`` that re-raises our own ValueError/FileNotFoundError unwrapped.
 
+    A node typed by a schema (:mod:`ganlab.config_schema`) is instantiated from a plain copy of its values: a key
+    the schema lacks but the ``_target_`` takes (``+optim.generator.weight_decay=0.01``) would stop Hydra's copy.
+
     Hydra wraps every error of a target in ``InstantiationException``; the clear message a component
     raised for bad input (naming the config key) is more useful to the user than the wrapper.
     """
+    if OmegaConf.is_dict(node) and OmegaConf.get_type(node) not in (dict, None):  # a node typed by a schema
+        node = OmegaConf.create(OmegaConf.to_container(node, resolve=True))  # keeps a +key its _target_ takes
     try:
         return instantiate(node, **kwargs)
     except InstantiationException as err:

@@ -129,14 +129,19 @@ def _check_keys(path: str, node: DictConfig, schema: type) -> None:
             _check_keys(f"{path}.{key}", child, hints[key])
 
 
+def _known(values: Any, schema: type) -> Any:
+    """``values`` (a plain dict) with only the keys of ``schema``, at every level of nested schemas."""
+    hints = typing.get_type_hints(schema)
+    return {k: _known(v, hints[k]) if dataclasses.is_dataclass(hints[k]) and isinstance(v, dict) else v
+            for k, v in values.items() if k in hints}
+
+
 def _check_node(path: str, node: Any, schema: type) -> None:
     if not isinstance(node, DictConfig):
         raise ConfigError(f"{path} must be {type_name(schema)}, got {node!r}")
     _check_keys(path, node, schema)
-    plain = OmegaConf.to_container(node, resolve=False)  # no typed child nodes: a check of the values alone
-    known = {k: v for k, v in plain.items() if k in typing.get_type_hints(schema)}  # type: ignore[union-attr]
-    try:
-        OmegaConf.merge(OmegaConf.structured(schema), known)
+    try:  # plain values (no typed child nodes), less the keys a _target_ takes beyond the schema's
+        OmegaConf.merge(OmegaConf.structured(schema), _known(OmegaConf.to_container(node, resolve=False), schema))
     except ValidationError as err:
         raise ConfigError(wrong_type(f"{path}.{err.full_key}", err.value)) from None
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 from hydra.errors import ConfigCompositionException
-from hydra.utils import get_object, instantiate
+from hydra.utils import get_object
 from omegaconf import OmegaConf
 from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
-from ganlab.build import build_trainer
+from ganlab.build import build_trainer, make
 from ganlab.config_check import ConfigError, check_command_line
 from ganlab.config_schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
 from ganlab.health.detector import DetectorConfig
@@ -100,7 +100,7 @@ def test_an_optimiser_keyword_missing_from_the_yaml_is_added_with_plus() -> None
         "optim.generator.weight_decay=0.01: optim.generator.weight_decay is not in the YAML, but torch.optim.Adam "
         "takes it: add it with +optim.generator.weight_decay=0.01")
     check_command_line(["+optim.generator.weight_decay=0.01"])  # the advice works ...
-    opt = instantiate(compose_cfg(["+optim.generator.weight_decay=0.01"]).optim.generator)([torch.zeros(1)])
+    opt = make(compose_cfg(["+optim.generator.weight_decay=0.01"]).optim.generator)([torch.zeros(1)])
     assert opt.param_groups[0]["weight_decay"] == 0.01  # ... and reaches the optimiser
     assert refused("+optim.generator.wd=0.01") == ("optim.generator.wd is not a setting of optim.generator; "
                                                    "optim.generator takes: lr, betas")
