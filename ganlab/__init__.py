@@ -8,7 +8,6 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 
-
 def _config_dir() -> Path:
     """``$GANLAB_CONF`` when set; else the repository's ``conf/`` (a checkout or an editable install); else the
     copy an installed wheel carries (``ganlab/_conf``)."""
@@ -19,5 +18,15 @@ def _config_dir() -> Path:
     return checkout if (checkout / "train.yaml").is_file() else here / "_conf"
 
 
-#: The Hydra config folder (see :func:`_config_dir`).
-CONFIG_DIR = _config_dir()
+def __getattr__(name: str) -> Path:
+    """``ganlab.CONFIG_DIR``: the Hydra config folder (see :func:`_config_dir`). Its first use also stores the
+    config schemas in Hydra's ConfigStore (:func:`ganlab.config_schema.register`), which the YAMLs there name in
+    their defaults lists; so anything that composes ``CONFIG_DIR`` gets them, and ``import ganlab`` stays light."""
+    if name != "CONFIG_DIR":
+        raise AttributeError(f"module 'ganlab' has no attribute {name!r}")
+    from ganlab.config_schema import register
+
+    path = _config_dir()
+    register(path)
+    globals()["CONFIG_DIR"] = path
+    return path

@@ -20,6 +20,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab.config_groups import check_group_nodes
+from ganlab.config_check import check_typed
 from ganlab.data.base import GANData
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
@@ -36,9 +37,14 @@ log = logging.getLogger("ganlab")
 def make(node: Any, **kwargs: Any) -> Any:
     """``hydra.utils.instantiate`` that re-raises our own ValueError/FileNotFoundError unwrapped.
 
+    A node typed by a schema (:mod:`ganlab.config_schema`) is instantiated from a plain copy of its values: a key
+    the schema lacks but the ``_target_`` takes (``+optim.generator.weight_decay=0.01``) would stop Hydra's copy.
+
     Hydra wraps every error of a target in ``InstantiationException``; the clear message a component
     raised for bad input (naming the config key) is more useful to the user than the wrapper.
     """
+    if OmegaConf.is_dict(node) and OmegaConf.get_type(node) not in (dict, None):  # a node typed by a schema
+        node = OmegaConf.create(OmegaConf.to_container(node, resolve=True))  # keeps a +key its _target_ takes
     try:
         return instantiate(node, **kwargs)
     except InstantiationException as err:
@@ -72,7 +78,9 @@ def seed_everything(seed: int) -> None:
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Checks that need no data: positive learning rates and loop counts. Raises ValueError naming the key."""
+    """Checks that need no data: the typed nodes against their schemas (:func:`ganlab.config_check.check_typed`),
+    positive learning rates and loop counts. Raises ValueError naming the key."""
+    check_typed(cfg)
     for net in ("generator", "discriminator"):
         lr = OmegaConf.select(cfg, f"optim.{net}.lr")
         if lr is not None and not float(lr) > 0:

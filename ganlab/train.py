@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import shlex
@@ -15,6 +17,7 @@ from omegaconf import DictConfig
 
 from ganlab import CONFIG_DIR, sweep
 from ganlab.build import build_trainer
+from ganlab.config_check import ConfigError, check_command_line
 from ganlab.io import remove_stale_temp_files
 from ganlab.metrics.directions import higher_is_better, score_directions
 from ganlab.trainer.interrupt import TrainingInterrupted
@@ -88,6 +91,14 @@ def remove_interrupted_writes(run_dir: Path, resume: str | None) -> list[Path]:
     return removed
 
 
+def _report(err: Exception) -> None:
+    """A bad setting on the terminal: ``ganlab-train: <message>`` on stderr; with HYDRA_FULL_ERROR=1, re-raise it
+    (the traceback) instead."""
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        raise err
+    print(f"ganlab-train: {err}", file=sys.stderr)
+
+
 class StartError(Exception):
     """A bad setting or input found before any training step (a ``ValueError`` or ``FileNotFoundError`` raised
     while the run is built); its message says what was wrong and how to fix it."""
@@ -124,9 +135,7 @@ def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
         sweep.record_failure(run_dir, err.__cause__ or err, log_traceback=False, stage="start")
         log.error("job could not start: %s", err)
         return sweep.failed_objective() if cfg.get("objective") else None
-    if os.environ.get("HYDRA_FULL_ERROR") == "1":
-        raise err
-    print(f"ganlab-train: {err}", file=sys.stderr)
+    _report(err)
     if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", "train.log"}:
         shutil.rmtree(run_dir, ignore_errors=True)
     sys.exit(1)
@@ -141,9 +150,37 @@ def resume_command(run_dir: Path) -> str:
     return shlex.join([program("ganlab-train"), *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
 
 
+def check_arguments(argv: list[str]) -> None:
+    """Before Hydra starts: :func:`ganlab.config_check.check_command_line` on the command's overrides (each value
+    of a sweep under ``-m``); a bad key, type or option prints its message as a bad setting found at the start does
+    (:func:`_report`) and exits 1, before Hydra makes a run folder. Left to Hydra: ``--help``, ``--info``, shell
+    completion, another config (``--config-name/-path/-dir``) and command lines Hydra's parser refuses."""
+    from hydra._internal.utils import get_args_parser
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            args = get_args_parser().parse_args(argv)
+    except SystemExit:
+        return
+    if any([args.help, args.hydra_help, args.info, args.shell_completion, args.config_path, args.config_name,
+            args.config_dir, args.experimental_rerun]):
+        return
+    try:
+        check_command_line(args.overrides, multirun=args.multirun)
+    except ConfigError as err:
+        _report(err)
+        sys.exit(1)
+
+
+def main() -> None:
+    """``ganlab-train``: :func:`check_arguments`, then the Hydra job :func:`train`."""
+    check_arguments(sys.argv[1:])
+    train()
+
+
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
-def main(cfg: DictConfig) -> float | None:
-    """Entry point of ``ganlab-train``; returns the sweep objective (``cfg.objective``) when set.
+def train(cfg: DictConfig) -> float | None:
+    """The Hydra job of ``ganlab-train``; returns the sweep objective (``cfg.objective``) when set.
 
     In a multirun (``-m``) a job that raises does not stop the sweep: its traceback goes into the job's log,
     ``failure.json`` and ``FAILED`` into its folder, and it returns the worst objective (+-inf). A single run

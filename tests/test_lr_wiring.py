@@ -71,7 +71,9 @@ def test_nan_cut_and_adaptive_damping_compose(tmp_path: Path) -> None:
 @pytest.mark.parametrize("override,message", [
     ("optim.schedule.generator.kind=step", r"optim\.schedule\.generator\.kind must be one of constant"),
     ("optim.schedule.discriminator.final_factor=2", r"optim\.schedule\.discriminator needs .*final_factor in"),
-    ("+optim.schedule.generator.warmup=5", r"optim\.schedule\.generator has no setting \['warmup'\]"),
+    ("+optim.schedule.generator.warmup=5", r"optim\.schedule\.generator\.warmup is not a setting of "
+                                           r"optim\.schedule\.generator; did you mean optim\.schedule\.generator"
+                                           r"\.warmup_steps\?"),
 ])
 def test_bad_schedules_fail_before_training(override: str, message: str, tmp_path: Path) -> None:
     from ganlab.build import check_config

@@ -1,0 +1,258 @@
+"""Clear messages for a bad configuration, before anything runs.
+
+The schemas of :mod:`ganlab.config_schema` make OmegaConf refuse a wrong type or an unknown key while Hydra composes
+the config; Hydra's own messages for those say neither the type expected nor what the user may have meant, advise
+``+key=value`` for a typo (which then fails later), and list no choices for an unknown strategy. Here:
+
+* :func:`check_typed` checks a composed config's typed nodes (what ``+key=value`` or ``strategy.<name>=<word>`` slip
+  past composition) and is run by :func:`ganlab.build.check_config` before every run;
+* :func:`check_command_line` composes ``ganlab-train``'s overrides as Hydra will and turns a composition error into
+  one :class:`ConfigError` naming the key, the type it takes, the closest valid key or option, and the choices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+from hydra.utils import get_object
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ValidationError
+
+from ganlab.config_schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
+
+
+class ConfigError(ValueError):
+    """A bad key, value type or option in the configuration; the message says what was wrong and how to fix it."""
+
+
+def _config_dir() -> Any:
+    import ganlab
+
+    return ganlab.CONFIG_DIR
+
+
+def did_you_mean(word: str, choices: Sequence[str], prefix: str = "") -> str:
+    """``"; did you mean <prefix><closest>?"`` for the choice closest to ``word`` (difflib ratio >= 0.6), or ""."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {prefix}{close[0]}?" if close else ""
+
+
+def type_name(annotation: Any) -> str:
+    """An annotation in words: ``int`` -> "an integer", ``Optional[List[float]]`` -> "a list of numbers or null"."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Union and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return f"{type_name(rest[0]) if len(rest) == 1 else 'a value'} or null"
+    if origin is list:
+        return f"a list of {type_name(args[0]).split(' ', 1)[1]}s" if args and args[0] is not Any else "a list"
+    if origin is dict:
+        return f"a mapping of names to {type_name(args[1]).split(' ', 1)[1]}s" if len(args) == 2 else "a mapping"
+    if dataclasses.is_dataclass(annotation):
+        return f"a group of settings ({', '.join(f.name for f in dataclasses.fields(annotation))})"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(annotation, "a value")
+
+
+def schema_at(path: str) -> Any:
+    """The annotation the schemas give the config key ``path`` (``trainer.steps`` -> int, ``strategy.r1`` -> R1's
+    schema, ``monitor.risk.weights.d_gap`` -> float); None where no schema covers it."""
+    parts = path.split(".")
+    if parts[0] == "strategy":
+        targets = strategy_targets(_config_dir())
+        if len(parts) < 2 or parts[1] not in targets:
+            return None
+        current, rest = strategy_schema(get_object(targets[parts[1]])), parts[2:]
+    else:
+        current, rest = typed_groups().get(parts[0]), parts[1:]
+    for part in rest:
+        if dataclasses.is_dataclass(current):
+            current = typing.get_type_hints(current).get(part)
+        elif typing.get_origin(current) is dict:
+            current = typing.get_args(current)[1]
+        else:
+            return None
+    return current
+
+
+def target_arguments(node: Any) -> list[str]:
+    """The keyword arguments of a node's ``_target_`` (``torch.optim.Adam`` -> lr, betas, eps, ...); [] if none."""
+    target = node.get("_target_") if isinstance(node, DictConfig) else None
+    try:
+        params = inspect.signature(get_object(target)).parameters if isinstance(target, str) else {}
+    except (ImportError, ValueError, TypeError):
+        return []
+    return [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "params"]
+
+
+def unknown_key(path: str, key: str, settings: Sequence[str], line: str | None = None, node: Any = None) -> str:
+    """The message for ``<path>.<key>``, a key the node at ``path`` does not have (``line``: the override typed)."""
+    keys = [k for k in settings if k not in HYDRA_KEYS]
+    where = f"{line}: " if line else ""
+    if key in target_arguments(node):
+        value = line.split("=", 1)[1] if line and "=" in line else "<value>"
+        return (f"{where}{path}.{key} is not in the YAML, but {node._target_} takes it: add it with "
+                f"+{path}.{key}={value}")
+    hint = did_you_mean(key, keys, f"{path}.")
+    return f"{where}{path}.{key} is not a setting of {path}{hint}{' ' if hint else '; '}{path} takes: {', '.join(keys)}"
+
+
+def wrong_type(full_key: str, value: Any, line: str | None = None) -> str:
+    """The message for ``value`` at ``full_key`` whose schema type does not take it."""
+    where = f"{line}: " if line else ""
+    shown = "null" if value is None else repr(value)
+    return f"{where}{full_key} must be {type_name(schema_at(full_key))}, got {shown}"
+
+
+def strategy_names() -> list[str]:
+    return sorted(strategy_targets(_config_dir()))
+
+
+def not_a_strategy(name: str) -> str:
+    """The message for an unknown strategy ``name``: the closest one and the list."""
+    hint = did_you_mean(name, strategy_names())
+    return (f"there is no strategy {name}{hint}{' ' if hint else '; '}the strategies: {', '.join(strategy_names())} "
+            "(choose with strategy=[name,...])")
+
+
+def _check_keys(path: str, node: DictConfig, schema: type) -> None:
+    hints = typing.get_type_hints(schema)
+    accepted = set(hints) | set(target_arguments(node))
+    for key in node:
+        if key not in accepted:
+            raise ConfigError(unknown_key(path, str(key), list(hints), node=node))
+        child = node._get_node(key)  # type: ignore[union-attr]
+        if dataclasses.is_dataclass(hints.get(key)) and isinstance(child, DictConfig):
+            _check_keys(f"{path}.{key}", child, hints[key])
+
+
+def _known(values: Any, schema: type) -> Any:
+    """``values`` (a plain dict) with only the keys of ``schema``, at every level of nested schemas."""
+    hints = typing.get_type_hints(schema)
+    return {k: _known(v, hints[k]) if dataclasses.is_dataclass(hints[k]) and isinstance(v, dict) else v
+            for k, v in values.items() if k in hints}
+
+
+def _check_node(path: str, node: Any, schema: type) -> None:
+    if not isinstance(node, DictConfig):
+        raise ConfigError(f"{path} must be {type_name(schema)}, got {node!r}")
+    _check_keys(path, node, schema)
+    try:  # plain values (no typed child nodes), less the keys a _target_ takes beyond the schema's
+        OmegaConf.merge(OmegaConf.structured(schema), _known(OmegaConf.to_container(node, resolve=False), schema))
+    except ValidationError as err:
+        raise ConfigError(wrong_type(f"{path}.{err.full_key}", err.value)) from None
+
+
+def _strategy_node_message(name: str, value: Any, selected: Sequence[str]) -> str:
+    schema = strategy_schema(get_object(strategy_targets(_config_dir())[name]))
+    keys = [f.name for f in dataclasses.fields(schema) if f.name not in HYDRA_KEYS]
+    wanted = str(value) if str(value) in strategy_names() else None
+    both = ",".join([*selected, wanted]) if wanted and wanted not in selected else None
+    use = f"to use {wanted} as well, list it: strategy=[{both}]; " if both else ""
+    example = f" (e.g. strategy.{name}.{keys[0]}=...)" if keys else ""
+    return (f"strategy.{name}={value}: strategy.{name} holds the settings of strategy {name} ({', '.join(keys)}), "
+            f"not a value; {use}to change a setting: strategy.{name}.<key>=<value>{example}")
+
+
+def check_typed(cfg: DictConfig) -> None:
+    """Check the typed nodes of a composed config against their schemas (``trainer``, ``monitor``, ``optim``, each
+    ``strategy.<name>``): no key the schema lacks (unless the node's ``_target_`` takes it as a keyword), every
+    value of its type, every strategy known and a group of settings.
+
+    Raises:
+        ConfigError: naming the key, the type it takes, the closest valid key and the choices.
+    """
+    for group, schema in typed_groups().items():
+        if cfg.get(group) is not None:
+            _check_node(group, cfg[group], schema)
+    strategies = cfg.get("strategy") or {}
+    for name in strategies:
+        if name not in strategy_names():
+            raise ConfigError(f"strategy.{name}: {not_a_strategy(str(name))}")
+        node = strategies._get_node(name)
+        if not isinstance(node, DictConfig):
+            selected = [n for n in strategies if isinstance(strategies._get_node(n), DictConfig)] + [str(name)]
+            raise ConfigError(_strategy_node_message(str(name), node._value(), selected))
+        _check_node(f"strategy.{name}", node, strategy_schema(get_object(strategy_targets(_config_dir())[name])))
+
+
+def _variants(lines: Sequence[str], multirun: bool) -> list[list[str]]:
+    """The override lists to compose for ``lines``: one; under ``-m`` each value of each discrete sweep in turn
+    (the other sweeps at their first value). [] when a sweep appears without ``-m`` or a line does not parse
+    (Hydra reports those itself). ``hydra.*`` and ``hydra/...`` overrides are left to Hydra."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(lines))
+    except HydraException:
+        return []
+    parsed = [o for o in parsed if not o.key_or_group.startswith(("hydra.", "hydra/")) and o.key_or_group != "hydra"]
+    sweeps = [o for o in parsed if o.is_sweep_override()]
+    if sweeps and not multirun:
+        return []
+    fixed = [o.input_line or "" for o in parsed if not o.is_sweep_override()]
+    values = {i: list(o.sweep_string_iterator()) for i, o in enumerate(sweeps) if o.is_discrete_sweep()}
+    first = {i: f"{sweeps[i].get_key_element()}={v[0]}" for i, v in values.items() if v}
+    out = [fixed + list(first.values())]
+    for i, vals in values.items():
+        for v in vals[1:]:
+            out.append(fixed + [line for j, line in first.items() if j != i] + [f"{sweeps[i].get_key_element()}={v}"])
+    return out
+
+
+def explain(err: Exception, lines: Sequence[str]) -> str | None:
+    """A composition error of Hydra in words (None when it is not one this module explains)."""
+    from hydra.errors import MissingConfigException
+
+    if isinstance(err, MissingConfigException) and err.missing_cfg_file and "/" in err.missing_cfg_file:
+        group, name = err.missing_cfg_file.rsplit("/", 1)
+        if group == "strategy":
+            return not_a_strategy(name)
+        options = sorted(p.stem for p in (_config_dir() / group).glob("*.yaml"))
+        hint = did_you_mean(name, options, f"{group}=")
+        return f"there is no {group} {name}{hint}{' ' if hint else '; '}the options of {group}: {', '.join(options)}"
+    cause, line = err.__cause__, None
+    full_key = getattr(cause, "full_key", None)
+    if not full_key:
+        return None
+    line = next((ln for ln in lines if ln.lstrip("+~").split("=", 1)[0] == full_key), None) or \
+        next((ln for ln in lines if ln.lstrip("+~").split("=", 1)[0].startswith(full_key)), None)
+    if isinstance(cause, ValidationError):
+        return wrong_type(full_key, getattr(cause, "value", None), line)
+    path, _, key = full_key.rpartition(".")
+    parent = getattr(cause, "parent_node", None)
+    if path == "strategy":
+        if key not in strategy_names():
+            return f"{line}: {not_a_strategy(key)}"
+        chosen = next((ln.split("=", 1)[1] for ln in lines if ln.split("=", 1)[0].lstrip("+") == "strategy"), "")
+        names = [n.strip() for n in chosen.strip("[]").split(",") if n.strip()] + [key]
+        return f"{line}: strategy {key} is not selected; select it: strategy=[{','.join(names)}] {line}"
+    if isinstance(parent, DictConfig) and path:
+        return unknown_key(path, key, [str(k) for k in parent], line, parent)
+    return None
+
+
+def check_command_line(lines: Sequence[str], multirun: bool = False, config_name: str = "train") -> None:
+    """Compose ``config_name`` with the command-line overrides ``lines`` as ``ganlab-train`` will (each value of a
+    sweep under ``multirun``), then :func:`check_typed` each result.
+
+    Raises:
+        ConfigError: a composition error explained by :func:`explain`, or one of :func:`check_typed`.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    for overrides in _variants(lines, multirun):
+        with initialize_config_dir(config_dir=str(_config_dir()), version_base="1.3", job_name="ganlab_check"):
+            try:
+                cfg = compose(config_name, overrides=overrides)
+            except HydraException as err:
+                message = explain(err, overrides)
+                if message is None:
+                    return  # Hydra's own message says it
+                raise ConfigError(message) from err
+        check_typed(cfg)

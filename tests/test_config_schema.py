@@ -1,0 +1,191 @@
+"""Typed configuration (issue 14 part 6): the schemas of conf/ and the messages for a bad key, type or strategy.
+
+Each issue item has a test here with the exact answer, and the advice each answer gives is followed and must work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+import torch
+from hydra.errors import ConfigCompositionException
+from hydra.utils import get_object
+from omegaconf import OmegaConf
+from tiny_config import compose_cfg
+
+from ganlab import CONFIG_DIR
+from ganlab.build import build_trainer, make
+from ganlab.config_check import ConfigError, check_command_line
+from ganlab.config_schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
+from ganlab.health.detector import DetectorConfig
+
+STRATEGIES = ("d_lr_damping, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, pacgan, r1, rollback, "
+              "spectral_norm, ttur, unrolled, wgan_gp")
+TRAINER_KEYS = ("steps, batch_size, n_critic, eval_every, ckpt_every, log_every, grid_size, resume, progress, "
+                "projector, precision, compile, channels_last, fused_optim")
+
+
+def refused(*overrides: str, multirun: bool = False) -> str:
+    with pytest.raises(ConfigError) as err:
+        check_command_line(list(overrides), multirun=multirun)
+    return str(err.value)
+
+
+# ------------------------------------------------------------------ the issue's items, with their exact answers
+def test_a_strategy_name_given_as_a_strategy_s_settings() -> None:
+    assert refused("strategy=[r1]", "strategy.r1=wgan_gp") == (
+        "strategy.r1=wgan_gp: strategy.r1 holds the settings of strategy r1 (gamma), not a value; to use wgan_gp "
+        "as well, list it: strategy=[r1,wgan_gp]; to change a setting: strategy.r1.<key>=<value> "
+        "(e.g. strategy.r1.gamma=...)")
+    check_command_line(["strategy=[r1,wgan_gp]"])  # the advice works
+    assert list(compose_cfg(["strategy=[r1,wgan_gp]"]).strategy) == ["r1", "wgan_gp"]
+
+
+def test_a_word_for_a_number() -> None:
+    assert refused("strategy=[wgan_gp]", "strategy.wgan_gp.lambda_gp=abc") == (
+        "strategy.wgan_gp.lambda_gp=abc: strategy.wgan_gp.lambda_gp must be a number, got 'abc'")
+
+
+def test_a_fraction_for_an_integer_is_refused_not_truncated() -> None:
+    assert refused("trainer.eval_every=2.5") == "trainer.eval_every=2.5: trainer.eval_every must be an integer, got 2.5"
+    with pytest.raises(ConfigCompositionException):  # OmegaConf refuses it while composing, whoever composes
+        compose_cfg(["trainer.eval_every=2.5"])
+
+
+def test_a_word_for_an_integer_names_the_key() -> None:
+    assert refused("trainer.steps=abc") == "trainer.steps=abc: trainer.steps must be an integer, got 'abc'"
+    assert refused("trainer.steps=null") == "trainer.steps=null: trainer.steps must be an integer, got null"
+
+
+def test_a_typo_gets_did_you_mean_and_no_plus_advice() -> None:
+    answer = f"trainer.step is not a setting of trainer; did you mean trainer.steps? trainer takes: {TRAINER_KEYS}"
+    assert refused("trainer.step=10") == f"trainer.step=10: {answer}"
+    assert refused("+trainer.step=10") == answer  # what Hydra's own advice led to
+    check_command_line(["trainer.steps=10"])  # the advice works
+
+
+def test_the_plus_typo_fails_before_training_on_the_start_error_path(tmp_path: Path) -> None:
+    cfg = compose_cfg(["logger=none", "+trainer.step=10"])  # composes (Hydra adds a key with +) ...
+    with pytest.raises(ValueError, match=r"did you mean trainer\.steps\?"):  # ... a TypeError in the loop before
+        build_trainer(cfg, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_strategy_lists_the_strategies() -> None:
+    assert refused("strategy=[wgan]") == (f"there is no strategy wgan; did you mean wgan_gp? the strategies: "
+                                          f"{STRATEGIES} (choose with strategy=[name,...])")
+    assert refused("strategy=[ema,nothing_alike]") == (f"there is no strategy nothing_alike; the strategies: "
+                                                       f"{STRATEGIES} (choose with strategy=[name,...])")
+    check_command_line(["strategy=[wgan_gp]"])
+
+
+# ------------------------------------------------------------------ the other answers, and their advice
+def test_setting_a_strategy_that_is_not_selected() -> None:
+    assert refused("strategy=[ema]", "strategy.r1.gamma=3") == (
+        "strategy.r1.gamma=3: strategy r1 is not selected; select it: strategy=[ema,r1] strategy.r1.gamma=3")
+    check_command_line(["strategy=[ema,r1]", "strategy.r1.gamma=3"])
+    assert refused("strategy.emma.beta=0.9").startswith(
+        "strategy.emma.beta=0.9: there is no strategy emma; did you mean ema?")
+
+
+def test_an_optimiser_keyword_missing_from_the_yaml_is_added_with_plus() -> None:
+    assert refused("optim.generator.weight_decay=0.01") == (
+        "optim.generator.weight_decay=0.01: optim.generator.weight_decay is not in the YAML, but torch.optim.Adam "
+        "takes it: add it with +optim.generator.weight_decay=0.01")
+    check_command_line(["+optim.generator.weight_decay=0.01"])  # the advice works ...
+    opt = make(compose_cfg(["+optim.generator.weight_decay=0.01"]).optim.generator)([torch.zeros(1)])
+    assert opt.param_groups[0]["weight_decay"] == 0.01  # ... and reaches the optimiser
+    assert refused("+optim.generator.wd=0.01") == ("optim.generator.wd is not a setting of optim.generator; "
+                                                   "optim.generator takes: lr, betas")
+
+
+def test_nested_and_untyped_nodes_and_other_groups() -> None:
+    assert refused("monitor.detector.patiense=3").endswith(
+        "did you mean monitor.detector.patience? monitor.detector takes: coverage_fraction, similarity_threshold, "
+        "duplicate_threshold, drop_fraction, min_rise, patience, from_step")
+    assert refused("monitor.risk.weights.d_gap=abc") == ("monitor.risk.weights.d_gap=abc: "
+                                                         "monitor.risk.weights.d_gap must be a number, got 'abc'")
+    assert refused("strategy=[wgan_gp]", "strategy.wgan_gp.betas=0.5") == (
+        "strategy.wgan_gp.betas=0.5: strategy.wgan_gp.betas must be a list of numbers or null, got 0.5")
+    assert "did you mean dataset.std?" in refused("dataset.stdd=0.1")  # a group without a schema: its YAML's keys
+    assert refused("dataset=ring9").startswith("there is no dataset ring9; did you mean dataset=ring8? the options "
+                                               "of dataset: cifar10, digits,")
+
+
+def test_every_value_of_a_sweep_is_checked() -> None:
+    assert refused("seed=0,1", "trainer.steps=5,x", multirun=True) == ("trainer.steps=x: trainer.steps must be an "
+                                                                        "integer, got 'x'")
+    check_command_line(["seed=0,1", "strategy=[],[r1]", "trainer.steps=5,6"], multirun=True)
+
+
+def test_frozen_runtime_dataclasses_become_writable_schemas() -> None:
+    schema = schema_of(DetectorConfig)
+    assert schema is not DetectorConfig and not schema.__dataclass_params__.frozen
+    assert [(f.name, f.default) for f in dataclasses.fields(schema)] == \
+        [(f.name, f.default) for f in dataclasses.fields(DetectorConfig)]
+    assert compose_cfg(["monitor.detector.patience=5"]).monitor.detector.patience == 5
+
+
+# ------------------------------------------------------------------ the schemas cannot drift from the code
+@pytest.mark.parametrize("name", sorted(strategy_targets(CONFIG_DIR)))
+def test_every_strategy_schema_is_its_constructor(name: str) -> None:
+    cls = get_object(strategy_targets(CONFIG_DIR)[name])
+    schema = strategy_schema(cls)
+    params = {n: p for n, p in list(inspect.signature(cls.__init__).parameters.items())[1:]}
+    fields = {f.name: f for f in dataclasses.fields(schema) if f.name not in HYDRA_KEYS}
+    assert list(fields) == list(params)  # exactly the keyword arguments, in order
+    cfg = compose_cfg([f"strategy=[{name}]"])
+    node = cfg.strategy[name]
+    assert OmegaConf.get_type(node) is schema  # the YAML names its schema
+    yaml_node = OmegaConf.load(CONFIG_DIR / "strategy" / f"{name}.yaml")[name]
+    assert sorted(node) == sorted(yaml_node)  # the schema adds no key to what the YAML sets (saved configs unchanged)
+    hints = typing.get_type_hints(schema)
+    wrong = {int: "not-a-number", float: "not-a-number", typing.Optional[float]: "not-a-number", bool: "maybe"}
+    checked = [key for key in fields if hints[key] in wrong]  # (OmegaConf turns any scalar into a string)
+    assert checked, "every strategy has a number or a flag to check"
+    for key in checked:  # a wrong type for each of them is refused, naming the key
+        with pytest.raises(ConfigError, match=rf"strategy\.{name}\.{key} must be"):
+            check_command_line([f"strategy=[{name}]", f"strategy.{name}.{key}={wrong[hints[key]]}"])
+
+
+def test_every_trainer_monitor_and_optim_key_of_the_yaml_is_in_the_schema() -> None:
+    cfg = compose_cfg([], tiny=False)
+    for group in ("trainer", "monitor", "optim"):
+        assert OmegaConf.get_type(cfg[group]) is not dict, group
+
+
+# ------------------------------------------------------------------ ganlab-train as a user runs it
+def test_the_command_prints_one_line_and_makes_no_run_folder(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "ganlab.train", "trainer.step=10", f"hydra.run.dir={tmp_path / 'run'}"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"} | {"OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == f"ganlab-train: trainer.step=10: trainer.step is not a setting of trainer; did you mean " \
+                          f"trainer.steps? trainer takes: {TRAINER_KEYS}\n"
+    assert not (tmp_path / "run").exists()
+    full = subprocess.run(cmd, capture_output=True, text=True, env=env | {"HYDRA_FULL_ERROR": "1"}, cwd=tmp_path)
+    assert full.returncode == 1 and "Traceback" in full.stderr and "ConfigError" in full.stderr
+    shown = subprocess.run([*cmd[:3], "trainer.steps=7", "--cfg", "job"], capture_output=True, text=True, env=env,
+                           cwd=tmp_path)
+    assert shown.returncode == 0 and "steps: 7" in shown.stdout  # --cfg job still prints the config
+
+
+def test_a_config_pickled_to_another_process_keeps_its_schemas(tmp_path: Path) -> None:
+    """Hydra's submitit launcher pickles each job's config; the job's process must find the generated schemas."""
+    import pickle
+
+    (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(compose_cfg(["strategy=[r1,wgan_gp]"])))
+    code = ("import pickle, sys; from omegaconf import OmegaConf; from ganlab.config_check import check_typed; "
+            "c = pickle.load(open(sys.argv[1], 'rb')); check_typed(c); "
+            "print(OmegaConf.get_type(c.strategy.r1).__name__, OmegaConf.get_type(c.monitor.detector).__name__)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cfg.pkl")], capture_output=True, text=True,
+                          env=os.environ | {"OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["R1Schema", "DetectorConfigSchema"]
