@@ -19,8 +19,8 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ganlab.config_groups import check_group_nodes
 from ganlab.config_check import check_typed
+from ganlab.config_groups import check_group_nodes
 from ganlab.data.base import GANData
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
@@ -197,7 +197,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape), discriminator=build_d(),
                    loss=make(cfg.loss), g_optim=make(cfg.optim.generator),
                    d_optim=make(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
-                   data_shape=shape, build_discriminator=build_d)
+                   data_shape=shape, build_discriminator=build_d,
+                   batch_size=int(cfg.trainer.batch_size), accumulate=int(cfg.trainer.get("accumulate", 1)))
     configured_loss = type(spec.loss)
     for s in strategies:
         s.configure(spec)

@@ -28,6 +28,10 @@ def test_every_dataset_yaml(name: str) -> None:
         with pytest.raises(FileNotFoundError, match="dataset.download=true"):
             make(cfg.dataset, root="/nonexistent")
         return
+    if name == "image_folder":  # the folder is the user's (tests/test_image_folder.py): the key to set is named
+        with pytest.raises(ValueError, match="dataset=image_folder needs the folder of images: dataset.root=DIR"):
+            make(cfg.dataset)
+        return
     if "fashion" in name and not any(Path(p).exists() for p in ["/usr/share/datasets/fashion-mnist"]):
         pytest.skip("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)")
     data = instantiate(cfg.dataset)

@@ -1,8 +1,9 @@
 """Data sets held in memory as tensors, and the seeded batch sampler."""
 
 from ganlab.data.base import Batcher, GANData, Mixture
+from ganlab.data.cifar import cifar10, find_cifar10
+from ganlab.data.image_folder import image_folder
 from ganlab.data.images import (
-                                cifar10,
                                 digits,
                                 fashion_mnist,
                                 find_fashion_mnist,
@@ -14,4 +15,5 @@ from ganlab.data.images import (
 from ganlab.data.mixtures import grid, ring, sample_mixture
 
 __all__ = ["Batcher", "GANData", "Mixture", "ring", "grid", "sample_mixture", "fashion_mnist", "find_fashion_mnist",
-           "digits", "mnist", "cifar10", "stack", "stacked_fashion_mnist", "stacked_digits"]
+           "digits", "mnist", "cifar10", "find_cifar10", "image_folder", "stack", "stacked_fashion_mnist",
+           "stacked_digits"]

@@ -1,5 +1,6 @@
-"""Image data sets: Fashion-MNIST (real IDX files), scikit-learn's digits, MNIST/CIFAR-10 via torchvision,
-and their "stacked" 1,000-mode variants (VEEGAN / PacGAN stacked-MNIST protocol)."""
+"""Image data sets: Fashion-MNIST (real IDX files), scikit-learn's digits, MNIST via torchvision, and their
+"stacked" 1,000-mode variants (VEEGAN / PacGAN stacked-MNIST protocol). CIFAR-10: :mod:`ganlab.data.cifar`;
+any folder of images: :mod:`ganlab.data.image_folder`."""
 
 from __future__ import annotations
 
@@ -158,11 +159,6 @@ def _torchvision_data(cls_name: str, root: str | None, image_size: int, download
 def mnist(root: str | None = None, image_size: int = 32, download: bool = False, name: str = "mnist") -> GANData:
     """MNIST through torchvision (``<root>/MNIST/raw``); images in [-1, 1], test split as hold-out."""
     return _torchvision_data("MNIST", root, image_size, download, name)
-
-
-def cifar10(root: str | None = None, image_size: int = 32, download: bool = False, name: str = "cifar10") -> GANData:
-    """CIFAR-10 through torchvision (``<root>/cifar-10-batches-py``); (N, 3, S, S) in [-1, 1]."""
-    return _torchvision_data("CIFAR10", root, image_size, download, name)
 
 
 def stack(base: GANData, num_samples: int, holdout_samples: int, seed: int, name: str) -> GANData:

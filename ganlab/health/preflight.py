@@ -3,7 +3,9 @@
 The dry run builds everything the real run builds (so every config error shows), trains
 ``monitor.preflight.steps`` generator steps on a ``monitor.preflight.batch_size`` batch with the NaN guard and
 hard limit off (so problems show instead of being repaired), then times ``timing_steps`` steps at the real
-``trainer.batch_size`` and one evaluation to estimate the full run. Nothing is written but ``preflight.json``.
+``trainer.batch_size`` (in its ``trainer.accumulate`` micro-batches) and one evaluation to estimate the full run.
+The dry steps run without gradient accumulation: their batch need not split into the run's micro-batches.
+Nothing is written but ``preflight.json``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def _dry_config(cfg: DictConfig) -> DictConfig:
     pf = dry.monitor.preflight
     with open_dict(dry):
         dry.trainer.steps, dry.trainer.batch_size = int(pf.steps), int(pf.batch_size)
+        dry.trainer.accumulate = 1  # the run's is used for the timing at its batch size
         dry.trainer.progress, dry.trainer.projector = False, False
         dry.trainer.log_every = 1  # every update reads its loss and gradient norm (the guard is off)
         dry.monitor.nan_guard, dry.monitor.hard_limit, dry.monitor.collapse_z = False, None, 0
@@ -93,9 +96,9 @@ def _dry_run(trainer: Any, steps: int) -> dict[str, list[float]]:
     return rec
 
 
-def _time_full_batch(trainer: Any, batch_size: int, steps: int, seed: int) -> float:
-    """Seconds per generator step at the run's real batch size (after 2 warm-up steps)."""
-    trainer.cfg.batch_size = batch_size
+def _time_full_batch(trainer: Any, batch_size: int, accumulate: int, steps: int, seed: int) -> float:
+    """Seconds per generator step at the run's real batch size and micro-batches (after 2 warm-up steps)."""
+    trainer.cfg.batch_size, trainer.cfg.accumulate = batch_size, accumulate
     trainer.batcher = Batcher(len(trainer.data), batch_size, seed, device=trainer.device)
     for _ in range(2):
         trainer.train_step()
@@ -133,8 +136,9 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     Raises:
         ValueError: a bad config (the same errors as the real run).
     """
-    from ganlab.build import build_trainer, monitor_config  # build imports the loop, which imports ganlab.health
+    from ganlab.build import build_trainer, check_config, monitor_config  # build imports the loop (ganlab.health)
 
+    check_config(cfg)  # the real run's settings (the dry run changes some: batch size, accumulation)
     pf = monitor_config(cfg).preflight
     full_bs, full_steps, eval_every = int(cfg.trainer.batch_size), int(cfg.trainer.steps), int(cfg.trainer.eval_every)
     trainer = build_trainer(_dry_config(cfg), run_dir)
@@ -145,7 +149,8 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     rec = _dry_run(trainer, pf.steps)
     offenders = hooks.offenders()
     rows = _checks(rec, offenders, len(hooks.handles), pf)
-    per_step = _time_full_batch(trainer, full_bs, pf.timing_steps, int(cfg.seed))
+    accumulate = int(cfg.trainer.get("accumulate", 1))
+    per_step = _time_full_batch(trainer, full_bs, accumulate, pf.timing_steps, int(cfg.seed))
     t0 = time.perf_counter()
     trainer.evaluator(trainer.G, trainer.data)
     _sync(trainer.device)
@@ -154,8 +159,9 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     rows.append(Check("peak memory", None, f"{peak_memory_mib(trainer.device):.0f} MiB",
                       "GPU allocations" if trainer.device.type == "cuda" else "process RSS"))
     rows.append(Check("estimated run time", None, _fmt_time(full_steps * per_step + n_evals * per_eval),
-                      f"{full_steps} steps x {per_step * 1e3:.2f} ms (batch {full_bs}) "
-                      f"+ {n_evals} evals x {per_eval:.1f} s"))
+                      f"{full_steps} steps x {per_step * 1e3:.2f} ms (batch {full_bs}"
+                      + (f" in {accumulate} micro-batches) " if accumulate > 1 else ") ")
+                      + f"+ {n_evals} evals x {per_eval:.1f} s"))
     atomic_write_text(Path(run_dir) / "preflight.json", json.dumps({"passed": all(r.passed is not False for r in rows),
                                                                     "checks": [asdict(r) for r in rows]}, indent=2))
     return rows

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ganlab.data.base import GANData
-from ganlab.metrics.classifier import SmallCNN, channel_split, classifier_path, load_or_train
+from ganlab.metrics.classifier import SmallCNN, channel_split, classifier_path, load_or_train, split_channels
 
 log = logging.getLogger("ganlab")
 
@@ -114,7 +114,8 @@ class ClassifierEmbedder(Embedder):
     """Penultimate features of a small CNN trained on the data set's real training split.
 
     For C-channel stacked data every channel is embedded on its own and the C feature vectors are
-    concatenated, (N, 128*C); mode labels combine the per-channel classes as ``100a + 10b + c``.
+    concatenated, (N, 128*C); mode labels combine the per-channel classes as ``100a + 10b + c``. Other images
+    (single-channel, or colour: CIFAR-10, image folders) are classified whole: (N, 128), labels their classes.
 
     Args:
         cache_dir: where trained classifiers are kept (default ``$GANLAB_CACHE`` or ``~/.cache/ganlab``).
@@ -137,7 +138,7 @@ class ClassifierEmbedder(Embedder):
         self.input_size: int | None = None
 
     def prepare(self, data: GANData) -> None:
-        self.channels = data.sample_shape[0]
+        self.channels = split_channels(data)  # stacked: C single-channel images; colour: 1 image of C channels
         self.model, self.test_accuracy = load_or_train(data, self.cache_dir, seed=self.seed, epochs=self.epochs,
                                                        max_train=self.max_train)
         self.weights, self._sha256 = classifier_path(data, self.cache_dir, self.seed, epochs=self.epochs,

@@ -62,6 +62,9 @@ class GANSpec:
         samples_per_score: samples D consumes per output score (PacGAN-m: m). Each update draws
             ``trainer.batch_size * samples_per_score`` real and generated samples, so D still gives
             ``trainer.batch_size`` scores per batch (as PacGAN's code does).
+        batch_size: D scores per update (``trainer.batch_size``); None when unknown (a spec built outside
+            :func:`ganlab.build.build_trainer`).
+        accumulate: micro-batches per update (``trainer.accumulate``); see :attr:`scores_per_pass`.
     """
 
     generator: nn.Module
@@ -73,6 +76,14 @@ class GANSpec:
     data_shape: tuple[int, ...]
     build_discriminator: Callable[..., nn.Module]
     samples_per_score: int = 1
+    batch_size: int | None = None
+    accumulate: int = 1
+
+    @property
+    def scores_per_pass(self) -> int | None:
+        """D scores per forward pass, ``batch_size / accumulate`` (None when unknown). A strategy whose D mixes the
+        samples of a pass (minibatch stddev groups) checks it in ``configure``."""
+        return None if self.batch_size is None else self.batch_size // self.accumulate
 
 
 @dataclass

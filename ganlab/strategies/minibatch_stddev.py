@@ -36,8 +36,9 @@ def minibatch_stddev(f: Tensor, group_size: int = 4, eps: float = 1e-8) -> Tenso
                          f"{group_size}")
     n, g = f.shape[0], min(group_size, f.shape[0])
     if n % g:
-        raise ValueError(f"minibatch stddev: batch of {n} is not divisible by the group size {g}; "
-                         "choose trainer.batch_size as a multiple of strategy.minibatch_stddev.group_size")
+        raise ValueError(f"minibatch stddev: D scores {n} samples at a time, not divisible by the group size {g}; "
+                         "choose trainer.batch_size / trainer.accumulate as a multiple of "
+                         "strategy.minibatch_stddev.group_size")
     y = f.view(g, n // g, -1)  # (G, N/G, A): group j = samples j, j + N/G, ...
     std = torch.sqrt(y.var(dim=0, unbiased=False) + eps)  # (N/G, A)
     s = std.mean(dim=1)  # (N/G,)
@@ -68,7 +69,9 @@ class MinibatchStdDev(Strategy):
         group_size: G (>= 1; paper: 4); the batch size must be divisible by it.
 
     Raises:
-        ValueError: group_size < 1, or a discriminator without features/head/feature_dim.
+        ValueError: group_size < 1, a discriminator without features/head/feature_dim, or (in ``configure``) D
+            scoring a number of samples per forward pass (``GANSpec.scores_per_pass``) above the group size and
+            not a multiple of it.
     """
 
     name = "minibatch_stddev"
@@ -80,6 +83,14 @@ class MinibatchStdDev(Strategy):
         self.group_size = int(group_size)
 
     def configure(self, spec: GANSpec) -> None:
+        n, step = spec.scores_per_pass, self.group_size * spec.accumulate
+        if n is not None and n % min(self.group_size, n):
+            raise ValueError(
+                f"strategy minibatch_stddev: D scores {n} samples per forward pass (trainer.batch_size / "
+                f"trainer.accumulate = {spec.batch_size} / {spec.accumulate}), not a multiple of "
+                f"strategy.minibatch_stddev.group_size={self.group_size}; make trainer.batch_size a multiple of "
+                f"group_size x trainer.accumulate (e.g. trainer.batch_size={-(-n // self.group_size) * step}) or "
+                "lower trainer.accumulate")
         d = head_owner(spec.discriminator, self.name)
         d.head = MinibatchStdDevHead(d.feature_dim, self.group_size)
 

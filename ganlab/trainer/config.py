@@ -11,11 +11,17 @@ from ganlab.trainer import speed
 
 @dataclass
 class TrainerConfig:
-    """Keys of ``conf/trainer/*.yaml`` (``trainer.<key>=`` on the command line)."""
+    """Keys of ``conf/trainer/*.yaml`` (``trainer.<key>=`` on the command line).
+
+    ``accumulate`` = k splits every D and every G update into k micro-batches of ``batch_size / k`` samples: each
+    micro-batch's loss, divided by k, is back-propagated, and the optimiser steps once on the summed gradients
+    (:meth:`ganlab.trainer.loop.Trainer._update`).
+    """
 
     steps: int = 5000          # generator updates in the whole run
     batch_size: int = 256      # samples per D and per G update
     n_critic: int = 1          # D updates per G update (a strategy such as wgan_gp may raise it)
+    accumulate: int = 1        # micro-batches per D and per G update (gradient accumulation; divides batch_size)
     eval_every: int = 1000     # evaluate (scores, sample grid) every this many G steps, and at the end
     ckpt_every: int = 1000     # write checkpoints/step_XXXXXXX.pt every this many G steps (last.pt at every eval)
     log_every: int = 50        # TensorBoard scalars and progress-bar losses every this many G steps
@@ -30,9 +36,17 @@ class TrainerConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the key when a count is not positive or the precision is unknown."""
-        for key in ("steps", "batch_size", "n_critic", "eval_every", "ckpt_every", "log_every", "grid_size"):
+        for key in ("steps", "batch_size", "n_critic", "accumulate", "eval_every", "ckpt_every", "log_every",
+                    "grid_size"):
             if int(getattr(self, key)) <= 0:
                 raise ValueError(f"trainer.{key} must be a positive integer, got {getattr(self, key)}")
+        if self.batch_size % self.accumulate:
+            divisors = [d for d in range(1, self.batch_size + 1) if self.batch_size % d == 0]
+            raise ValueError(f"trainer.batch_size={self.batch_size} is not divisible by trainer.accumulate="
+                             f"{self.accumulate}: each update is split into micro-batches of one size (so that their "
+                             f"mean losses add up to the whole batch's, and PacGAN's packs stay whole); choose "
+                             f"trainer.accumulate from {', '.join(map(str, divisors))} or a trainer.batch_size that "
+                             f"is a multiple of {self.accumulate}")
         for key in ("progress", "projector", "compile", "channels_last"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")

@@ -1,7 +1,7 @@
 """The GAN training loop. It reads top to bottom and never branches on a component's name: strategies act
 only through the hooks of :class:`ganlab.strategies.Strategy`. Each update is written out in :meth:`Trainer._update`
-(zero_grad, backward, unscale, clip, step); the health monitor only reads the gradients and returns findings,
-which the loop acts on (NaN rollback, hard-limit stop: :mod:`ganlab.trainer.recovery`)."""
+(zero_grad, backward of each micro-batch, unscale, clip, step); the health monitor only reads the gradients and
+returns findings, which the loop acts on (NaN rollback, hard-limit stop: :mod:`ganlab.trainer.recovery`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import logging
 import math
 import operator
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,18 +125,29 @@ class Trainer:
                 terms[name] = value
         return terms
 
-    def _update(self, net: str, module: nn.Module, opt: torch.optim.Optimizer, loss: Tensor) -> UpdateFindings:
-        """Back-propagate ``loss`` (0-d) into ``module`` and step ``opt``, unless the monitor's findings stop it.
+    def _update(self, net: str, module: nn.Module, opt: torch.optim.Optimizer,
+                micro_loss: Callable[[int], Tensor]) -> UpdateFindings:
+        """Back-propagate the loss of each of the ``trainer.accumulate`` = k micro-batches (``micro_loss(i)``: the
+        0-d mean loss of micro-batch i) into ``module``, then step ``opt`` once, unless the monitor's findings stop it.
 
         The order of nanoGPT's and StyleGAN2-ADA's loops, with the fp16 GradScaler (Micikevicius et al. 2018),
-        whose calls pass through when it is disabled (precision 32 or bf16). A stopped update is dropped
-        (gradients cleared, the scaler's iteration closed); the caller rolls back or stops the run.
+        whose calls pass through when it is disabled (precision 32 or bf16). Gradient accumulation as in PyTorch's
+        AMP recipe ("Gradient accumulation"): each micro-batch's loss is divided by k, scaled and back-propagated;
+        the gradients add up in ``.grad`` to those of the whole batch's mean loss, and unscaling, the monitor (the
+        NaN guard, the hard limit, the norms), clipping and the step see that sum once. A stopped update is
+        dropped (gradients cleared, the scaler's iteration closed); the caller rolls back or stops the run.
         """
+        k = self.cfg.accumulate
         scaler = self.health.scalers[net]
         opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
+        total: Tensor | None = None  # the whole batch's loss: the sum of the micro-batches' loss / k
+        for i in range(k):
+            loss = micro_loss(i) if k == 1 else micro_loss(i) / k
+            scaler.scale(loss).backward()
+            total = loss.detach() if total is None else total + loss.detach()
+        assert total is not None
         scaler.unscale_(opt)  # the monitor and the clipping see the true gradients
-        found = self.health.inspect(net, module, opt, loss)
+        found = self.health.inspect(net, module, opt, total)
         if not found.apply:
             opt.zero_grad(set_to_none=True)
             scaler.update()
@@ -147,41 +159,91 @@ class Trainer:
         self.health.record(found, opt)
         return found
 
+    def _micro(self, *batch: Tensor) -> list[tuple[Tensor, ...]]:
+        """Split (B, ...) tensors into the ``trainer.accumulate`` micro-batches, (B / k, ...) each (views).
+
+        Raises:
+            ValueError: B is not divisible by k (a ``cfg.accumulate`` changed after :meth:`TrainerConfig.validate`).
+        """
+        n, k = batch[0].shape[0], self.cfg.accumulate
+        if n % k:
+            raise ValueError(f"a batch of {n} samples does not split into trainer.accumulate={k} micro-batches")
+        size = n // k
+        return list(zip(*(t.split(size) for t in batch)))
+
+    def _merged(self, parts: list[tuple[StepContext, dict[str, Tensor]]]) -> tuple[StepContext, dict[str, Tensor]]:
+        """One update's micro-batches as one: the contexts concatenated (outputs detached) and each loss term the
+        mean over the micro-batches (the whole batch's value for a mean over samples). A single part as it is."""
+        if len(parts) == 1:
+            return parts[0]
+        ctxs = [c for c, _ in parts]
+
+        def cat(name: str) -> Tensor | None:
+            values = [getattr(c, name) for c in ctxs]
+            return None if values[0] is None else torch.cat([v.detach() for v in values])
+
+        first = ctxs[0]
+        ctx = StepContext(first.state, cat("real"), cat("fake"), cat("z"), cat("d_real"),  # type: ignore[arg-type]
+                          cat("d_fake"))
+        names = dict.fromkeys(n for _, terms in parts for n in terms)  # a term may come in one micro-batch only
+        terms = {n: functools.reduce(operator.add, [t[n].detach() for _, t in parts if n in t]) / len(parts)
+                 for n in names}
+        return ctx, terms
+
     def d_step(self) -> tuple[StepContext, dict[str, Tensor], UpdateFindings]:
-        """One discriminator update on a fresh real batch; returns (its context, its loss terms, the findings)."""
+        """One discriminator update on a fresh real batch (in ``trainer.accumulate`` micro-batches); returns (its
+        context and loss terms, each for the whole batch, and the findings)."""
         real = self.data.x[self.batcher.next()]  # (B, *shape), indices already on the device
         z = self.G.sample_z(self.cfg.batch_size, self.noise)  # (B, z_dim)
-        with self.health.autocast():
-            with torch.no_grad():
-                fake = self.G(z)
-            d_real, d_fake = self.D(real).float(), self.D(fake).float()  # (B,), (B,)
-            ctx = StepContext(self.state, real, fake, z, d_real, d_fake)
-            terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
-        self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": d_real, "d_fake": d_fake, "terms": terms}
-        found = self._update("D", self.D, self.state.opt_d, _total(terms))
+        micro, parts = self._micro(real, z), []
+
+        def micro_loss(i: int) -> Tensor:
+            real_i, z_i = micro[i]
+            with self.health.autocast():
+                with torch.no_grad():
+                    fake = self.G(z_i)
+                d_real, d_fake = self.D(real_i).float(), self.D(fake).float()  # (B/k,), (B/k,)
+                ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake)
+                terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
+            parts.append((ctx, terms))
+            return _total(terms)
+
+        found = self._update("D", self.D, self.state.opt_d, micro_loss)
+        ctx, terms = self._merged(parts)
+        self.last_batch = {"real": ctx.real, "z": ctx.z, "fake": ctx.fake, "d_real": ctx.d_real, "d_fake": ctx.d_fake,
+                           "terms": terms}
         if found.apply:
             for s in self.strategies:
                 s.after_d_step(ctx)
         return ctx, terms, found
 
     def g_step(self, real: Tensor) -> tuple[dict[str, Tensor], UpdateFindings]:
-        """One generator update (``real``: the last D step's batch); D's parameters are frozen meanwhile (no
-        gradient is stored for them). Returns (its loss terms, the findings)."""
+        """One generator update (``real``: the last D step's batch, split into the same micro-batches as the
+        codes); D's parameters are frozen meanwhile (no gradient is stored for them). Returns (its loss terms for
+        the whole batch, the findings)."""
         z = self.G.sample_z(self.cfg.batch_size, self.noise)
-        self.D.requires_grad_(False)
-        try:
+        micro, parts = self._micro(real, z), []
+
+        def micro_loss(i: int) -> Tensor:
+            real_i, z_i = micro[i]
             with self.health.autocast():
-                fake = self.G(z)
-                ctx = StepContext(self.state, real, fake, z)
+                fake = self.G(z_i)
+                ctx = StepContext(self.state, real_i, fake, z_i)
                 critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
                     critic = s.g_discriminator(ctx, critic)
                 ctx.d_fake = critic(fake).float()
                 terms = self._sum_terms(self.loss.g_loss(ctx.d_fake), [s.g_terms(ctx) for s in self.strategies])
-            self.last_batch = {"real": real, "z": z, "fake": fake, "d_real": None, "d_fake": ctx.d_fake, "terms": terms}
-            found = self._update("G", self.G, self.state.opt_g, _total(terms))
+            parts.append((ctx, terms))
+            return _total(terms)
+
+        self.D.requires_grad_(False)
+        try:
+            found = self._update("G", self.G, self.state.opt_g, micro_loss)
         finally:
             self.D.requires_grad_(True)
+        ctx, terms = self._merged(parts)
+        self.last_batch = {"real": real, "z": z, "fake": ctx.fake, "d_real": None, "d_fake": ctx.d_fake, "terms": terms}
         return terms, found
 
     # ---------------------------------------------------------------- the run

@@ -24,6 +24,18 @@ def test_default_experiment_passes(tmp_path: Path) -> None:
     assert format_table(rows).splitlines()[-1] == "preflight passed"
 
 
+def test_gradient_accumulation_is_timed_and_checked(tmp_path: Path) -> None:
+    """The dry steps run whole batches of 64 (which 3 does not divide); the timing uses the run's 3 micro-batches;
+    a run batch that does not split is refused as the real run refuses it."""
+    import pytest
+
+    short = [*FAST, "monitor.preflight.steps=10", "monitor.preflight.d_loss_window=5"]
+    rows = run_preflight(compose_cfg([*short, "trainer.batch_size=96", "trainer.accumulate=3"]), tmp_path)
+    assert "(batch 96 in 3 micro-batches)" in {r.name: r for r in rows}["estimated run time"].criterion
+    with pytest.raises(ValueError, match="trainer.batch_size=100 is not divisible by trainer.accumulate=3"):
+        run_preflight(compose_cfg([*short, "trainer.batch_size=100", "trainer.accumulate=3"]), tmp_path)
+
+
 def test_learning_rate_10_fails(tmp_path: Path) -> None:
     rows = run_preflight(compose_cfg([*FAST, "optim.generator.lr=10", "optim.discriminator.lr=10"]), tmp_path)
     failed = {r.name for r in rows if r.passed is False}
