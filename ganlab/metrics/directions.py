@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ganlab.metrics.inception_score import InceptionScoreScorer
+from ganlab.metrics.kid import KIDScorer
 from ganlab.metrics.scorers import (
     ClusterScorer,
     DuplicateScorer,
@@ -26,7 +28,8 @@ from ganlab.metrics.scorers import (
 
 #: The shipped scorers in the order their scores appear in tables (other ``Scorer`` subclasses follow).
 TABLE_ORDER: tuple[type[Scorer], ...] = (MixtureScorer, ModeScorer, ClusterScorer, NDBScorer, PRDCScorer,
-                                         FrechetScorer, SimilarityScorer, DuplicateScorer, VendiScorer)
+                                         FrechetScorer, KIDScorer, InceptionScoreScorer, SimilarityScorer,
+                                         DuplicateScorer, VendiScorer)
 
 #: Scores computed outside the scorers: the collapse alarm's clusters hit by its fixed codes
 #: (:func:`ganlab.metrics.clusters.clusters_hit`, logged as ``fixed_z/clusters_hit``), and the evaluator's

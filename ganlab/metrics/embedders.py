@@ -96,6 +96,22 @@ class Embedder:
         """(N,) int64 mode of each sample, or None when this embedder cannot label modes."""
         return None
 
+    def classifier_info(self) -> dict[str, Any] | None:
+        """None when this embedder has no classification layer (no class probabilities, so no Inception Score);
+        else ``{"network", "classes", "comparable_with_published", "note"}``: what the probabilities of
+        :meth:`class_probabilities` come from, recorded beside the Inception Score in ``metrics.json``."""
+        return None
+
+    def class_probabilities(self, embeddings: Tensor) -> Tensor:
+        """(N, K) class probabilities (rows sum to 1) from this embedder's (N, D) ``embeddings``: its network's
+        classification layer on those penultimate features, then a softmax.
+
+        Raises:
+            ValueError: this embedder has no classification layer (:meth:`classifier_info` is None).
+        """
+        raise ValueError(f"the {type(self).__name__} gives no class probabilities; choose metrics/embedder=classifier "
+                         "(labelled images) or metrics/embedder=inception")
+
 
 class IdentityEmbedder(Embedder):
     """The samples themselves (2-D points): ``metrics.embedder=identity``."""
@@ -170,6 +186,27 @@ class ClassifierEmbedder(Embedder):
         powers = 10 ** torch.arange(self.channels - 1, -1, -1, device=x.device)
         return (classes * powers).sum(dim=1)
 
+    def classifier_info(self) -> dict[str, Any]:
+        """The small CNN's softmax: 10 classes, 10^C label combinations for C-channel stacked data; an Inception
+        Score over it lies in [1, classes] and is comparable only with scores from the same classifier."""
+        classes = (self.model.num_classes if self.model is not None else 10) ** self.channels
+        return {"network": "classifier", "classes": classes, "comparable_with_published": False,
+                "note": "softmax of ganlab's small CNN trained on this data set, not ImageNet Inception-v3: "
+                        "not comparable with published Inception Scores"}
+
+    @torch.no_grad()
+    def class_probabilities(self, embeddings: Tensor) -> Tensor:
+        """(N, K^C) probabilities from (N, 128*C) embeddings: the CNN's output layer and softmax per channel; for
+        C-channel stacked data the product of the channels' probabilities, indexed as the mode labels
+        (``100a + 10b + c`` for 3 channels of 10 classes)."""
+        if self.model is None:
+            raise RuntimeError("ClassifierEmbedder.prepare(data) must be called before class_probabilities")
+        per_channel = self.model.out(embeddings.reshape(len(embeddings), self.channels, -1)).softmax(dim=2)
+        probs = per_channel[:, 0]
+        for c in range(1, self.channels):  # (N, K^c) x (N, K) -> (N, K^(c+1)), earlier channels more significant
+            probs = (probs[:, :, None] * per_channel[:, c, None, :]).reshape(len(probs), -1)
+        return probs
+
 
 #: torchvision's Inception-v3 weights (``Inception_V3_Weights.IMAGENET1K_V1``): the file name and where to get it.
 INCEPTION_FILE = "inception_v3_google-0cc3c7bd.pth"
@@ -231,7 +268,7 @@ class InceptionEmbedder(Embedder):
 
         model = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=False)
         model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-        model.fc = torch.nn.Identity()
+        self.fc, model.fc = model.fc, torch.nn.Identity()  # the 1000-way ImageNet layer, kept for class_probabilities
         self.model = model.eval().to(data.x.device)
 
     @torch.no_grad()
@@ -245,6 +282,19 @@ class InceptionEmbedder(Embedder):
             b = torch.nn.functional.interpolate(b, size=(self.INPUT_SIZE,) * 2, mode=self.RESIZE, align_corners=False)
             out.append(self.model(b))
         return torch.cat(out)
+
+    def classifier_info(self) -> dict[str, Any]:
+        """ImageNet's 1,000 classes: the Inception Score proper (Salimans et al. 2016), up to the network's port."""
+        return {"network": "inception", "classes": 1000, "comparable_with_published": True,
+                "note": "ImageNet Inception-v3 softmax from torchvision's weights; published scores used the "
+                        "original TensorFlow graph, which torchvision's port approximates (scores of one image set "
+                        "differ between Inception ports: Barratt & Sharma 2018)"}
+
+    @torch.no_grad()
+    def class_probabilities(self, embeddings: Tensor) -> Tensor:
+        """(N, 1000) ImageNet class probabilities: Inception-v3's final layer on the (N, 2048) pool features."""
+        assert self.model is not None, "call prepare(data) first"
+        return self.fc(embeddings).softmax(dim=1)
 
 
 class AutoEmbedder(Embedder):
@@ -264,6 +314,12 @@ class AutoEmbedder(Embedder):
 
     def __call__(self, x: Tensor) -> Tensor:
         return self.inner(x)
+
+    def classifier_info(self) -> dict[str, Any] | None:
+        return self.inner.classifier_info()
+
+    def class_probabilities(self, embeddings: Tensor) -> Tensor:
+        return self.inner.class_probabilities(embeddings)
 
     def mode_labels(self, x: Tensor) -> Tensor | None:
         return self.inner.mode_labels(x)

@@ -83,6 +83,8 @@ class Evaluator:
         if self._prepared_for == id(data):
             return
         self.embedder.prepare(data)
+        for scorer in self.scorers.values():  # refuse a scorer that cannot score these data before any scoring
+            scorer.check(data, self.embedder)
         gen = torch.Generator().manual_seed(self.seed)
         idx = torch.randperm(len(data), generator=gen)[: self.num_real].to(data.x.device)
         real = data.x[idx]
@@ -130,7 +132,8 @@ class Evaluator:
         self.prepare(data)
         assert self._real is not None
         batch = EvalBatch(samples=samples, embeddings=self.embedder(samples), labels=self.embedder.mode_labels(samples),
-                          real_embeddings=self._real[1], real_samples=self._real[0], data=data, fits=self.fits)
+                          real_embeddings=self._real[1], real_samples=self._real[0], data=data, fits=self.fits,
+                          embedder=self.embedder)
         scores: dict[str, float] = {}
         for name, scorer in self.scorers.items():
             if scorer.applies_to(data):

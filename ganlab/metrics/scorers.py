@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -27,6 +27,9 @@ from ganlab.metrics.mixture import mixture_scores
 from ganlab.metrics.prdc import ball_comparisons, prdc
 from ganlab.metrics.similarity import similarity_histogram
 from ganlab.metrics.vendi import vendi_score
+
+if TYPE_CHECKING:
+    from ganlab.metrics.embedders import Embedder
 
 
 class ReferenceFits:
@@ -61,6 +64,8 @@ class EvalBatch:
         data: the data set.
         histograms: scorers may add ``name -> (counts, edges)`` here for TensorBoard.
         fits: k-means fits of ``real_embeddings`` (the evaluator's, kept across evaluations).
+        embedder: the embedder that made ``embeddings`` (prepared), for scorers that need more from it, e.g. the
+            class probabilities of the Inception Score; None when the batch was built by hand.
     """
 
     samples: Tensor
@@ -71,6 +76,7 @@ class EvalBatch:
     data: GANData
     histograms: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
     fits: ReferenceFits = field(default_factory=ReferenceFits)
+    embedder: Embedder | None = None
 
 
 class Scorer:
@@ -85,6 +91,11 @@ class Scorer:
 
     def applies_to(self, data: GANData) -> bool:
         return True
+
+    def check(self, data: GANData, embedder: Embedder) -> None:
+        """Raise ValueError, naming what to change, when this scorer cannot score ``data`` as ``embedder`` embeds
+        it (e.g. it needs class probabilities and the embedder has none). The evaluator calls it for every
+        configured scorer once per data set, after the embedder's ``prepare`` and before any scoring. No-op here."""
 
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
         raise NotImplementedError

@@ -9,7 +9,15 @@ from ganlab.data.base import GANData, Mixture
 from ganlab.metrics import directions
 from ganlab.metrics.clusters import clusters_hit, default_num_clusters
 from ganlab.metrics.directions import higher_is_better, ordered_scores, score_directions
+from ganlab.metrics.embedders import Embedder
 from ganlab.metrics.scorers import EvalBatch, Scorer
+
+
+class SoftmaxEmbedder(Embedder):
+    """Class probabilities: the softmax of the embeddings (what the Inception Score asks the embedder for)."""
+
+    def class_probabilities(self, embeddings: torch.Tensor) -> torch.Tensor:
+        return embeddings.softmax(dim=1)
 
 
 def _batch(data: GANData, samples: torch.Tensor, labels: torch.Tensor | None) -> EvalBatch:
@@ -24,10 +32,11 @@ def test_each_scorer_declares_exactly_the_scores_it_returns(scorer_cls: type[Sco
     means = torch.tensor([[0.0, 0.0], [2.0, 0.0]])
     points = GANData("mix", x=torch.randn(60, 2), num_modes=2, mixture=Mixture(means, 0.1))
     images = GANData("img", x=torch.randn(60, 1, 4, 4), labels=torch.arange(60) % 4, num_modes=4)
-    kwargs = {"k": 4} if scorer_cls.__name__ in ("ClusterScorer", "NDBScorer") else {}
-    scorer = scorer_cls(**kwargs)
+    kwargs = {"ClusterScorer": {"k": 4}, "NDBScorer": {"k": 4}, "KIDScorer": {"subsets": 2, "subset_size": 20}}
+    scorer = scorer_cls(**kwargs.get(scorer_cls.__name__, {}))
     batch = (_batch(points, torch.randn(40, 2), None) if scorer.applies_to(points)
              else _batch(images, torch.rand(40, 1, 4, 4) * 2 - 1, torch.arange(40) % 4))
+    batch.embedder = SoftmaxEmbedder()
     assert scorer.applies_to(batch.data)
     assert set(scorer(batch)) == set(scorer_cls.higher_is_better)
 

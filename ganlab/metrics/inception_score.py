@@ -1,0 +1,126 @@
+"""Inception Score: how confidently and how evenly a classifier labels the generated samples.
+
+Salimans, Goodfellow, Zaremba, Cheung, Radford & Chen 2016, "Improved Techniques for Training GANs" (NeurIPS),
+Sec. 4:
+
+    IS = exp( E_x KL( p(y|x) || p(y) ) ),   p(y) = E_x p(y|x),
+
+computed, as in the authors' code (``inception_score.py`` of openai/improved-gan), on ``splits`` consecutive
+equal parts of the samples (part ``i`` = rows ``i*N//splits`` to ``(i+1)*N//splits``), with p(y) the mean of each
+part; reported as the mean and the population standard deviation over the parts. It ranges from 1 (every sample
+given the same class distribution) to K, the number of classes (each sample certain of one class, classes
+used equally); higher is better.
+
+The probabilities come from the embedder (:meth:`ganlab.metrics.embedders.Embedder.class_probabilities`):
+ImageNet Inception-v3 (``metrics/embedder=inception``) gives the Inception Score; the classifier embedder gives a
+score over its own 10 classes (10^C for stacked data), which is not comparable with published values.
+``score_settings.inception_score`` in ``metrics.json`` records which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from ganlab.data.base import GANData
+from ganlab.metrics.scorers import EvalBatch, Scorer
+
+__all__ = ["InceptionScoreScorer", "inception_score"]
+
+#: Slack on rows summing to 1 (float32 softmax outputs).
+ROW_SUM_TOLERANCE = 1e-3
+
+
+def inception_score(probs: Tensor, splits: int = 10) -> tuple[float, float]:
+    """Inception Score of (N, K) class probabilities (Salimans et al. 2016, see the module docstring).
+
+    Args:
+        probs: (N, K) non-negative rows summing to 1 (softmax outputs), N >= ``splits``; computed in float64.
+        splits: number of consecutive parts (>= 1).
+
+    Returns:
+        ``(mean, std)`` over the parts; the mean lies in [1, K]; ``std`` is the population standard deviation
+        (0 for ``splits=1``).
+
+    Raises:
+        ValueError: ``probs`` is not (N, K) finite probabilities with rows summing to 1, or N < ``splits``.
+    """
+    if not isinstance(probs, Tensor) or probs.ndim != 2:
+        raise ValueError(f"probs must be an (N, K) tensor of class probabilities, got {getattr(probs, 'shape', probs)}")
+    if not (isinstance(splits, int) and splits >= 1):
+        raise ValueError(f"splits must be a positive integer, got {splits!r}")
+    n = len(probs)
+    if n < splits:
+        raise ValueError(f"{n} samples cannot be cut into {splits} splits: give at least {splits} samples")
+    p = probs.double()
+    if not bool(torch.isfinite(p).all()):
+        raise ValueError("probs contain NaN or Inf; filter those samples first")
+    if bool((p < 0).any()):
+        raise ValueError("probs must be non-negative (softmax outputs): pass logits.softmax(dim=1), not logits")
+    worst = float((p.sum(dim=1) - 1).abs().max())
+    if worst > ROW_SUM_TOLERANCE:
+        raise ValueError(f"rows of probs must sum to 1 (softmax outputs), one is off by {worst:.3g}: pass "
+                         "logits.softmax(dim=1), not logits")
+    scores = []
+    for i in range(splits):
+        part = p[i * n // splits:(i + 1) * n // splits]
+        marginal = part.mean(dim=0, keepdim=True)  # p(y) over the part
+        kl = (torch.special.xlogy(part, part) - torch.special.xlogy(part, marginal)).sum(dim=1)  # (n_i,), 0 log 0 = 0
+        scores.append(torch.exp(kl.mean()))
+    s = torch.stack(scores)
+    return float(s.mean()), float(s.std(correction=0))
+
+
+class InceptionScoreScorer(Scorer):
+    """``inception_score``, ``inception_score_std`` (:func:`inception_score`) over the embedder's class
+    probabilities of the scored samples (``metrics/scorers=[inception_score]``; ``conf/metrics/scorers/
+    inception_score.yaml``). Needs image data and an embedder with a classification layer (``classifier``,
+    ``inception``, or ``auto`` on labelled images); :meth:`check` refuses others before any scoring.
+    :meth:`settings` records which network gave the probabilities and whether the score is comparable with
+    published Inception Scores (only with ``inception``).
+
+    Args:
+        splits: parts the samples are cut into (10 in Salimans et al.'s code).
+
+    Raises:
+        ValueError: ``splits`` < 1 (in the constructor); 2-D data or an embedder without class probabilities
+            (in :meth:`check`).
+    """
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"inception_score": True, "inception_score_std": None}
+
+    def __init__(self, splits: int = 10) -> None:
+        if not (isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1):
+            raise ValueError(f"metrics.scorers.inception_score.splits must be an integer >= 1, got {splits!r}")
+        self.splits = splits
+        self.classifier: dict[str, Any] | None = None  # the embedder's classifier_info(), set by check()
+
+    def applies_to(self, data: GANData) -> bool:
+        return data.is_image  # and check() refuses points, so a run never drops it silently
+
+    def check(self, data: GANData, embedder: Any) -> None:
+        if not data.is_image:
+            raise ValueError(f"metrics.scorers.inception_score scores images by their class probabilities; "
+                             f"{data.name!r} holds {data.sample_shape} points, which have no classifier. Drop it: "
+                             "leave inception_score out of metrics/scorers=[...]")
+        info = embedder.classifier_info()
+        if info is None:
+            raise ValueError(f"metrics.scorers.inception_score needs class probabilities, and the embedder "
+                             f"{type(getattr(embedder, 'inner', embedder)).__name__} has no classifier: choose "
+                             "metrics/embedder=inception (ImageNet Inception-v3, the published score) or, for "
+                             "labelled images, metrics/embedder=classifier (a score over the data set's classes)")
+        self.classifier = info
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        if batch.embedder is None:
+            raise RuntimeError("the Inception Score needs batch.embedder (the evaluator sets it)")
+        mean, std = inception_score(batch.embedder.class_probabilities(batch.embeddings), self.splits)
+        return {"inception_score": mean, "inception_score_std": std}
+
+    def settings(self) -> dict[str, Any]:
+        """``{"splits", "std": "population", "network", "classes", "comparable_with_published", "note"}`` (the last
+        four from the embedder, once :meth:`check` has seen it)."""
+        return {"splits": self.splits, "std": "population", **(self.classifier or {})}

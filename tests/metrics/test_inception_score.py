@@ -1,0 +1,136 @@
+"""Inception Score (ganlab.metrics.inception_score) against torchmetrics given the same classifier, hand-worked
+values, and the embedders' class probabilities."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ganlab.data.base import GANData
+from ganlab.metrics.classifier import SmallCNN
+from ganlab.metrics.embedders import AutoEmbedder, ClassifierEmbedder, InceptionEmbedder, PixelEmbedder
+from ganlab.metrics.inception_score import InceptionScoreScorer, inception_score
+from ganlab.metrics.scorers import EvalBatch
+
+
+def _classifier_embedder(channels: int = 1) -> ClassifierEmbedder:
+    """A prepared-looking classifier embedder with a fixed, untrained 8x8 CNN (no training, no cache)."""
+    torch.manual_seed(0)
+    emb = ClassifierEmbedder()
+    emb.model, emb.channels = SmallCNN(8).eval(), channels
+    return emb
+
+
+class Logits(torch.nn.Module):
+    """The CNN's logits in float64."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x).double()
+
+
+@pytest.mark.filterwarnings("ignore:Metric `InceptionScore` will save")
+def test_matches_torchmetrics_given_the_same_classifier() -> None:
+    from torchmetrics.image.inception import InceptionScore
+
+    emb = _classifier_embedder()
+    images = torch.rand(200, 1, 8, 8, generator=torch.Generator().manual_seed(1)) * 2 - 1
+    metric = InceptionScore(feature=Logits(emb.model), splits=10)  # the same CNN; torchmetrics applies the softmax
+    with torch.no_grad():
+        metric.update(images)
+        torch.manual_seed(7)  # torchmetrics shuffles the samples with the global RNG before splitting
+        want_mean, want_std = (float(v) for v in metric.compute())
+        torch.manual_seed(7)
+        order = torch.randperm(200)
+        probs = emb.class_probabilities(emb(images[order]))  # the embedder's route: output layer on the features
+    got_mean, got_std = inception_score(probs, splits=10)
+    assert got_mean == pytest.approx(want_mean, rel=1e-5)
+    assert got_std * math.sqrt(10 / 9) == pytest.approx(want_std, rel=1e-3)  # torchmetrics: std with n - 1
+    assert 1.0 < got_mean < 10.0
+
+
+def test_hand_worked_values() -> None:
+    eye = torch.eye(4)
+    assert inception_score(eye.repeat(3, 1), splits=1) == (pytest.approx(4.0), 0.0)  # certain, all classes used
+    assert inception_score(eye[[2]].repeat(12, 1), splits=1)[0] == pytest.approx(1.0)  # certain, one class
+    assert inception_score(torch.full((8, 4), 0.25), splits=2) == (pytest.approx(1.0), 0.0)  # never certain
+    # two splits: [e0, e1] -> exp(log 2) = 2; [e0, e0] -> 1; mean 1.5, population std 0.5
+    assert inception_score(eye[[0, 1, 0, 0]], splits=2) == (pytest.approx(1.5), pytest.approx(0.5))
+    # p(y|x) = (0.5, 0.5) and (1, 0): p(y) = (0.75, 0.25);
+    # KL_1 = 0.5 log(0.5/0.75) + 0.5 log(0.5/0.25), KL_2 = log(1/0.75); IS = exp((KL_1 + KL_2) / 2)
+    kl1, kl2 = 0.5 * math.log(0.5 / 0.75) + 0.5 * math.log(2.0), math.log(1 / 0.75)
+    got = inception_score(torch.tensor([[0.5, 0.5], [1.0, 0.0]]), splits=1)[0]
+    assert got == pytest.approx(math.exp((kl1 + kl2) / 2))
+
+
+def test_bad_inputs_are_refused() -> None:
+    with pytest.raises(ValueError, match="non-negative .*pass logits.softmax"):
+        inception_score(torch.randn(20, 3))
+    with pytest.raises(ValueError, match="sum to 1 .*pass logits.softmax"):
+        inception_score(torch.rand(20, 3) + 0.5)
+    with pytest.raises(ValueError, match="5 samples cannot be cut into 10 splits"):
+        inception_score(torch.eye(5))
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        inception_score(torch.tensor([[float("nan"), 1.0], [0.0, 1.0]]), splits=1)
+    with pytest.raises(ValueError, match="splits must be an integer >= 1"):
+        InceptionScoreScorer(splits=0)
+
+
+def test_classifier_probabilities_are_the_cnn_softmax_and_multiply_over_stacked_channels() -> None:
+    emb = _classifier_embedder()
+    x = torch.rand(6, 1, 8, 8, generator=torch.Generator().manual_seed(2)) * 2 - 1
+    with torch.no_grad():
+        torch.testing.assert_close(emb.class_probabilities(emb(x)), emb.model(x).softmax(dim=1))
+    stacked = _classifier_embedder(channels=2)
+    pair = torch.rand(5, 2, 8, 8, generator=torch.Generator().manual_seed(3)) * 2 - 1
+    probs = stacked.class_probabilities(stacked(pair))  # (5, 100): p(a) p(b) at index 10a + b
+    with torch.no_grad():
+        pa, pb = stacked.model(pair[:, :1]).softmax(1), stacked.model(pair[:, 1:]).softmax(1)
+    torch.testing.assert_close(probs, (pa[:, :, None] * pb[:, None, :]).reshape(5, 100))
+    assert torch.equal(probs.argmax(dim=1), stacked.mode_labels(pair))  # indexed as the mode labels
+    assert stacked.classifier_info()["classes"] == 100 and not stacked.classifier_info()["comparable_with_published"]
+
+
+def test_scorer_over_the_embedder_and_its_record() -> None:
+    emb = _classifier_embedder()
+    images = GANData("img", x=torch.zeros(4, 1, 8, 8))
+    x = torch.rand(40, 1, 8, 8, generator=torch.Generator().manual_seed(4)) * 2 - 1
+    scorer = InceptionScoreScorer(splits=4)
+    scorer.check(images, emb)
+    batch = EvalBatch(samples=x, embeddings=emb(x), labels=None, real_embeddings=emb(x), real_samples=x,
+                      data=images, embedder=emb)
+    out = scorer(batch)
+    assert (out["inception_score"], out["inception_score_std"]) == inception_score(
+        emb.class_probabilities(emb(x)), splits=4)
+    settings = scorer.settings()
+    assert settings["network"] == "classifier" and settings["comparable_with_published"] is False
+    assert settings["splits"] == 4 and settings["classes"] == 10
+
+
+def test_inception_probabilities_come_from_its_imagenet_layer() -> None:
+    emb = InceptionEmbedder()
+    torch.manual_seed(5)
+    emb.model, emb.fc = torch.nn.Identity(), torch.nn.Linear(2048, 1000)  # stand-ins: no weights file needed
+    feats = torch.randn(3, 2048)
+    torch.testing.assert_close(emb.class_probabilities(feats), emb.fc(feats).softmax(dim=1))
+    info = emb.classifier_info()
+    assert info["network"] == "inception" and info["classes"] == 1000 and info["comparable_with_published"]
+
+
+def test_check_refuses_points_and_embedders_without_a_classifier() -> None:
+    scorer = InceptionScoreScorer()
+    with pytest.raises(ValueError, match="'ring8' holds .* points, which have no classifier"):
+        scorer.check(GANData("ring8", x=torch.zeros(4, 2)), AutoEmbedder())
+    images = GANData("img", x=torch.zeros(4, 1, 8, 8))
+    auto = AutoEmbedder()
+    auto.prepare(images)  # unlabelled images: pixels
+    for embedder in (PixelEmbedder(), auto):
+        with pytest.raises(ValueError, match="PixelEmbedder has no classifier: choose metrics/embedder=inception"):
+            scorer.check(images, embedder)
+    with pytest.raises(ValueError, match="no class probabilities"):
+        PixelEmbedder().class_probabilities(torch.zeros(2, 3))
