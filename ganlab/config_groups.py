@@ -1,4 +1,5 @@
-"""Config groups that live under another group's node, such as ``metrics/embedder`` (``conf/metrics/embedder/``).
+"""Config groups that live under another group's node, such as ``metrics/embedder`` (``conf/metrics/embedder/``)
+and ``metrics/scorers`` (``conf/metrics/scorers/``, opt-in scorers that add entries to ``metrics.scorers``).
 
 Hydra chooses an option of such a group with a slash, ``metrics/embedder=classifier``: that replaces the whole
 ``metrics.embedder`` node by ``conf/metrics/embedder/classifier.yaml``. The dotted form
@@ -30,22 +31,38 @@ def options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
 
 
+def adds_entries(group: str) -> bool:
+    """True when every option of ``group`` holds a single key named after it (``conf/metrics/scorers/kid.yaml``
+    holds ``kid:``): choosing options then adds those entries to the group's node, as ``strategy=[a,b]`` does;
+    False when an option is the node itself (``metrics/embedder``), which choosing replaces."""
+    files = sorted((CONFIG_DIR / group).glob("*.yaml"))
+    return bool(files) and all(list(OmegaConf.load(f).keys()) == [f.stem] for f in files)
+
+
 def choose_option(cfg: DictConfig, group: str, option: str) -> None:
-    """Replace ``cfg``'s node of ``group`` (``metrics.embedder`` for ``metrics/embedder``) by the option's YAML,
-    in place: what ``<group>=<option>`` does on Hydra's command line. Interpolations (``${seed}``) resolve
-    against ``cfg``.
+    """What ``<group>=<option>`` does on Hydra's command line, in place: replace ``cfg``'s node of ``group``
+    (``metrics.embedder`` for ``metrics/embedder``) by the option's YAML, or, for a group whose options add
+    entries (:func:`adds_entries`: ``metrics/scorers=kid`` or ``metrics/scorers=[kid,inception_score]``), add
+    them to the node, keeping its other entries. Interpolations (``${seed}``) resolve against ``cfg``.
 
     Raises:
-        ValueError: ``group`` is not one of :func:`nested_groups`, or ``option`` is not one of its options.
+        ValueError: ``group`` is not one of :func:`nested_groups`, an option is not one of its options, or a list
+            of options is given for a group whose option replaces the node.
     """
     if group not in nested_groups():
         raise ValueError(f"{group}={option}: {group} is not a config group that can be switched here; those are: "
                          f"{', '.join(nested_groups())}")
-    if option not in options(group):
-        raise ValueError(f"{group}={option}: no option {option!r} in the config group {group}; its options are "
-                         f"{', '.join(options(group))} (conf/{group}/<option>.yaml)")
-    node = OmegaConf.load(CONFIG_DIR / group / f"{option}.yaml")
-    OmegaConf.update(cfg, group.replace("/", "."), node, merge=False, force_add=True)
+    adding, listed = adds_entries(group), option.startswith("[") and option.endswith("]")
+    if listed and not adding:
+        raise ValueError(f"{group}={option}: {group} takes one option, e.g. {group}={options(group)[0]}")
+    chosen = [o.strip() for o in option[1:-1].split(",") if o.strip()] if listed else [option]
+    for name in chosen:
+        if name not in options(group):
+            raise ValueError(f"{group}={option}: no option {name!r} in the config group {group}; its options are "
+                             f"{', '.join(options(group))} (conf/{group}/<option>.yaml)")
+    for name in chosen:
+        node = OmegaConf.load(CONFIG_DIR / group / f"{name}.yaml")
+        OmegaConf.update(cfg, group.replace("/", "."), node, merge=adding, force_add=True)
 
 
 def check_group_nodes(cfg: DictConfig) -> None:

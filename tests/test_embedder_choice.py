@@ -51,7 +51,7 @@ def cfg(*overrides: str, base: list[str] = RING8):
 
 
 def test_the_embedder_group_and_its_options() -> None:
-    assert nested_groups() == ["metrics/embedder"]
+    assert nested_groups() == ["metrics/embedder", "metrics/scorers"]
     assert options("metrics/embedder") == ["auto", "classifier", "identity", "inception", "pixels"]
 
 
@@ -151,7 +151,7 @@ def test_choose_option_replaces_the_whole_node() -> None:
                                          "auto, classifier, identity, inception, pixels"):
         choose_option(c, "metrics/embedder", "incept")
     with pytest.raises(ValueError, match="dataset/x=y: dataset/x is not a config group that can be switched here; "
-                                         "those are: metrics/embedder"):
+                                         "those are: metrics/embedder, metrics/scorers"):
         choose_option(c, "dataset/x", "y")
 
 
