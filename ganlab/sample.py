@@ -1,0 +1,261 @@
+"""``ganlab-sample <run dir | checkpoint> [key=value ...]``: a grid of samples and latent interpolations of a trained G.
+
+The generator is rebuilt from the config stored in the checkpoint (the run's composed config, as in
+``.hydra/config.yaml``, resolved), with the EMA copy's weights when the run kept one (``ema=true``, the default: the
+generator the run's scores came from, its batch-norm statistics recomputed as :func:`ganlab.strategies.ema.
+scored_generator` does). Every latent code comes from a ``torch.Generator`` seeded with ``seed`` on the CPU, so
+the same checkpoint and settings give the same pictures on any device:
+
+* ``grid.png``: ``n`` samples, ``nrow`` per row (images); for 2-D points, a scatter of ``n`` samples on real data.
+* ``interpolation.png``: ``interpolation.paths`` rows, each from one fixed code to another in
+  ``interpolation.steps`` codes, by ``slerp`` (White 2016) or ``lerp``; for 2-D points, the paths drawn on the data.
+* ``sample.json``: the checkpoint, its step, which generator (``"ema"`` or ``"G"``), the seed, the settings and the
+  overrides.
+
+Settings and their defaults are ``conf/sample.yaml``; ``key=value`` overrides must name its keys (checked, with the
+valid keys listed, before anything is loaded). ``truncation=t`` draws truncated codes: the truncation trick of Brock
+et al. 2019 (BigGAN, Sec. 3.1), every entry with ``|z_i| > t`` redrawn until inside. Files go to
+``<run dir>/sample/<checkpoint stem>/``, or ``.../<checkpoint stem>__<hash of the sorted overrides>/`` (as
+``ganlab-eval``), or ``out=<folder>``; each is written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+from torch import Tensor, nn
+
+from ganlab import CONFIG_DIR
+from ganlab.build import build_strategies, load_data, make, resolve_device
+from ganlab.data.base import GANData
+from ganlab.evaluate import overrides_tag
+from ganlab.models.base import eval_mode
+from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
+from ganlab.strategies.base import Part
+from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer.visuals import image_grid, save_figure_png, save_grid_png, scatter_figure
+
+log = logging.getLogger("ganlab")
+
+METHODS = ("slerp", "lerp")
+
+
+@dataclass
+class Interpolation:
+    paths: int = 8
+    steps: int = 10
+    method: str = "slerp"
+
+
+@dataclass
+class SampleSettings:
+    """``conf/sample.yaml`` (see there for each key). :meth:`validate` raises ValueError naming the key."""
+
+    n: int = 64
+    nrow: int = 8
+    seed: int = 0
+    truncation: float | None = None
+    interpolation: Interpolation = field(default_factory=Interpolation)
+    ema: bool = True
+    device: str = "cpu"
+    out: str | None = None
+
+    def validate(self) -> SampleSettings:
+        for key, value, low in (("n", self.n, 1), ("nrow", self.nrow, 1), ("interpolation.paths",
+                                self.interpolation.paths, 1), ("interpolation.steps", self.interpolation.steps, 2)):
+            if value < low:
+                raise ValueError(f"{key} must be at least {low}, got {value}")
+        if self.truncation is not None and not self.truncation > 0:
+            raise ValueError(f"truncation must be positive (|z_i| <= truncation) or null (no truncation), "
+                             f"got {self.truncation}")
+        if self.interpolation.method not in METHODS:
+            raise ValueError(f"interpolation.method must be one of {', '.join(METHODS)}, "
+                             f"got {self.interpolation.method!r}")
+        return self
+
+
+def load_settings(overrides: list[str]) -> SampleSettings:
+    """``conf/sample.yaml`` with the ``key=value`` ``overrides`` applied, typed and validated.
+
+    Raises:
+        ValueError: an override that is not ``key=value``, names a key ``conf/sample.yaml`` lacks (the message
+            lists the valid keys), has a value of the wrong type, or a value out of range.
+    """
+    base = OmegaConf.merge(OmegaConf.structured(SampleSettings), OmegaConf.load(CONFIG_DIR / "sample.yaml"))
+    valid = sorted(k for k, v in OmegaConf.to_container(base).items() if not isinstance(v, dict))  # type: ignore[union-attr]
+    valid += [f"interpolation.{k}" for k in base.interpolation]
+    for o in overrides:
+        key = o.split("=", 1)[0].strip()
+        if "=" not in o or key not in valid:
+            raise ValueError(f"{o!r}: overrides are key=value with a key of conf/sample.yaml: {', '.join(valid)}")
+    try:
+        cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
+    except Exception as err:  # omegaconf's ValidationError: a value of the wrong type
+        raise ValueError(f"{' '.join(overrides)}: {str(err).splitlines()[0]}") from None
+    return OmegaConf.to_object(cfg).validate()  # type: ignore[union-attr]
+
+
+def latent_codes(n: int, z_dim: int, truncation: float | None = None,
+                 generator: torch.Generator | None = None) -> Tensor:
+    """(n, z_dim) standard normal codes; with ``truncation=t``, every entry with ``|z_i| > t`` is redrawn from
+    N(0, 1) until it falls inside, so entries already inside keep their value and the result is N(0, 1)
+    truncated to [-t, t] (the truncation trick, Brock et al. 2019, BigGAN Sec. 3.1).
+
+    Raises:
+        ValueError: ``truncation`` is not positive.
+    """
+    z = torch.randn(n, z_dim, generator=generator)
+    if truncation is None:
+        return z
+    if not truncation > 0:
+        raise ValueError(f"truncation must be positive, got {truncation}")
+    outside = z.abs() > truncation
+    while bool(outside.any()):
+        z[outside] = torch.randn(int(outside.sum()), generator=generator)
+        outside = z.abs() > truncation
+    return z
+
+
+def interpolate(a: Tensor, b: Tensor, steps: int, method: str = "slerp") -> Tensor:
+    """(P, steps, d) codes from each row of ``a`` (P, d) to the matching row of ``b``, ends included, at
+    ``t = 0, 1/(steps-1), ..., 1``.
+
+    ``lerp``: ``(1 - t) a + t b``. ``slerp`` (White 2016, "Sampling Generative Networks", Sec. 2.2; Shoemake 1985):
+    ``sin((1 - t) w) / sin w * a + sin(t w) / sin w * b`` with ``w`` the angle between ``a`` and ``b``; it follows
+    the great circle, so between codes of equal norm every code keeps that norm, where ``lerp`` would pass through
+    codes of low norm that a Gaussian prior almost never draws. Nearly parallel pairs (``sin w < 1e-6``) use lerp.
+
+    Raises:
+        ValueError: ``a`` and ``b`` differ in shape, ``steps < 2``, or an unknown ``method``.
+    """
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"a and b must both be (P, d), got {tuple(a.shape)} and {tuple(b.shape)}")
+    if steps < 2 or method not in METHODS:
+        raise ValueError(f"need steps >= 2 and method in {METHODS}, got {steps}, {method!r}")
+    t = torch.linspace(0, 1, steps, dtype=a.dtype, device=a.device)[None, :, None]  # (1, S, 1)
+    a3, b3 = a[:, None, :], b[:, None, :]
+    lerp = (1 - t) * a3 + t * b3
+    if method == "lerp":
+        return lerp
+    cos = (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1)).clamp_min(1e-12)
+    omega = torch.arccos(cos.clamp(-1, 1))[:, None, None]  # (P, 1, 1)
+    sin = torch.sin(omega)
+    safe = sin.clamp_min(1e-6)
+    slerp = torch.sin((1 - t) * omega) / safe * a3 + torch.sin(t * omega) / safe * b3
+    return torch.where(sin < 1e-6, lerp, slerp)
+
+
+def load_generator(ckpt: dict[str, Any], device: torch.device, ema: bool = True) -> tuple[nn.Module, str, GANData]:
+    """The checkpoint's generator, rebuilt from its stored config on ``device``, and the run's data.
+
+    Returns:
+        ``(G in eval mode, "ema" or "G", data)``: the EMA copy (its batch-norm statistics recomputed with the EMA
+        strategy's standing-statistics settings) when ``ema`` and the run kept one, else the trained G.
+
+    Raises:
+        ValueError: the stored config cannot be built here (e.g. its data set is missing).
+    """
+    cfg = OmegaConf.create(ckpt["config"])
+    data = load_data(cfg, device)
+    G = make(cfg.model.generator, data_shape=data.sample_shape).to(device)
+    use_ema = ema and ckpt.get("g_ema") is not None
+    G.load_state_dict(ckpt["g_ema"] if use_ema else ckpt["generator"])
+    if use_ema:
+        keeper = [s for s in build_strategies(cfg) if Part.G_EMA in s.replaces]
+        recalibrate_batch_norm(G, getattr(keeper[0], "standing_stats", StandingStats()) if keeper else StandingStats())
+    return G.eval(), "ema" if use_ema else "G", data
+
+
+@torch.no_grad()
+def generate(G: nn.Module, z: Tensor, batch_size: int = 256) -> Tensor:
+    """G's samples (N, *data_shape) of the (N, z_dim) codes ``z`` (moved to G's device), in eval mode, on the CPU."""
+    device = next(G.parameters()).device
+    with eval_mode(G):
+        return torch.cat([G(z[i:i + batch_size].to(device)).cpu() for i in range(0, len(z), batch_size)])
+
+
+def paths_figure(data: GANData, paths: Tensor, title: str) -> Any:
+    """A scatter of real points with (P, S, 2) generated paths drawn over it, each a line from a circle (start) to
+    a cross (end)."""
+    means = data.mixture.means if data.mixture is not None else None
+    fig = scatter_figure(data.x[:2500], paths[:, 0], means, title=title)
+    ax = fig.axes[0]
+    for p in paths.float():
+        ax.plot(p[:, 0], p[:, 1], "-", lw=1, c="tab:green", alpha=0.8)
+        ax.plot(p[-1:, 0], p[-1:, 1], "x", c="tab:green")
+    return fig
+
+
+def write_pictures(G: nn.Module, data: GANData, s: SampleSettings, out: Path, title: str) -> None:
+    """``grid.png`` and ``interpolation.png`` in ``out`` (see the module docstring)."""
+    gen = torch.Generator().manual_seed(s.seed)
+    it = s.interpolation
+    grid_z = latent_codes(s.n, G.z_dim, s.truncation, gen)
+    ends = latent_codes(2 * it.paths, G.z_dim, s.truncation, gen)
+    path_z = interpolate(ends[: it.paths], ends[it.paths:], it.steps, it.method).reshape(-1, G.z_dim)
+    samples, path_samples = generate(G, grid_z), generate(G, path_z)
+    if data.is_image:
+        save_grid_png(image_grid(samples, nrow=s.nrow), out / "grid.png")
+        save_grid_png(image_grid(path_samples, nrow=it.steps), out / "interpolation.png")
+    else:
+        means = data.mixture.means if data.mixture is not None else None
+        save_figure_png(scatter_figure(data.x[:2500], samples, means, title=title), out / "grid.png")
+        paths = path_samples.reshape(it.paths, it.steps, -1)
+        save_figure_png(paths_figure(data, paths, f"{title}, {it.method} paths"), out / "interpolation.png")
+
+
+def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Write the pictures of the generator at ``path`` (a run directory: its ``checkpoints/last.pt``, else its
+    newest intact checkpoint; or a checkpoint file) and ``sample.json``; return what ``sample.json`` holds.
+
+    Raises:
+        ValueError: a bad override (before anything is loaded), or an unreadable checkpoint.
+        FileNotFoundError: no checkpoint at ``path``.
+    """
+    s = load_settings(list(overrides or []))
+    last = Path(path).expanduser() / "checkpoints" / "last.pt"
+    try:
+        ckpt_path, ckpt = ckpt_io.find_checkpoint(last if last.is_file() else path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding checkpoints/*.pt or a "
+                                "checkpoint file") from None
+    G, which, data = load_generator(ckpt, resolve_device(s.device), ema=s.ema)
+    out = Path(s.out).expanduser() if s.out else \
+        ckpt_path.parent.parent / "sample" / (ckpt_path.stem + overrides_tag(overrides))
+    title = f"{data.name}, step {int(ckpt['step'])}, {which}"
+    write_pictures(G, data, s, out, title)
+    record = {"checkpoint": str(ckpt_path.resolve()), "step": int(ckpt["step"]), "generator": which,
+              "seed": s.seed, "data": data.name, "files": ["grid.png", "interpolation.png"],
+              "overrides": list(overrides or []), "settings": asdict(s)}
+    ckpt_io.atomic_write_text(out / "sample.json", json.dumps(record, indent=2))
+    log.info("wrote %s, %s and %s", out / "grid.png", out / "interpolation.png", out / "sample.json")
+    return record | {"out": str(out)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point of ``ganlab-sample``."""
+    parser = argparse.ArgumentParser(prog="ganlab-sample", description=__doc__.splitlines()[0])
+    parser.add_argument("path", help="a run directory (uses checkpoints/last.pt) or a checkpoint file")
+    parser.add_argument("overrides", nargs="*", help="settings of conf/sample.yaml, key=value (e.g. truncation=1.0)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        result = sample_checkpoint(args.path, args.overrides)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"ganlab-sample: {err}", file=sys.stderr)
+        return 2
+    print(f"step {result['step']} of {result['checkpoint']} ({result['generator']}), seed {result['seed']}: "
+          f"{result['out']}/grid.png, interpolation.png, sample.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""ganlab-sample (issue 16 part 5): truncated codes, slerp/lerp, settings checked up front, and the pictures of a run
+(from the EMA copy when it kept one, the same generator the run's scores came from)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+from tiny_config import DIGITS_RUN, train_tiny
+
+from ganlab import sample
+from ganlab.evaluate import overrides_tag, rebuild_from_checkpoint
+from ganlab.sample import interpolate, latent_codes, load_settings
+from ganlab.strategies.ema import scored_generator
+
+
+def test_truncated_codes_redraw_only_the_entries_outside() -> None:
+    plain = latent_codes(2000, 50, None, torch.Generator().manual_seed(0))
+    assert torch.equal(plain, torch.randn(2000, 50, generator=torch.Generator().manual_seed(0)))
+    cut = latent_codes(2000, 50, 1.0, torch.Generator().manual_seed(0))
+    inside = plain.abs() <= 1.0
+    assert cut.abs().max() <= 1.0 and torch.equal(cut[inside], plain[inside])
+    # N(0, 1) truncated to [-1, 1]: variance 1 - 2 phi(1) / (2 Phi(1) - 1) = 0.29112 (100,000 draws: s.e. 0.001)
+    phi, big_phi = math.exp(-0.5) / math.sqrt(2 * math.pi), 0.5 * (1 + math.erf(1 / math.sqrt(2)))
+    assert float(cut.var()) == pytest.approx(1 - 2 * phi / (2 * big_phi - 1), abs=0.005)
+    with pytest.raises(ValueError, match="truncation must be positive"):
+        latent_codes(2, 3, 0.0)
+
+
+def test_slerp_and_lerp_hand_worked() -> None:
+    a, b = torch.tensor([[1.0, 0.0], [2.0, 0.0]]), torch.tensor([[0.0, 1.0], [0.0, 2.0]])
+    s = interpolate(a, b, 3, "slerp")
+    assert s.shape == (2, 3, 2)
+    torch.testing.assert_close(s[:, 0], a)
+    torch.testing.assert_close(s[:, -1], b)
+    torch.testing.assert_close(s[0, 1], torch.tensor([1.0, 1.0]) / math.sqrt(2))  # the great circle's midpoint
+    torch.testing.assert_close(s.norm(dim=2), torch.tensor([[1.0] * 3, [2.0] * 3]))  # equal ends: norm kept
+    torch.testing.assert_close(interpolate(a, b, 3, "lerp")[0, 1], torch.tensor([0.5, 0.5]))  # norm 0.71
+    parallel = interpolate(a[:1], 3 * a[:1], 3, "slerp")  # angle 0: lerp, no 0/0
+    torch.testing.assert_close(parallel[0, 1], torch.tensor([2.0, 0.0]))
+    with pytest.raises(ValueError, match="steps >= 2"):
+        interpolate(a, b, 1)
+
+
+def test_settings_are_checked_before_anything_is_loaded(tmp_path: Path) -> None:
+    assert load_settings(["truncation=0.5", "interpolation.method=lerp"]).truncation == 0.5
+    for bad, match in ((["nn=3"], "key of conf/sample.yaml: device, ema, n, nrow"), (["n"], "key=value"),
+                       (["n=abc"], "could not be converted"), (["n=0"], "n must be at least 1"),
+                       (["truncation=-1"], "truncation must be positive"),
+                       (["interpolation.steps=1"], "interpolation.steps must be at least 2"),
+                       (["interpolation.method=cubic"], "one of slerp, lerp")):
+        with pytest.raises(ValueError, match=match):
+            sample.sample_checkpoint(tmp_path / "no-such-run", bad)  # the settings fail first, not the path
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        sample.sample_checkpoint(tmp_path / "no-such-run")
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    with Image.open(path) as im:
+        return im.size
+
+
+def test_a_run_gives_a_grid_an_interpolation_strip_and_its_record(digits_run: Path,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    small = ["n=12", "nrow=4", "interpolation.paths=3", "interpolation.steps=5"]
+    assert sample.main([str(digits_run), *small]) == 0
+    out = digits_run / "sample" / f"last{overrides_tag(small)}"
+    assert str(out) in capsys.readouterr().out
+    # 8x8 digits are shown as 32x32 tiles with 2 px padding: 4 x 3 tiles, and 5 steps x 3 paths
+    assert _png_size(out / "grid.png") == (4 * 34 + 2, 3 * 34 + 2)
+    assert _png_size(out / "interpolation.png") == (5 * 34 + 2, 3 * 34 + 2)
+    record = json.loads((out / "sample.json").read_text())
+    assert record["checkpoint"] == str((digits_run / "checkpoints" / "last.pt").resolve())
+    assert (record["step"], record["generator"], record["seed"]) == (10, "G", 0)  # no EMA in this run
+    first = (out / "grid.png").read_bytes()
+    sample.sample_checkpoint(digits_run, small)
+    assert (out / "grid.png").read_bytes() == first  # same settings, same picture
+    other = sample.sample_checkpoint(digits_run, ["n=12", "nrow=4", "seed=1", f"out={out}_seed1"])
+    assert (Path(other["out"]) / "grid.png").read_bytes() != first
+
+
+def test_the_ema_copy_is_the_generator_the_run_scored(tmp_path: Path) -> None:
+    run = train_tiny([*DIGITS_RUN, "strategy=[ema]", "strategy.ema.beta=0.5", "strategy.ema.bn_batches=2",
+                      "strategy.ema.bn_batch_size=16"], tmp_path / "run")
+    ckpt = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
+    state = rebuild_from_checkpoint(run).trainer.state
+    z = torch.randn(6, state.generator.z_dim, generator=torch.Generator().manual_seed(3))
+    for ema, which, want in ((True, "ema", scored_generator(state)), (False, "G", state.generator)):
+        G, got_which, _ = sample.load_generator(ckpt, torch.device("cpu"), ema=ema)
+        assert got_which == which
+        torch.testing.assert_close(sample.generate(G, z), sample.generate(want, z))
+    ema_out = sample.sample_checkpoint(run, ["n=4"])
+    g_out = sample.sample_checkpoint(run, ["n=4", "ema=false"])
+    assert (ema_out["generator"], g_out["generator"]) == ("ema", "G")
+    assert (Path(ema_out["out"]) / "grid.png").read_bytes() != (Path(g_out["out"]) / "grid.png").read_bytes()
+
+
+def test_points_get_a_scatter_and_drawn_paths(ring8_run: Path) -> None:
+    out = Path(sample.sample_checkpoint(ring8_run, ["n=500", "interpolation.paths=4"])["out"])
+    for name in ("grid.png", "interpolation.png"):
+        assert _png_size(out / name) == (500, 500)  # the 5 x 5 in, 100 dpi scatter figure
