@@ -85,9 +85,10 @@ def test_a_run_gives_a_grid_an_interpolation_strip_and_its_record(digits_run: Pa
 
 def test_the_ema_copy_is_the_generator_the_run_scored(tmp_path: Path) -> None:
     run = train_tiny([*DIGITS_RUN, "strategy=[ema]", "strategy.ema.beta=0.5", "strategy.ema.bn_batches=2",
-                      "strategy.ema.bn_batch_size=16"], tmp_path / "run")
-    ckpt = torch.load(run / "checkpoints" / "last.pt", weights_only=True)
-    state = rebuild_from_checkpoint(run).trainer.state
+                      "strategy.ema.bn_batch_size=16", "trainer.eval_every=10"], tmp_path / "run")
+    step5 = run / "checkpoints" / "step_0000005.pt"  # between evaluations: its EMA copy holds G's batch-norm stats
+    ckpt = torch.load(step5, weights_only=True)
+    state = rebuild_from_checkpoint(step5).trainer.state
     z = torch.randn(6, state.generator.z_dim, generator=torch.Generator().manual_seed(3))
     for ema, which, want in ((True, "ema", scored_generator(state)), (False, "G", state.generator)):
         G, got_which, _ = sample.load_generator(ckpt, torch.device("cpu"), ema=ema)
