@@ -190,6 +190,7 @@ def paths_figure(data: GANData, paths: Tensor, title: str) -> Any:
     ax = fig.axes[0]
     for p in paths.float():
         ax.plot(p[:, 0], p[:, 1], "-", lw=1, c="tab:green", alpha=0.8)
+        ax.plot(p[:1, 0], p[:1, 1], "o", c="tab:green", ms=4)
         ax.plot(p[-1:, 0], p[-1:, 1], "x", c="tab:green")
     return fig
 
