@@ -36,8 +36,8 @@ __all__ = ["KIDScorer", "kid", "polynomial_mmd2"]
 def polynomial_mmd2(x: Tensor, y: Tensor, degree: int = 3, gamma: float | None = None, coef: float = 1.0) -> float:
     """Unbiased MMD^2 between two equal-sized sets with the polynomial kernel (Binkowski et al. 2018, Sec. 4).
 
-    The inner products are taken in the inputs' dtype (float32 embeddings: float32 matrix products), the kernel
-    values and their sums in float64.
+    The kernel values are computed in the inputs' dtype (float32 embeddings: float32, twice as fast as float64 and
+    far more precise than KID's estimation noise), their sums in float64.
 
     Args:
         x: (m, D) embeddings (e.g. real), m >= 2.
@@ -60,12 +60,12 @@ def polynomial_mmd2(x: Tensor, y: Tensor, degree: int = 3, gamma: float | None =
     m, d = x.shape
     g = 1.0 / d if gamma is None else float(gamma)
 
-    def kernel(a: Tensor, b: Tensor) -> Tensor:
-        return (a @ b.T).double().mul_(g).add_(coef).pow_(degree)
+    def kernel_sums(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:  # (sum of all entries, of the diagonal)
+        k = (a @ b.T).mul_(g).add_(coef).pow_(degree)
+        return k.sum(dtype=torch.float64), k.diagonal().sum(dtype=torch.float64)
 
-    k_xx, k_yy, k_xy = kernel(x, x), kernel(y, y), kernel(x, y)
-    within = (k_xx.sum() - k_xx.diagonal().sum() + k_yy.sum() - k_yy.diagonal().sum()) / (m * (m - 1))
-    return float(within - 2 * k_xy.sum() / m**2)
+    (xx, xx_diag), (yy, yy_diag), (xy, _) = kernel_sums(x, x), kernel_sums(y, y), kernel_sums(x, y)
+    return float((xx - xx_diag + yy - yy_diag) / (m * (m - 1)) - 2 * xy / m**2)
 
 
 def kid(real: Tensor, fake: Tensor, subsets: int = 100, subset_size: int = 1000, degree: int = 3,
