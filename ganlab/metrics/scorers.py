@@ -1,12 +1,13 @@
 """Scorers: thin wrappers that run one family of pure score functions on an :class:`EvalBatch`.
 
-Each scorer has ``applies_to(data) -> bool`` and ``__call__(batch) -> dict[str, float]``; configured under
-``metrics.scorers`` (one entry each). Scorers that fit something on the real data (k-means) cache it per
-data set. Each scorer declares the direction of every score it returns in ``higher_is_better`` (as
-torchmetrics' ``Metric.higher_is_better`` does: True, False, or None when neither way is better);
-:func:`ganlab.metrics.directions.higher_is_better` looks a score up by name. A scorer whose scores depend on a
-convention that its config may change reports it in ``settings()``; the evaluator records those in
-``EvalResult.settings`` and the run in ``metrics.json`` under ``"score_settings"``.
+Each scorer has ``applies_to(data) -> bool``, ``check(data, embedder)`` (raises ValueError, before any scoring, when
+it cannot score these data) and ``__call__(batch) -> dict[str, float]``; configured under ``metrics.scorers`` (one
+entry each; opt-in ones in ``conf/metrics/scorers/``, chosen with ``metrics/scorers=[...]``). Scorers that fit
+something on the real data (k-means) cache it per data set. Each scorer declares the direction of every score it
+returns in ``higher_is_better`` (as torchmetrics' ``Metric.higher_is_better`` does: True, False, or None when
+neither way is better); :func:`ganlab.metrics.directions.higher_is_better` looks a score up by name. A scorer whose
+scores depend on a convention that its config may change reports it in ``settings()``; the evaluator records those
+in ``EvalResult.settings`` and the run in ``metrics.json`` under ``"score_settings"``.
 """
 
 from __future__ import annotations
