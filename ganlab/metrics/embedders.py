@@ -198,7 +198,7 @@ class ClassifierEmbedder(Embedder):
     def class_probabilities(self, embeddings: Tensor) -> Tensor:
         """(N, K^C) probabilities from (N, 128*C) embeddings: the CNN's output layer and softmax per channel; for
         C-channel stacked data the product of the channels' probabilities, indexed as the mode labels
-        (``100a + 10b + c`` for 3 channels of 10 classes)."""
+        (``100a + 10b + c`` for 3 channels of 10 classes); C = 1 for single-channel and colour images."""
         if self.model is None:
             raise RuntimeError("ClassifierEmbedder.prepare(data) must be called before class_probabilities")
         per_channel = self.model.out(embeddings.reshape(len(embeddings), self.channels, -1)).softmax(dim=2)
