@@ -236,17 +236,37 @@ def explain(err: Exception, lines: Sequence[str]) -> str | None:
     return None
 
 
+def _strict_bools(overrides: Sequence[str]) -> None:
+    """Refuse a true/false setting typed as anything but ``true``/``false`` (or ``null`` where allowed): OmegaConf
+    would read ``off``/``no`` as false and ``2`` as true, so a typo would switch a feature silently.
+
+    Raises:
+        ConfigError: naming the key, the type expected and the value typed.
+    """
+    for line in overrides:
+        key, _, value = line.lstrip("+~").partition("=")
+        annotation = schema_at(key) if value and not key.startswith("hydra") else None
+        optional = typing.get_origin(annotation) is typing.Union and type(None) in typing.get_args(annotation)
+        if optional:
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        allowed = {"true", "false"} | ({"null"} if optional else set())
+        if annotation is bool and value.strip().lower() not in allowed:
+            raise ConfigError(wrong_type(key, value.strip(), line))
+
+
 def check_command_line(lines: Sequence[str], multirun: bool = False, config_name: str = "train") -> None:
     """Compose ``config_name`` with the command-line overrides ``lines`` as ``ganlab-train`` will (each value of a
     sweep under ``multirun``), then :func:`check_typed` each result.
 
     Raises:
-        ConfigError: a composition error explained by :func:`explain`, or one of :func:`check_typed`.
+        ConfigError: a true/false setting typed otherwise, a composition error explained by :func:`explain`, or
+            one of :func:`check_typed`.
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
     for overrides in _variants(lines, multirun):
+        _strict_bools(overrides)
         with initialize_config_dir(config_dir=str(_config_dir()), version_base="1.3", job_name="ganlab_check"):
             try:
                 cfg = compose(config_name, overrides=overrides)

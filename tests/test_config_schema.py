@@ -28,8 +28,8 @@ from ganlab.health.detector import DetectorConfig
 
 STRATEGIES = ("d_lr_damping, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, pacgan, r1, rollback, "
               "spectral_norm, ttur, unrolled, wgan_gp")
-TRAINER_KEYS = ("steps, batch_size, n_critic, eval_every, ckpt_every, log_every, grid_size, resume, progress, "
-                "projector, precision, compile, channels_last, fused_optim")
+TRAINER_KEYS = ("steps, batch_size, n_critic, accumulate, eval_every, ckpt_every, log_every, grid_size, resume, "
+                "progress, projector, precision, compile, channels_last, fused_optim")
 
 
 def refused(*overrides: str, multirun: bool = False) -> str:

@@ -194,7 +194,8 @@ def test_the_projector_is_subsampled_deterministically_with_the_row_indices(tmp_
     rows = [int(m[2]) for m in first["metadata"]]
     assert len(rows) == 4 and rows == sorted(set(rows)) and first["metadata_header"] == ["source", "cluster", "row"]
     assert first["metadata"] == [[*meta[i], str(i)] for i in rows] == second["metadata"]  # the same rows each time
-    assert first_mat.tolist() == mat[rows].tolist() and first["label_img"][:, 0, 0, 0].tolist() == rows
+    assert first_mat[:, :2].tolist() == mat[rows].tolist() and first["label_img"][:, 0, 0, 0].tolist() == rows
+    assert first_mat[:, 2].abs().sum() == 0  # 2-D points get a zero third column (pad_for_projector)
     small, small_spy = _logger(tmp_path / "small")
     small.embedding(mat, meta, ["source", "cluster"], None, "t", 1)
     assert len(small_spy.calls[0][2]["metadata"]) == 10 and small_spy.calls[0][2]["metadata_header"] == [

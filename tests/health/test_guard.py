@@ -153,5 +153,11 @@ def test_switches_take_only_true_or_false(override: str, tmp_path: Path) -> None
                              capture_output=True, text=True, timeout=120)
         assert res.returncode != 0 and "preflight must be true or false, got 'no'" in res.stderr
         return
-    with pytest.raises(ValueError, match="must be true or false"):
-        build_trainer(compose_cfg([*BASE, override]), tmp_path)
+    # typed settings: ganlab-train checks its command line before Hydra runs (OmegaConf alone reads "off" as
+    # false and 2 as true)
+    from ganlab.config_check import ConfigError, check_command_line
+
+    key, value = override.split("=")
+    with pytest.raises(ConfigError, match=f"^{override}: {key} must be true or false, got '{value}'$"):
+        check_command_line([*BASE, override])
+    check_command_line([*BASE, f"{key}=false"])  # the advice, followed
