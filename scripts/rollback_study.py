@@ -21,7 +21,6 @@ coverage, mean with a 95 % t-interval over seeds) to ``<out>/study.md``::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import statistics
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 
 from joblib import Parallel, delayed
+from pacgan_table import write_csv  # scripts/ is on sys.path when a script in it runs
 
 #: Scores written to the CSVs at every evaluation.
 KEYS = ("modes_covered", "hq_fraction", "clusters_covered", "high_similarity_fraction", "reverse_kl")
@@ -79,14 +79,6 @@ def curve(folder: Path, **labels: object) -> list[dict[str, object]]:
         rows.append({**labels, "step": rec["step"], **{k: scores.get(k) for k in KEYS},
                      **{f"data/{k}": scores.get(f"data/{k}") for k in ("modes_covered", "clusters_covered")}})
     return rows
-
-
-def write_csv(path: Path, rows: list[dict[str, object]]) -> None:
-    if rows:
-        with open(path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
 
 
 def search(args: argparse.Namespace) -> None:

@@ -4,7 +4,6 @@ every piece of advice the embedders' error messages give, followed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,19 +29,9 @@ DIGITS = [*SMALL, "dataset=digits", "model=dcgan", "dataset.image_size=8", "mode
           "model.discriminator.width=8", "model.generator.z_dim=8"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def own_classifier_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Classifiers trained here (other epochs than test_evaluator's) stay out of the session's cache, which is keyed
-    by data set, image size and seed only."""
-    with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("embedder-choice-cache")
-        mp.setenv("GANLAB_CACHE", str(path))
-        yield path
-
-
 @pytest.fixture(scope="module")
-def digits_run(own_classifier_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished tiny digits run scored with the classifier (auto), trained with this module's cache."""
+def digits_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished tiny digits run scored with the classifier (auto)."""
     return train_tiny(DIGITS_RUN, tmp_path_factory.mktemp("digits") / "run")
 
 

@@ -5,7 +5,6 @@ added to a finished run's scores by ganlab-eval."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,17 +13,6 @@ from tiny_config import DIGITS_RUN, RING8_RUN, compose_cfg, train_tiny
 from ganlab import evaluate
 from ganlab.build import build_trainer
 from ganlab.config_groups import adds_entries, choose_option
-
-
-@pytest.fixture(scope="module", autouse=True)
-def own_classifier_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The epochs=1 digits classifiers trained here stay out of the session's cache (keyed by data set, image size
-    and seed only), so test_evaluator never loads one of them in place of its own (as test_embedder_choice)."""
-    with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("kid-is-cache")
-        mp.setenv("GANLAB_CACHE", str(path))
-        yield path
-
 
 #: both scorers, sized for TINY's 200 scored and 400 real samples
 BOTH = ["metrics/scorers=[kid,inception_score]", "metrics.scorers.kid.subsets=10",

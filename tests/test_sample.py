@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,16 +16,6 @@ from ganlab import sample
 from ganlab.evaluate import overrides_tag, rebuild_from_checkpoint
 from ganlab.sample import interpolate, latent_codes, load_settings
 from ganlab.strategies.ema import scored_generator
-
-
-@pytest.fixture(scope="module", autouse=True)
-def own_classifier_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The epochs=1 digits classifiers trained here stay out of the session's cache (keyed by data set, image size
-    and seed only), so test_evaluator never loads one of them in place of its own (as test_embedder_choice)."""
-    with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("sample-cache")
-        mp.setenv("GANLAB_CACHE", str(path))
-        yield path
 
 
 def test_truncated_codes_redraw_only_the_entries_outside() -> None:
