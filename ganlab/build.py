@@ -222,7 +222,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
         speed.compile_models([G, D], strategies)
     logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None)
     evaluator = make(cfg.metrics)
-    evaluator.prepare(data)  # trains/loads the embedder and scores the data baseline: bad metrics.* fail now
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # a cached classifier or a
+        evaluator.prepare(data)  # trained one leave the same global RNG (D's augmentations draw from it)
     trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=opt_g,
                       opt_d=opt_d, strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,

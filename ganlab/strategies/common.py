@@ -11,12 +11,15 @@ from torch import Tensor, nn
 
 
 def head_owner(discriminator: nn.Module, strategy: str) -> nn.Module:
-    """The module holding ``features``, ``head`` and ``feature_dim``: D itself, or the D a wrapper holds as ``inner``.
+    """The module holding ``features``, ``head`` and ``feature_dim``: D itself, or the D that wrappers hold as
+    ``inner`` (wrappers nest: an augmentation around PacGAN's packing around D).
 
     Raises:
         ValueError: no such module (the model does not follow :class:`ganlab.models.Discriminator`).
     """
-    d = getattr(discriminator, "inner", discriminator)
+    d = discriminator
+    while not all(hasattr(d, a) for a in ("features", "head", "feature_dim")) and hasattr(d, "inner"):
+        d = d.inner
     if not all(hasattr(d, a) for a in ("features", "head", "feature_dim")):
         raise ValueError(f"strategy {strategy!r} needs a discriminator with features, head and feature_dim "
                          f"(ganlab.models.Discriminator); got {type(d).__name__}")
@@ -91,3 +94,45 @@ def input_gradient(critic: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
         out = critic(x)
         (grad,) = torch.autograd.grad(out.sum(), x, create_graph=True)
     return grad
+
+
+class AugmentedDiscriminator(nn.Module):
+    """D behind a differentiable augmentation: ``x -> inner(augment(x))``, with fresh random draws at every call.
+
+    Every call of D (real and fake batches in the D step, the fakes in the G step, penalties such as R1 and
+    WGAN-GP) goes through ``augment``, so G's gradient flows through the augmented fakes and D never sees an
+    un-augmented image (Zhao et al. 2020, Sec. 3; Karras et al. 2020, Sec. 2). ``augment`` is a plain callable,
+    not a submodule, so D's ``state_dict`` holds D's weights only (under ``inner.``); a strategy that adapts the
+    augmentation checkpoints it in its own ``state_dict``.
+
+    Args:
+        inner: the discriminator, (B, C, H, W) -> (B,) scores (or a wrapper such as PacGAN's packing).
+        augment: (B, C, H, W) -> (B, C, H, W), differentiable.
+        strategy: the name of the strategy that installed it (for error messages).
+    """
+
+    def __init__(self, inner: nn.Module, augment: Callable[[Tensor], Tensor], strategy: str) -> None:
+        super().__init__()
+        self.inner, self.augment, self.strategy = inner, augment, strategy
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.inner(self.augment(x))
+
+
+def augment_discriminator(spec: Any, augment: Callable[[Tensor], Tensor], strategy: str) -> None:
+    """Put D of ``spec`` (a :class:`~ganlab.strategies.base.GANSpec`) behind ``augment``, after checking the data.
+
+    Raises:
+        ValueError: the samples are not images (C, H, W) (2-D points: no colour, translation or cutout applies), or
+            D is already behind another strategy's augmentation; each message says what to select instead.
+    """
+    shape = tuple(spec.data_shape)
+    if len(shape) != 3:
+        raise ValueError(f"strategy {strategy} augments images (C, H, W), but the data set's samples have shape "
+                         f"{shape}; its colour, translation and cutout do not apply to points. Use an image data set "
+                         f"with an image model (experiment=fashion_mnist_dcgan, or dataset=digits model=dcgan "
+                         f"dataset.image_size=8), or remove {strategy} from strategy=[...]")
+    if isinstance(spec.discriminator, AugmentedDiscriminator):
+        raise ValueError(f"strategies {spec.discriminator.strategy!r} and {strategy!r} both augment D's inputs; "
+                         "select only one of them in strategy=[...]")
+    spec.discriminator = AugmentedDiscriminator(spec.discriminator, augment, strategy)

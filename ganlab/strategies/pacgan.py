@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
 from ganlab.strategies.base import GANSpec, Part, Strategy
+from ganlab.strategies.common import AugmentedDiscriminator
 
 
 def pack(x: Tensor, m: int) -> Tensor:
@@ -55,7 +56,7 @@ class PacGAN(Strategy):
 
     Raises:
         ValueError: m < 2, the discriminator cannot be rebuilt with ``in_channels``, or its layers were
-            already changed by another strategy.
+            already changed by another strategy (or put behind an augmentation: list pacgan first).
     """
 
     name = "pacgan"
@@ -68,6 +69,9 @@ class PacGAN(Strategy):
 
     def configure(self, spec: GANSpec) -> None:
         old = spec.discriminator
+        if isinstance(old, AugmentedDiscriminator):  # rebuilding D would drop the augmentation around it
+            raise ValueError(f"strategy pacgan rebuilds D, which strategy {old.strategy} has already put behind its "
+                             f"augmentation; list pacgan first: strategy=[pacgan,{old.strategy}]")
         if any(parametrize.is_parametrized(mod) for mod in old.modules()):
             raise ValueError("strategy pacgan rebuilds D's layers, which another strategy has already changed "
                              "(e.g. spectral_norm); list pacgan first: strategy=[pacgan,spectral_norm]")

@@ -321,7 +321,9 @@ class Trainer:
             scalars = self.health.after_step(step)  # monitored steps only
             if scalars and self.risk is not None:  # the early-warning risk: one host sync, monitored steps only
                 assert out.d_real is not None and out.d_fake is not None
-                scalars |= self.risk.observe(step, self.G, self.D, out.d_real, out.d_fake, scalars, self.health.last)
+                with self._isolated_rng():  # D may draw random augmentations (diffaugment, ada): not the run's
+                    scalars |= self.risk.observe(step, self.G, self.D, out.d_real, out.d_fake, scalars,
+                                                 self.health.last)
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
                 scalars |= self._step_scalars(out, strategy_scalars, bar)
             if scalars:

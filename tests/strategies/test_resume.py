@@ -11,6 +11,8 @@ import torch
 from ganlab.build import build_trainer
 from ganlab.health import read_alerts
 
+DIGITS = ["dataset=digits", "model=dcgan", "dataset.image_size=8", "model.generator.width=8",
+          "model.discriminator.width=8", "model.generator.z_dim=8"]
 CASES = {
     # the snapshot (step 3) is taken before the step-4 checkpoint and restored after it (step 6)
     "rollback": ["strategy=[rollback]", "strategy.rollback.period=6", "strategy.rollback.lag=3"],
@@ -26,6 +28,10 @@ CASES = {
                     "optim.schedule.generator.warmup_steps=6"],
     # the early-warning risk (on by default) at steps 2, 4, 6, 8: its loss windows, its above-threshold flag and
     # the monitor's grad-norm windows it reads cross the checkpoint (a threshold it crosses at once: alerts too)
+    # D's augmentations draw from the checkpointed torch generator (the same for diffaugment); ADA's p moves by
+    # 3 x 32 / 10,000 every 3rd D step (speed 0.01 kimg, batch 32), across the checkpoint with an unfinished interval
+    "ada": [*DIGITS, "strategy=[ada]", "strategy.ada.speed_kimg=0.01", "strategy.ada.interval=3",
+            "strategy.ada.initial_p=0.5"],
     "risk": ["monitor.every=2", "monitor.risk.threshold=0.01", "monitor.risk.warmup=0"],
 }
 
@@ -60,6 +66,8 @@ def test_resume_equals_an_uninterrupted_run(make_cfg, tmp_path, name: str) -> No
     assert [s.state_dict().keys() for s in full.strategies] == [s.state_dict().keys() for s in resumed.strategies]
     if name == "rollback":
         assert resumed.strategies[0].count == full.strategies[0].count == 1
+    if name == "ada":
+        assert resumed.strategies[0].state_dict() == full.strategies[0].state_dict()
     if name == "d_lr_damping":
         assert resumed.strategies[0].scale == full.strategies[0].scale == 0.25
     assert full.health.state_dict()["stats"] == resumed.health.state_dict()["stats"]

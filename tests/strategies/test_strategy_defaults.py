@@ -23,7 +23,9 @@ def _plain(value: Any) -> Any:
 @pytest.mark.parametrize("path", YAMLS, ids=[p.stem for p in YAMLS])
 def test_python_defaults_equal_the_yaml(path) -> None:
     """Constructing a strategy from Python without arguments gives the run that ``strategy=[<name>]`` gives."""
-    (name, node), = OmegaConf.to_container(OmegaConf.load(path)).items()
+    yaml = OmegaConf.to_container(OmegaConf.load(path))
+    assert list(yaml)[0] == "defaults"  # its schema (ganlab/config_schema.py), then the keys under its name
+    (name, node), = ((k, v) for k, v in yaml.items() if k != "defaults")
     module, cls_name = node["_target_"].rsplit(".", 1)
     params = inspect.signature(getattr(importlib.import_module(module), cls_name)).parameters
     values = {k: v for k, v in node.items() if not k.startswith("_")}
