@@ -49,6 +49,8 @@ CANDIDATES = {
     "pacpair_grid25_lr2e-4": f"dataset=grid25 model=pacgan_mlp {LR.format(g=2e-4, d=2e-4)}",
     "mlpbn_grid25_lr2e-4": f"dataset=grid25 model=mlp model.generator.batch_norm=true {LR.format(g=2e-4, d=2e-4)}",
     "mlpbn_ring8_lr1e-3": f"dataset=ring8 model=mlp model.generator.batch_norm=true {LR.format(g=1e-3, d=1e-3)}",
+    "mlpbn_ring8_g2e-4_d1e-3": f"dataset=ring8 model=mlp model.generator.batch_norm=true {LR.format(g=2e-4, d=1e-3)}",
+    "mlpbn_grid25_lr1e-3": f"dataset=grid25 model=mlp model.generator.batch_norm=true {LR.format(g=1e-3, d=1e-3)}",
 }
 
 
