@@ -27,7 +27,7 @@ def test_colour_images_are_classified_whole(tmp_path: Path) -> None:
     emb.prepare(data)
     assert emb(hx).shape == (90, 128) and emb.test_accuracy == 1.0
     assert torch.equal(emb.mode_labels(hx), hy)
-    assert [p.name for p in (tmp_path / "classifiers").iterdir()] == ["colours_3ch_8px_seed0.pt"]
-    again = ClassifierEmbedder(cache_dir=str(tmp_path))  # from the cache: the 3-channel network comes back
+    assert [p.name for p in (tmp_path / "classifiers").iterdir()] == ["colours_3ch_8px_seed0_epochs2.pt"]
+    again = ClassifierEmbedder(cache_dir=str(tmp_path), epochs=2)  # from the cache: the 3-channel network comes back
     again.prepare(data)
     assert torch.equal(again.mode_labels(hx), hy)
