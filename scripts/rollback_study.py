@@ -87,14 +87,16 @@ def search(args: argparse.Namespace) -> None:
     jobs = [(name, seed) for seed in range(args.seeds) for name in args.only or CANDIDATES]
     common = [f"trainer.steps={args.steps}", f"trainer.eval_every={args.eval_every}",
               f"trainer.ckpt_every={args.steps}"]
-    Parallel(n_jobs=args.jobs)(
-        delayed(train)(args.out / "search" / f"{n}_s{s}", [*CANDIDATES[n].split(), *common, f"seed={s}"])
-        for n, s in jobs)
+    if args.jobs > 0:  # --jobs 0: collect what the run folders hold, train nothing
+        Parallel(n_jobs=args.jobs)(
+            delayed(train)(args.out / "search" / f"{n}_s{s}", [*CANDIDATES[n].split(), *common, f"seed={s}"])
+            for n, s in jobs)
     rows = [r for n, s in jobs for r in curve(args.out / "search" / f"{n}_s{s}", candidate=n, seed=s)]
     write_csv(args.out / "search_curve.csv", rows)
     for n, s in jobs:
         cov = [r["modes_covered"] for r in rows if r["candidate"] == n and r["seed"] == s]
-        print(f"{n:24s} s{s}: " + " ".join(f"{c:g}" for c in cov if c is not None))
+        done = "" if (args.out / "search" / f"{n}_s{s}" / "metrics.json").is_file() else " (unfinished)"
+        print(f"{n:24s} s{s}: " + " ".join(f"{c:g}" for c in cov if c is not None) + done)
 
 
 #: The study's arms: overrides added to ``experiment=rollback_study`` (periodic rollback's period and lag come
@@ -193,9 +195,10 @@ def study(args: argparse.Namespace) -> None:
     jobs = [(a, s) for s in range(args.seeds) for a in design]
     common = ["experiment=rollback_study", f"trainer.steps={args.steps}", f"trainer.eval_every={args.eval_every}",
               f"trainer.ckpt_every={args.steps}"]
-    Parallel(n_jobs=args.jobs)(
-        delayed(train)(args.out / "study" / f"{slug(a)}_s{s}", [*common, *design[a], f"seed={s}"])
-        for a, s in jobs)
+    if args.jobs > 0:
+        Parallel(n_jobs=args.jobs)(
+            delayed(train)(args.out / "study" / f"{slug(a)}_s{s}", [*common, *design[a], f"seed={s}"])
+            for a, s in jobs)
     rows = [r for a, s in jobs for r in curve(args.out / "study" / f"{slug(a)}_s{s}", arm=a, seed=s)]
     write_csv(args.out / "study_curve.csv", rows)
     data_cov = max((float(r[f"data/{args.key}"]) for r in rows if r.get(f"data/{args.key}") is not None),
