@@ -38,7 +38,9 @@ def config(model: str, strategy: str | None, *overrides: str) -> DictConfig:
     cfg = _BASE[model].copy()
     with open_dict(cfg):
         if strategy is not None:
-            cfg.strategy = OmegaConf.load(Path(ganlab.CONFIG_DIR) / "strategy" / f"{strategy}.yaml")
+            node = OmegaConf.load(Path(ganlab.CONFIG_DIR) / "strategy" / f"{strategy}.yaml")
+            node.pop("defaults", None)  # the schema line Hydra reads (config_schema); the values are the rest
+            cfg.strategy = node
         for o in overrides:
             key, value = o.split("=", 1)
             assert OmegaConf.select(cfg, key, default="absent") != "absent", key
