@@ -86,7 +86,7 @@ def test_conflicting_combinations_are_refused_naming_both(make_cfg, pair: tuple[
 def test_model_spectral_norm_and_the_strategy_are_not_applied_twice(make_cfg, tmp_path) -> None:
     """model.discriminator.spectral_norm=true with strategy=[spectral_norm] is refused before training, and each way
     out the message gives builds: drop the strategy, or turn the model's off (then the strategy normalises D)."""
-    from ganlab.strategies.spectral_norm import has_spectral_norm
+    from torch.nn.utils import parametrize
 
     sn = [*MODELS["resnet"], "model.discriminator.spectral_norm=true"]
     with pytest.raises(ValueError, match=r"already has spectral norm.*drop spectral_norm from strategy=\[\.\.\.\] or "
@@ -95,7 +95,9 @@ def test_model_spectral_norm_and_the_strategy_are_not_applied_twice(make_cfg, tm
     for i, over in enumerate([[*sn, "strategy=[]"], [*sn, "strategy=[spectral_norm]",
                                                      "model.discriminator.spectral_norm=false"]]):
         trainer = build_trainer(make_cfg(*over), tmp_path / str(i))
-        assert has_spectral_norm(trainer.D)
+        convs = [m for m in trainer.D.modules() if isinstance(m, torch.nn.Conv2d)]
+        assert all(len(m.parametrizations.weight) == 1 for m in convs if parametrize.is_parametrized(m))
+        assert convs and all(parametrize.is_parametrized(m, "weight") for m in convs)
 
 
 def test_strategies_on_a_spectrally_normalised_model(make_cfg, tmp_path) -> None:
