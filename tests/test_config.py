@@ -87,8 +87,8 @@ EXPERIMENTS = {
                                 batch_size=64, eval_every=500, ckpt_every=1000, log_every=25, num_samples=2500),
     # SNGAN's ResNet (Miyato et al. 2018, Table 4): spectral norm in D, hinge loss; CPU widths 32, the paper's on a GPU
     "fashion_mnist_resnet": dict(dataset="fashion_mnist", model=RESNET, widths=(32, 32), spectral_norm=True,
-                                 loss="hinge", n_critic=1, betas=[0.5, 0.999], steps=800, batch_size=64,
-                                 eval_every=200, ckpt_every=400, log_every=25, num_samples=2500),
+                                 loss="hinge", n_critic=1, betas=[0.5, 0.999], steps=1200, batch_size=64,
+                                 eval_every=300, ckpt_every=600, log_every=25, num_samples=2500),
     "fashion_mnist_resnet_gpu": dict(dataset="fashion_mnist", model=RESNET, widths=(256, 128), spectral_norm=True,
                                      loss="hinge", n_critic=5, betas=[0.0, 0.9], steps=20000, batch_size=64,
                                      eval_every=2000, ckpt_every=5000, log_every=50, num_samples=2500),
