@@ -40,14 +40,15 @@ def test_every_dataset_yaml(name: str) -> None:
 
 
 @pytest.mark.parametrize("name,shape",
-                         [("mlp", (2,)), ("pacgan_mlp", (2,)), ("dcgan", (1, 32, 32)), ("dcgan", (3, 8, 8))])
+                         [("mlp", (2,)), ("pacgan_mlp", (2,)), ("dcgan", (1, 32, 32)), ("dcgan", (3, 8, 8)),
+                          ("resnet", (1, 16, 16)), ("resnet", (3, 16, 16))])
 def test_every_model_yaml(name: str, shape: tuple[int, ...]) -> None:
     cfg = compose_cfg([f"model={name}"])
     G = instantiate(cfg.model.generator, data_shape=shape)
     D = instantiate(cfg.model.discriminator, data_shape=shape)
     assert isinstance(G, Generator) and isinstance(D, Discriminator)
     assert D(G(G.sample_z(3))).shape == (3,)
-    assert set(options("model")) == {"mlp", "pacgan_mlp", "dcgan"}
+    assert set(options("model")) == {"mlp", "pacgan_mlp", "dcgan", "resnet"}
 
 
 @pytest.mark.parametrize("name", options("loss"))
@@ -76,6 +77,7 @@ def test_other_groups(group: str, cls: type | None, tmp_path: Path) -> None:
 MLP, DCGAN = ("ganlab.models.MLPGenerator", "ganlab.models.MLPDiscriminator"), \
     ("ganlab.models.DCGANGenerator", "ganlab.models.DCGANDiscriminator")
 PACGAN = ("ganlab.models.MLPGenerator", "ganlab.models.MaxoutDiscriminator")
+RESNET = ("ganlab.models.ResNetGenerator", "ganlab.models.ResNetDiscriminator")
 EXPERIMENTS = {
     "pacgan_ring": dict(dataset="ring8", model=PACGAN, steps=50000, batch_size=100, eval_every=5000,
                         ckpt_every=5000, log_every=100, num_samples=2500),
@@ -83,6 +85,13 @@ EXPERIMENTS = {
                         ckpt_every=5000, log_every=100, num_samples=2500),
     "fashion_mnist_dcgan": dict(dataset="fashion_mnist", model=DCGAN, width=32, norm="batch", steps=3000,
                                 batch_size=64, eval_every=500, ckpt_every=1000, log_every=25, num_samples=2500),
+    # SNGAN's ResNet (Miyato et al. 2018, Table 4): spectral norm in D, hinge loss; CPU widths 32, the paper's on a GPU
+    "fashion_mnist_resnet": dict(dataset="fashion_mnist", model=RESNET, widths=(32, 32), spectral_norm=True,
+                                 loss="hinge", n_critic=1, betas=[0.5, 0.999], steps=1200, batch_size=64,
+                                 eval_every=300, ckpt_every=600, log_every=25, num_samples=2500),
+    "fashion_mnist_resnet_gpu": dict(dataset="fashion_mnist", model=RESNET, widths=(256, 128), spectral_norm=True,
+                                     loss="hinge", n_critic=5, betas=[0.0, 0.9], steps=20000, batch_size=64,
+                                     eval_every=2000, ckpt_every=5000, log_every=50, num_samples=2500),
     "grid25_strategies": dict(dataset="grid25", model=MLP, steps=30000, batch_size=256, eval_every=1000,
                               ckpt_every=5000, log_every=50, num_samples=2500),
     "grid25_strategies_cpu": dict(dataset="grid25", model=MLP, steps=3000, batch_size=64, eval_every=500,
@@ -115,6 +124,12 @@ def test_every_experiment_composes(name: str) -> None:
     if "width" in want:
         assert cfg.model.generator.width == cfg.model.discriminator.width == want["width"]
         assert cfg.model.discriminator.norm == want["norm"]
+    if "widths" in want:
+        assert (cfg.model.generator.width, cfg.model.discriminator.width) == want["widths"]
+        assert cfg.model.discriminator.spectral_norm == want["spectral_norm"]
+        assert cfg.loss._target_.rsplit(".", 1)[-1].lower().startswith(want["loss"])
+        assert cfg.trainer.n_critic == want["n_critic"] and list(cfg.optim.discriminator.betas) == want["betas"]
+        assert list(cfg.optim.generator.betas) == want["betas"] and cfg.dataset.image_size == 32
     for key in ("steps", "batch_size", "eval_every", "ckpt_every", "log_every"):
         assert cfg.trainer[key] == want[key], f"{name}: trainer.{key}"
     assert cfg.metrics.num_samples == want["num_samples"]

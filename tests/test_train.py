@@ -14,7 +14,7 @@ from ganlab.data import images as images_mod
 from ganlab.trainer import checkpoint as ckpt_io
 
 PAIRS = [("ring8", "mlp"), ("grid25", "mlp"), ("digits", "dcgan"), ("stacked_digits", "dcgan"),
-         ("fashion_mnist", "dcgan"), ("stacked_fashion_mnist", "dcgan")]
+         ("fashion_mnist", "dcgan"), ("stacked_fashion_mnist", "dcgan"), ("digits", "resnet")]
 SMALL_DCGAN = ["model.generator.width=8", "model.discriminator.width=8", "model.generator.z_dim=8"]
 
 
@@ -26,7 +26,8 @@ def fit(overrides: list[str], run_dir: Path) -> dict:
 def test_every_data_set_and_model_pair_trains(dataset: str, model: str, tmp_path: Path) -> None:
     if "fashion" in dataset and not Path(images_mod.DEBIAN_FASHION_MNIST).exists():
         pytest.skip("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)")
-    extra = SMALL_DCGAN + ["dataset.image_size=8"] if model == "dcgan" else []
+    extra = {"dcgan": [*SMALL_DCGAN, "dataset.image_size=8"],
+             "resnet": [*SMALL_DCGAN, "dataset.image_size=16"]}.get(model, [])  # resnet makes sides 16-64
     metrics = fit([f"dataset={dataset}", f"model={model}", "logger=none", *extra], tmp_path)
     assert metrics["step"] == 6 and metrics["dataset"] == dataset
     saved = json.loads((tmp_path / "metrics.json").read_text())

@@ -4,6 +4,8 @@ from ganlab.models.base import Discriminator, Generator, has_batch_norm
 from ganlab.models.dcgan import DCGANDiscriminator, DCGANGenerator
 from ganlab.models.maxout import MaxoutDiscriminator
 from ganlab.models.mlp import MLPDiscriminator, MLPGenerator
+from ganlab.models.resnet import ResNetDiscriminator, ResNetGenerator
 
 __all__ = ["Generator", "Discriminator", "has_batch_norm", "MLPGenerator", "MLPDiscriminator",
-           "DCGANGenerator", "DCGANDiscriminator", "MaxoutDiscriminator"]
+           "DCGANGenerator", "DCGANDiscriminator", "MaxoutDiscriminator",
+           "ResNetGenerator", "ResNetDiscriminator"]

@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ganlab.strategies.spectral_norm import apply_spectral_norm
+
 
 def head_owner(discriminator: nn.Module, strategy: str) -> nn.Module:
     """The module holding ``features``, ``head`` and ``feature_dim``: D itself, or the D that wrappers hold as
@@ -24,6 +26,15 @@ def head_owner(discriminator: nn.Module, strategy: str) -> nn.Module:
         raise ValueError(f"strategy {strategy!r} needs a discriminator with features, head and feature_dim "
                          f"(ganlab.models.Discriminator); got {type(d).__name__}")
     return d
+
+
+def install_head(d: nn.Module, head: nn.Module) -> None:
+    """Set ``d.head = head`` (``d`` from :func:`head_owner`). When the model normalises its own layers
+    (``d.spectral_norm`` is True, e.g. ``model.discriminator.spectral_norm=true``), the new head's Linear and Conv
+    weights get spectral norm too (Miyato et al. 2018, eq. 8), so every layer of D stays normalised."""
+    if getattr(d, "spectral_norm", False):
+        apply_spectral_norm(head)
+    d.head = head
 
 
 class LRAdjust:

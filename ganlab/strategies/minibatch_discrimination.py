@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ganlab.strategies.base import GANSpec, Part, Strategy
-from ganlab.strategies.common import head_owner
+from ganlab.strategies.common import head_owner, install_head
 
 
 def minibatch_features_direct(m: Tensor) -> Tensor:
@@ -131,7 +131,8 @@ class MinibatchDiscrimination(Strategy):
 
     def configure(self, spec: GANSpec) -> None:
         d = head_owner(spec.discriminator, self.name)
-        d.head = MinibatchDiscriminationHead(d.feature_dim, self.num_kernels, self.kernel_dim, self.max_elements)
+        head = MinibatchDiscriminationHead(d.feature_dim, self.num_kernels, self.kernel_dim, self.max_elements)
+        install_head(d, head)
 
     def __repr__(self) -> str:
         return f"MinibatchDiscrimination(B={self.num_kernels}, C={self.kernel_dim})"

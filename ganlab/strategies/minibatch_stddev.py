@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.strategies.base import GANSpec, Part, Strategy
-from ganlab.strategies.common import head_owner
+from ganlab.strategies.common import head_owner, install_head
 
 
 def minibatch_stddev(f: Tensor, group_size: int = 4, eps: float = 1e-8) -> Tensor:
@@ -92,7 +92,7 @@ class MinibatchStdDev(Strategy):
                 f"group_size x trainer.accumulate (e.g. trainer.batch_size={-(-n // self.group_size) * step}) or "
                 "lower trainer.accumulate")
         d = head_owner(spec.discriminator, self.name)
-        d.head = MinibatchStdDevHead(d.feature_dim, self.group_size)
+        install_head(d, MinibatchStdDevHead(d.feature_dim, self.group_size))
 
     def __repr__(self) -> str:
         return f"MinibatchStdDev(group_size={self.group_size})"

@@ -29,6 +29,11 @@ def pack(x: Tensor, m: int) -> Tensor:
     return x.reshape(x.shape[0] // m, m * x.shape[1], *x.shape[2:])
 
 
+def _parametrized(module: nn.Module) -> int:
+    """How many submodules of ``module`` carry a parametrization (e.g. spectral norm)."""
+    return sum(parametrize.is_parametrized(m) for m in module.modules())
+
+
 class PackedDiscriminator(nn.Module):
     """Wraps a D built for m*C input channels: (B, C, ...) -> pack -> (B/m,) scores.
 
@@ -72,13 +77,13 @@ class PacGAN(Strategy):
         if isinstance(old, AugmentedDiscriminator):  # rebuilding D would drop the augmentation around it
             raise ValueError(f"strategy pacgan rebuilds D, which strategy {old.strategy} has already put behind its "
                              f"augmentation; list pacgan first: strategy=[pacgan,{old.strategy}]")
-        if any(parametrize.is_parametrized(mod) for mod in old.modules()):
-            raise ValueError("strategy pacgan rebuilds D's layers, which another strategy has already changed "
-                             "(e.g. spectral_norm); list pacgan first: strategy=[pacgan,spectral_norm]")
         channels = getattr(old, "in_channels", None)
         if channels is None:
             raise ValueError(f"strategy pacgan needs a discriminator with in_channels; got {type(old).__name__}")
         inner = spec.build_discriminator(in_channels=self.m * int(channels))
+        if _parametrized(old) > _parametrized(inner):  # the model's own (model.discriminator.spectral_norm) are kept
+            raise ValueError("strategy pacgan rebuilds D's layers, which another strategy has already changed "
+                             "(e.g. spectral_norm); list pacgan first: strategy=[pacgan,spectral_norm]")
         if hasattr(old, "head"):
             inner.head = old.head  # keep a head another strategy installed (it sees features, not inputs)
         spec.discriminator = PackedDiscriminator(inner, self.m)

@@ -9,7 +9,8 @@ For a convolution, sigma is that of the weight reshaped to (out_channels, -1), a
 from __future__ import annotations
 
 from torch import nn
-from torch.nn.utils.parametrizations import spectral_norm
+from torch.nn.utils import parametrize
+from torch.nn.utils.parametrizations import _SpectralNorm, spectral_norm
 
 from ganlab.strategies.base import GANSpec, Strategy
 
@@ -32,6 +33,13 @@ def apply_spectral_norm(module: nn.Module, n_power_iterations: int = 1) -> int:
     return len(layers)
 
 
+def has_spectral_norm(module: nn.Module) -> bool:
+    """True when any layer of ``module`` already has a spectral-norm parametrization on its weight."""
+    return any(parametrize.is_parametrized(m, "weight") and any(isinstance(p, _SpectralNorm)
+                                                               for p in m.parametrizations.weight)
+               for m in module.modules())
+
+
 class SpectralNorm(Strategy):
     """Spectral normalisation on all of D's Linear/Conv layers (list it after ``pacgan``, which rebuilds D).
 
@@ -39,7 +47,8 @@ class SpectralNorm(Strategy):
         n_power_iterations: power-iteration steps per forward pass (>= 1; paper: 1).
 
     Raises:
-        ValueError: n_power_iterations < 1.
+        ValueError: n_power_iterations < 1, or (in ``configure``) a D that already has spectral norm
+            (``model.discriminator.spectral_norm=true``): its layers would be normalised twice.
     """
 
     name = "spectral_norm"
@@ -50,6 +59,10 @@ class SpectralNorm(Strategy):
         self.n_power_iterations = int(n_power_iterations)
 
     def configure(self, spec: GANSpec) -> None:
+        if has_spectral_norm(spec.discriminator):
+            raise ValueError("strategy spectral_norm: the discriminator already has spectral norm on its layers "
+                             "(model.discriminator.spectral_norm=true); drop spectral_norm from strategy=[...] or "
+                             "set model.discriminator.spectral_norm=false")
         apply_spectral_norm(spec.discriminator, self.n_power_iterations)
 
     def __repr__(self) -> str:

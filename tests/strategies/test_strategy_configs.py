@@ -43,9 +43,18 @@ def test_yaml_nests_under_its_file_name(name: str) -> None:
     assert list(node) == ["defaults", name] and "_target_" in node[name]  # defaults: its schema (config_schema.py)
 
 
+#: the models each strategy is trained with: the default MLP pair on ring8, and SNGAN's ResNet pair (width 4) on
+#: 16 x 16 digits (it makes sides 16-64)
+MODELS = {"mlp": [], "resnet": ["dataset=digits", "dataset.image_size=16", "model=resnet", "model.generator.width=4",
+                                "model.discriminator.width=4", "model.generator.z_dim=8"]}
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("name", NAMES)
-def test_strategy_trains_and_every_parameter_gets_a_gradient(make_cfg, tmp_path, name: str) -> None:
-    cfg = make_cfg(*(DIGITS if name in IMAGES_ONLY else []), f"strategy=[{name}]")
+def test_strategy_trains_and_every_parameter_gets_a_gradient(make_cfg, tmp_path, name: str, model: str) -> None:
+    # an augmentation is refused on 2-D points (test_augment.py): in the MLP's place it trains the DCGAN pair
+    pair = DIGITS if name in IMAGES_ONLY and model == "mlp" else MODELS[model]
+    cfg = make_cfg(*pair, f"strategy=[{name}]")
     (strategy,) = build_strategies(cfg)
     assert isinstance(strategy, Strategy) and strategy.name == name
     trainer = build_trainer(cfg, tmp_path)
@@ -79,3 +88,35 @@ def test_conflicting_combinations_are_refused_naming_both(make_cfg, pair: tuple[
         return
     with pytest.raises(ValueError, match=f"'{pair[0]}' and '{pair[1]}' both replace"):
         build_strategies(make_cfg(f"strategy=[{pair[0]},{pair[1]}]"))
+
+
+def test_model_spectral_norm_and_the_strategy_are_not_applied_twice(make_cfg, tmp_path) -> None:
+    """model.discriminator.spectral_norm=true with strategy=[spectral_norm] is refused before training, and each way
+    out the message gives builds: drop the strategy, or turn the model's off (then the strategy normalises D)."""
+    from torch.nn.utils import parametrize
+
+    sn = [*MODELS["resnet"], "model.discriminator.spectral_norm=true"]
+    with pytest.raises(ValueError, match=r"already has spectral norm.*drop spectral_norm from strategy=\[\.\.\.\] or "
+                                         r"set model\.discriminator\.spectral_norm=false"):
+        build_trainer(make_cfg(*sn, "strategy=[spectral_norm]"), tmp_path / "both")
+    for i, over in enumerate([[*sn, "strategy=[]"], [*sn, "strategy=[spectral_norm]",
+                                                     "model.discriminator.spectral_norm=false"]]):
+        trainer = build_trainer(make_cfg(*over), tmp_path / str(i))
+        convs = [m for m in trainer.D.modules() if isinstance(m, torch.nn.Conv2d)]
+        assert all(len(m.parametrizations.weight) == 1 for m in convs if parametrize.is_parametrized(m))
+        assert convs and all(parametrize.is_parametrized(m, "weight") for m in convs)
+
+
+def test_strategies_on_a_spectrally_normalised_model(make_cfg, tmp_path) -> None:
+    """With the model's own spectral norm, pacgan rebuilds D (normalised again, not refused as if a strategy had
+    changed it), and a head installed by minibatch_discrimination is normalised too, so every D layer stays so."""
+    from torch.nn.utils import parametrize
+
+    sn = [*MODELS["resnet"], "model.discriminator.spectral_norm=true"]
+    trainer = build_trainer(make_cfg(*sn, "strategy=[minibatch_discrimination,pacgan]"), tmp_path)
+    inner = trainer.D.inner
+    assert inner.in_channels == 2 and parametrize.is_parametrized(inner.features[0].c1, "weight")
+    assert parametrize.is_parametrized(inner.head.linear, "weight")
+    assert trainer.fit()["step"] == 4
+    plain = build_trainer(make_cfg(*MODELS["resnet"], "strategy=[minibatch_discrimination]"), tmp_path / "plain")
+    assert not parametrize.is_parametrized(plain.D.head.linear)
