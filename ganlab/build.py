@@ -53,6 +53,14 @@ def make(node: Any, **kwargs: Any) -> Any:
         raise
 
 
+def optimiser(node: DictConfig) -> Any:
+    """``optim.generator`` / ``optim.discriminator`` made as :func:`make` does, a key set to null left out: the
+    typed schema has Adam's keys and cannot delete one, so ``optim.generator._target_=torch.optim.SGD
+    optim.generator.betas=null`` gives SGD."""
+    plain = OmegaConf.to_container(node, resolve=True)
+    return make(OmegaConf.create({k: v for k, v in plain.items() if v is not None}))
+
+
 def resolve_device(device: str) -> torch.device:
     """``auto`` -> CUDA when present, else CPU; otherwise ``torch.device(device)``.
 
@@ -195,8 +203,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     set_threads(cfg.get("threads"), shape, int(cfg.trainer.batch_size), device)
     build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape)
     spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape), discriminator=build_d(),
-                   loss=make(cfg.loss), g_optim=make(cfg.optim.generator),
-                   d_optim=make(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
+                   loss=make(cfg.loss), g_optim=optimiser(cfg.optim.generator),
+                   d_optim=optimiser(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
                    data_shape=shape, build_discriminator=build_d,
                    batch_size=int(cfg.trainer.batch_size), accumulate=int(cfg.trainer.get("accumulate", 1)))
     configured_loss = type(spec.loss)

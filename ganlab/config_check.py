@@ -223,6 +223,9 @@ def explain(err: Exception, lines: Sequence[str]) -> str | None:
         next((ln for ln in lines if ln.lstrip("+~").split("=", 1)[0].startswith(full_key)), None)
     if isinstance(cause, ValidationError):
         return wrong_type(full_key, getattr(cause, "value", None), line)
+    if "does not support deletion" in str(cause):
+        return (f"{line}: {full_key} is a typed setting and cannot be deleted; set it to null to leave it out: "
+                f"{full_key}=null")
     path, _, key = full_key.rpartition(".")
     parent = getattr(cause, "parent_node", None)
     if path == "strategy":

@@ -43,7 +43,8 @@ class AdamSchema:
     _partial_: bool = True
     _convert_: str = "all"
     lr: float = 2.0e-4                                     # learning rate (> 0)
-    betas: List[float] = dataclasses.field(default_factory=lambda: [0.5, 0.999])  # (beta1, beta2), each in [0, 1)
+    # (beta1, beta2), each in [0, 1); null leaves it out (another optimiser: _target_=torch.optim.SGD betas=null)
+    betas: Optional[List[float]] = dataclasses.field(default_factory=lambda: [0.5, 0.999])
 
 
 @functools.cache

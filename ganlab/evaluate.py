@@ -98,8 +98,10 @@ def check_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
         new = OmegaConf.select(value, key, throw_on_resolution_failure=False)
         group = key.replace(".", "/")
         if isinstance(node, DictConfig) and not isinstance(new, DictConfig) and group in groups:
+            choices = options(group)
+            form = f"{group}={new}" if str(new) in choices else f"{group}=<option>"
             raise ValueError(f"{o!r}: {key} is the node of the config group {group}; choose one of its options "
-                             f"with a slash: {group}={new} (options: {', '.join(options(group))})")
+                             f"with a slash: {form} (options: {', '.join(choices)})")
         if isinstance(node, DictConfig) and not isinstance(new, DictConfig):
             raise ValueError(f"{o!r}: {key} is a config node (keys {sorted(str(k) for k in node.keys())}), not a "
                              f"value; override one of its keys instead (e.g. {key}.<key>=...)")

@@ -26,8 +26,8 @@ from ganlab.config_check import ConfigError, check_command_line
 from ganlab.config_schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
 from ganlab.health.detector import DetectorConfig
 
-STRATEGIES = ("d_lr_damping, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, pacgan, r1, rollback, "
-              "spectral_norm, ttur, unrolled, wgan_gp")
+STRATEGIES = ("ada, d_lr_damping, diffaugment, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, "
+              "pacgan, r1, rollback, spectral_norm, ttur, unrolled, wgan_gp")
 TRAINER_KEYS = ("steps, batch_size, n_critic, accumulate, eval_every, ckpt_every, log_every, grid_size, resume, "
                 "progress, projector, precision, compile, channels_last, fused_optim")
 

@@ -29,7 +29,8 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     ("dataset/ring8=x", r"dataset/ring8 is not a config group that can be switched here; those are: metrics/embedder"),
     ("metrics.embedder=pixels", r"metrics\.embedder is the node of the config group metrics/embedder; choose one of "
                                 r"its options with a slash: metrics/embedder=pixels \(options: auto, classifier"),
-    ("metrics.scorers=none", r"metrics\.scorers is a config node.*not a value"),
+    ("metrics.scorers=none", r"metrics\.scorers is the node of the config group metrics/scorers; choose one of its "
+                             r"options with a slash: metrics/scorers=<option> \(options: inception_score, kid\)"),
     ("metrics.num_smples=10", r"unknown key 'metrics\.num_smples'.*valid keys under metrics: .*'num_samples'"),
     ("metrics.nope.deeper=1", r"unknown key 'metrics\.nope\.deeper'.*valid keys under metrics:"),
     ("+metrics.extra=1", r"only plain key=value"),

@@ -22,7 +22,7 @@ from ganlab.trainer.loop import Trainer
 
 #: G trains with plain SGD, so one G step is G - lr * grad exactly (Adam's first step is about lr * sign(grad),
 #: which would hide most of the difference between two gradients).
-G_SGD = ["optim.generator._target_=torch.optim.SGD", "~optim.generator.betas", "optim.generator.lr=0.1"]
+G_SGD = ["optim.generator._target_=torch.optim.SGD", "optim.generator.betas=null", "optim.generator.lr=0.1"]
 ETA, K = 0.5, 2  # a large unrolling step, so the look-ahead D differs clearly from D
 
 
@@ -118,7 +118,7 @@ def _adam_look_ahead(d: nn.Module, loss, real: Tensor, fake: Tensor, lr: float) 
 def test_unrolled_adam_for_an_sgd_trained_d_uses_adam_defaults_and_d_lr(make_cfg, tmp_path) -> None:
     """D trained by SGD (no betas, eps or moments in its optimiser): the look-ahead takes K Adam steps with
     Adam's default betas and eps from zero moments, at D's learning rate (strategy.unrolled.lr=null)."""
-    d_sgd = ["optim.discriminator._target_=torch.optim.SGD", "~optim.discriminator.betas",
+    d_sgd = ["optim.discriminator._target_=torch.optim.SGD", "optim.discriminator.betas=null",
              "optim.discriminator.lr=0.01"]
     trainer, g0, real, z, g_terms = _one_step(make_cfg, tmp_path, *d_sgd, "strategy=[unrolled]",
                                               f"strategy.unrolled.k={K}", "strategy.unrolled.optimizer=adam")
@@ -139,3 +139,13 @@ def test_unrolled_settings() -> None:
             Unrolled(**bad)
     assert Unrolled(second_order=True).double_backward is True
     assert Unrolled(second_order=False).double_backward is False
+
+
+def test_deleting_a_typed_optimiser_key_is_answered_with_advice_that_works() -> None:
+    from ganlab.config_check import ConfigError, check_command_line
+
+    with pytest.raises(ConfigError, match=r"^~optim.generator.betas: optim.generator.betas is a typed setting and "
+                                          r"cannot be deleted; set it to null to leave it out: "
+                                          r"optim.generator.betas=null$"):
+        check_command_line(["optim.generator._target_=torch.optim.SGD", "~optim.generator.betas"])
+    check_command_line(G_SGD)  # the advice, followed (the SGD runs above train with it)
