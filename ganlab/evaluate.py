@@ -24,6 +24,7 @@ import json
 import logging
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -173,20 +174,31 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point of ``ganlab-eval``."""
-    parser = argparse.ArgumentParser(prog="ganlab-eval", description=__doc__.splitlines()[0])
+def checkpoint_command(prog: str, description: str, overrides_help: str, argv: list[str] | None,
+                       run: Callable[[str, list[str]], dict[str, Any]],
+                       report: Callable[[dict[str, Any]], str]) -> int:
+    """A command on one checkpoint (``ganlab-eval``, ``ganlab-sample``): parse ``<path> [key=value ...]``, call
+    ``run(path, overrides)`` and print ``report(result)``. A FileNotFoundError or ValueError (bad input, named by
+    ``run``) is printed as ``<prog>: <message>`` on stderr with exit status 2; otherwise the status is 0."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("path", help="a run directory (uses checkpoints/last.pt) or a checkpoint file")
-    parser.add_argument("overrides", nargs="*", help="config overrides, key=value")
+    parser.add_argument("overrides", nargs="*", help=overrides_help)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        result = evaluate_checkpoint(args.path, args.overrides)
+        result = run(args.path, args.overrides)
     except (FileNotFoundError, ValueError) as err:
-        print(f"ganlab-eval: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
-    print(f"step {result['step']} of {result['checkpoint']}:\n{format_scores(result['scores'])}")
+    print(report(result))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point of ``ganlab-eval``."""
+    return checkpoint_command(
+        "ganlab-eval", __doc__.splitlines()[0], "config overrides, key=value", argv, evaluate_checkpoint,
+        lambda result: f"step {result['step']} of {result['checkpoint']}:\n{format_scores(result['scores'])}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ et al. 2019 (BigGAN, Sec. 3.1), every entry with ``|z_i| > t`` redrawn until ins
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -36,7 +35,7 @@ from torch import Tensor, nn
 from ganlab import CONFIG_DIR
 from ganlab.build import build_strategies, load_data, make, resolve_device
 from ganlab.data.base import GANData
-from ganlab.evaluate import overrides_tag
+from ganlab.evaluate import checkpoint_command, overrides_tag
 from ganlab.models.base import eval_mode
 from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
 from ganlab.strategies.base import Part
@@ -243,19 +242,11 @@ def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> d
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point of ``ganlab-sample``."""
-    parser = argparse.ArgumentParser(prog="ganlab-sample", description=__doc__.splitlines()[0])
-    parser.add_argument("path", help="a run directory (uses checkpoints/last.pt) or a checkpoint file")
-    parser.add_argument("overrides", nargs="*", help="settings of conf/sample.yaml, key=value (e.g. truncation=1.0)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        result = sample_checkpoint(args.path, args.overrides)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"ganlab-sample: {err}", file=sys.stderr)
-        return 2
-    print(f"step {result['step']} of {result['checkpoint']} ({result['generator']}), seed {result['seed']}: "
-          f"{result['out']}/grid.png, interpolation.png, sample.json")
-    return 0
+    return checkpoint_command(
+        "ganlab-sample", __doc__.splitlines()[0], "settings of conf/sample.yaml, key=value (e.g. truncation=1.0)",
+        argv, sample_checkpoint,
+        lambda result: f"step {result['step']} of {result['checkpoint']} ({result['generator']}), seed "
+                       f"{result['seed']}: {result['out']}/grid.png, interpolation.png, sample.json")
 
 
 if __name__ == "__main__":
