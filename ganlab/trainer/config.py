@@ -33,6 +33,7 @@ class TrainerConfig:
     compile: bool = False      # torch.compile G and D (eager, with a warning, when a strategy differentiates twice)
     channels_last: bool = False  # NHWC weights for conv models (faster convolutions on GPUs)
     fused_optim: Any = "auto"  # fused Adam/AdamW/SGD kernel: auto (CUDA only), true, false
+    ensemble: int | None = None  # S >= 2: seeds seed..seed+S-1 in one process, vectorised (ganlab.ensemble)
 
     def validate(self) -> None:
         """Raise ValueError naming the key when a count is not positive or the precision is unknown."""
@@ -47,6 +48,8 @@ class TrainerConfig:
                              f"mean losses add up to the whole batch's, and PacGAN's packs stay whole); choose "
                              f"trainer.accumulate from {', '.join(map(str, divisors))} or a trainer.batch_size that "
                              f"is a multiple of {self.accumulate}")
+        if self.ensemble is not None and (isinstance(self.ensemble, bool) or int(self.ensemble) < 1):
+            raise ValueError(f"trainer.ensemble must be null or a number of seeds >= 1, got {self.ensemble!r}")
         for key in ("progress", "projector", "compile", "channels_last"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")
