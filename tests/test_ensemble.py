@@ -170,3 +170,28 @@ def test_ganlab_train_refuses_on_the_command_line(tmp_path: Path) -> None:
     assert res.returncode == 1, res.stderr[-2000:]
     assert "ganlab-train: strategy unrolled cannot run in trainer.ensemble" in res.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_compare_lists_the_members_as_runs_with_their_ensembles_overrides(tmp_path: Path) -> None:
+    from ganlab.compare import collect_runs
+
+    def folder(path: Path, overrides: list[str] | None, seed: int | None) -> None:
+        path.mkdir(parents=True)
+        if overrides is not None:
+            (path / ".hydra").mkdir()
+            (path / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+            (path / "train.log").write_text("")
+        if seed is not None:
+            (path / "metrics.json").write_text(json.dumps({"seed": seed, "step": 5, "dataset": "ring8",
+                                                           "strategies": [], "scores": {"modes_covered": seed}}))
+
+    for gamma in (1, 3):  # two ensembles that differ in one setting: two rows
+        ens = tmp_path / f"ens{gamma}"
+        folder(ens, ["trainer.ensemble=2", "seed=0", f"trainer.steps={gamma}"], None)
+        for seed in (0, 1):
+            folder(ens / f"seed_{seed}", None, seed)
+    runs, failed = collect_runs(tmp_path)
+    assert failed == []  # the ensembles' own folders are no unfinished runs
+    assert sorted((r["seed"], r["label"]) for r in runs) == [
+        (0, "ring8 [plain] trainer.steps=1"), (0, "ring8 [plain] trainer.steps=3"),
+        (1, "ring8 [plain] trainer.steps=1"), (1, "ring8 [plain] trainer.steps=3")]

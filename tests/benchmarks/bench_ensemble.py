@@ -9,6 +9,12 @@ over a whole run), and where the time goes (each side's training loop against bu
 
     python tests/benchmarks/bench_ensemble.py --out results/                   # S=10, ring8, 2,000 steps, batch 64
     python tests/benchmarks/bench_ensemble.py --steps 200 --seeds 3 --repeats 1  # a quick look
+    python tests/benchmarks/bench_ensemble.py --kernels     # only: vmap against grouped matmuls and a loop
+
+``--kernels`` times one forward + backward of S stacked MLP networks (ring8's default G and D, batch 64) three
+ways, interleaved, medians of 30 rounds: ``vmap`` of ``functional_call`` (what ``ganlab.ensemble`` uses: the
+models' own code), hand-written grouped matmuls (``torch.baddbmm`` over the stacked weights: the same layers written
+again), and a Python loop over the S networks (what S separate runs compute).
 """
 
 from __future__ import annotations
@@ -76,6 +82,49 @@ def compare(single: dict[int, Path], members: dict[int, Path]) -> list[list[Any]
     return rows
 
 
+def kernels(size: int, batch: int = 64, rounds: int = 30) -> list[list[Any]]:
+    """ms per forward + backward of ``size`` stacked networks: vmap, grouped matmuls (baddbmm), a loop."""
+    import copy
+    import statistics
+
+    from torch.func import functional_call, stack_module_state, vmap
+
+    from ganlab.models import MLPDiscriminator, MLPGenerator
+
+    rows = []
+    for name, make, d_in, act in [("MLP G 16-128-128-128-2", lambda: MLPGenerator((2,)), 16, torch.relu),
+                                  ("MLP D 2-128-128-1", lambda: MLPDiscriminator((2,)), 2,
+                                   lambda t: torch.nn.functional.leaky_relu(t, 0.2))]:
+        nets = [make() for _ in range(size)]
+        params, buffers = stack_module_state(nets)
+        template = copy.deepcopy(nets[0]).to("meta")
+        stacked = vmap(lambda p, b, x: functional_call(template, (p, b), (x,)))
+        weights = [params[n] for n in params if n.endswith("weight")]
+        biases = [params[n] for n in params if n.endswith("bias")]
+
+        def grouped(x: torch.Tensor) -> torch.Tensor:
+            for i, (w, b) in enumerate(zip(weights, biases)):
+                x = torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+                x = act(x) if i < len(weights) - 1 else x
+            return x
+
+        x, flat = torch.randn(size, batch, d_in), list(params.values())
+        runs = {"vmap": lambda: torch.autograd.grad(stacked(params, buffers, x).sum(), flat),
+                "baddbmm": lambda: torch.autograd.grad(grouped(x).sum(), flat),
+                "loop": lambda: torch.autograd.grad(sum(n(x[k]).sum() for k, n in enumerate(nets)),
+                                                    [q for n in nets for q in n.parameters()])}
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        for _ in range(rounds):
+            for key, fn in runs.items():
+                t0 = time.perf_counter()
+                for _ in range(10):
+                    fn()
+                times[key].append((time.perf_counter() - t0) * 100)  # ms per call
+        v, g, loop = (statistics.median(times[k]) for k in ("vmap", "baddbmm", "loop"))
+        rows.append([name, v, g, loop, loop / v, loop / g])
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=10)
@@ -90,8 +139,15 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1, help="alternations of the two sides (ensemble first)")
     p.add_argument("--work", type=Path, default=None, help="where the runs go (default: a temporary folder)")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--kernels", action="store_true", help="only time vmap / baddbmm / loop (see the docstring)")
     p.add_argument("extra", nargs="*", help="more overrides for both sides")
     args = p.parse_args()
+    if args.kernels:
+        torch.set_num_threads(1)
+        print(f"forward + backward of {args.seeds} stacked networks, batch 64, one thread, ms (median of 30); load "
+              f"average {os.getloadavg()}")
+        print(table(["networks", "vmap", "baddbmm", "loop", "loop / vmap", "loop / baddbmm"], kernels(args.seeds)))
+        return
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_ensemble_"))
     work.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"env": env_info(torch.device("cpu")), "args": {k: str(v) for k, v in vars(args).items()},
