@@ -195,3 +195,12 @@ def test_compare_lists_the_members_as_runs_with_their_ensembles_overrides(tmp_pa
     assert sorted((r["seed"], r["label"]) for r in runs) == [
         (0, "ring8 [plain] trainer.steps=1"), (0, "ring8 [plain] trainer.steps=3"),
         (1, "ring8 [plain] trainer.steps=1"), (1, "ring8 [plain] trainer.steps=3")]
+
+
+def test_a_non_finite_loss_stops_the_ensemble_naming_the_seed(tmp_path: Path) -> None:
+    ens = build_ensemble(compose_cfg(BASE + ["trainer.ensemble=2", "seed=3"]), tmp_path / "ens")
+    good = torch.tensor([0.5, 0.7])
+    ens._log({"loss/D/adv": good, "loss/G/adv": good}, 2)  # finite: logged
+    with pytest.raises(FloatingPointError, match=r"seed 4: a loss or D output is NaN/Inf at step 2 .*train seed=4 "
+                                                 r"alone \(without trainer.ensemble\)"):
+        ens._log({"loss/D/adv": torch.tensor([0.5, float("nan")]), "loss/G/adv": good}, 2)
