@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,6 +65,7 @@ def _rank_jobs(rank: int, port: int, port2: int, out: str) -> None:
     d = _join(rank, port, TIMEOUT_S)
     over = RUN + [f"trainer.batch_size={B}", "trainer.distributed=true", f"trainer.dist_timeout_s={TIMEOUT_S}"]
     train_tiny(over, root / "whole")
+    train_tiny(over + ["strategy=[r1]"], root / "r1")  # a penalty through autograd.grad, under DDP
     train_tiny(over[:] + ["trainer.steps=2"], root / "resumed")
     train_tiny(over + [f"trainer.resume={root / 'resumed'}"], root / "resumed")
     x = torch.arange(3.0 if rank == 0 else 2.0).add(10 * rank)[:, None].repeat(1, 2)  # rank 0: 3 rows, rank 1: 2
@@ -102,15 +102,27 @@ def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def one_rank(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def _one_process(extra: list[str], folder: Path) -> Path:
     """The reference: one process, batch 2B, the same settings."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    with pytest.MonkeyPatch.context() as mp_:
-        _no_pictures(mp_)
-        yield train_tiny(RUN + [f"trainer.batch_size={2 * B}"], tmp_path_factory.mktemp("one") / "run")
-    torch.set_num_threads(threads)
+    try:
+        with pytest.MonkeyPatch.context() as mp_:
+            _no_pictures(mp_)
+            return train_tiny(RUN + [f"trainer.batch_size={2 * B}", *extra], folder)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def one_rank(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _one_process([], tmp_path_factory.mktemp("one") / "run")
+
+
+def _assert_same_training(two: dict[str, torch.Tensor], one: dict[str, torch.Tensor]) -> None:
+    assert two.keys() == one.keys()
+    for k in one:  # float32 sums in another order (each rank's mean, then DDP's mean): last-bit differences only
+        torch.testing.assert_close(two[k], one[k], rtol=1e-5, atol=1e-6, msg=k)
 
 
 def _weights(run: Path) -> dict[str, torch.Tensor]:
@@ -120,12 +132,17 @@ def _weights(run: Path) -> dict[str, torch.Tensor]:
 
 def test_two_ranks_of_batch_b_train_as_one_process_of_batch_2b(two_ranks: Path, one_rank: Path) -> None:
     two, one = _weights(two_ranks / "whole"), _weights(one_rank)
-    assert two.keys() == one.keys()
     start = load_checkpoint(one_rank / "checkpoints" / "step_0000000.pt")["generator"]
     moved = max(float((one[f"G.{k}"] - v).abs().max()) for k, v in start.items())
     assert moved > 1e-4  # the 4 Adam steps changed G (lr 2e-4 per step), so equal weights are not vacuous
-    for k in one:  # float32 sums in another order (each rank's mean, then DDP's mean): last-bit differences only
-        torch.testing.assert_close(two[k], one[k], rtol=1e-5, atol=1e-6, msg=k)
+    _assert_same_training(two, one)
+
+
+def test_r1_under_two_ranks_equals_one_process(two_ranks: Path, tmp_path: Path) -> None:
+    """R1's autograd.grad penalty on each rank's half, gradients averaged by DDP = the penalty of the whole batch."""
+    one = _weights(_one_process(["strategy=[r1]"], tmp_path / "run"))
+    _assert_same_training(_weights(two_ranks / "r1"), one)
+    assert not torch.equal(one["D.head.weight"], _weights(two_ranks / "whole")["D.head.weight"])  # R1 acted
 
 
 def test_a_stopped_and_resumed_two_rank_run_equals_the_uninterrupted_one(two_ranks: Path) -> None:
@@ -139,7 +156,7 @@ def test_a_stopped_and_resumed_two_rank_run_equals_the_uninterrupted_one(two_ran
 
 def test_only_rank_0_writes_one_run_folder(two_ranks: Path) -> None:
     whole = two_ranks / "whole"
-    assert sorted(p.name for p in two_ranks.iterdir() if p.is_dir()) == ["resumed", "whole"]
+    assert sorted(p.name for p in two_ranks.iterdir() if p.is_dir()) == ["r1", "resumed", "whole"]
     records = [json.loads(line) for line in (whole / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [4]  # one line per evaluation, not one per rank
     assert json.loads((whole / "metrics.json").read_text())["step"] == 4
