@@ -197,6 +197,7 @@ def launch_env() -> tuple[int, int, int] | None:
         except ImportError as err:
             raise ValueError("trainer.distributed=true under SLURM with several tasks needs submitit to find the "
                              "master node: pip install -e '.[sweep]', or start the tasks with torchrun") from err
+        os.environ.setdefault("SUBMITIT_EXECUTOR", "slurm")  # plain srun: submitit reads the SLURM_* variables
         t = TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
         return t.rank, t.world_size, t.local_rank
     return None

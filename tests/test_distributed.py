@@ -224,3 +224,19 @@ def test_torchrun_writes_one_run_folder(tmp_path: Path) -> None:
     folders = list((tmp_path / "runs" / "ring8").iterdir())
     assert len(folders) == 1 and (folders[0] / "metrics.json").is_file()
     assert not (folders[0] / "FAILED").exists()
+
+
+def test_slurm_tasks_find_their_rank_and_master_through_submitit() -> None:
+    """Under ``srun`` (or submitit's tasks) without torchrun's variables, the SLURM ones give rank and master."""
+    saved = dict(os.environ)
+    try:
+        for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+            os.environ.pop(key, None)
+        os.environ.update(SLURM_JOB_ID="4242", SLURM_NTASKS="4", SLURM_PROCID="3", SLURM_LOCALID="1",
+                          SLURM_JOB_NUM_NODES="2", SLURM_NODEID="1", SLURM_JOB_NODELIST="gpu[07-08]")
+        assert distributed.launch_env() == (3, 4, 1)
+        assert os.environ["MASTER_ADDR"] == "gpu07" and os.environ["WORLD_SIZE"] == "4"
+        assert 20000 <= int(os.environ["MASTER_PORT"]) <= 60000  # derived from the job id: the same on every task
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
