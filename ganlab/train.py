@@ -183,9 +183,24 @@ def check_arguments(argv: list[str]) -> None:
         return
     try:
         check_command_line(args.overrides, multirun=args.multirun)
+        if args.multirun:
+            check_no_sweep_under_torchrun()
     except ConfigError as err:
         _report(err)
         sys.exit(1)
+
+
+def check_no_sweep_under_torchrun() -> None:
+    """Refuse ``-m`` in a process torchrun started (``WORLD_SIZE`` > 1 before Hydra runs).
+
+    Raises:
+        ConfigError: every process would run the whole sweep, each in a sweep folder named from its own clock.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if "RANK" in os.environ and world > 1:
+        raise ConfigError(f"a sweep (-m) under torchrun would run every job in each of the {world} processes, each "
+                          "with its own sweep folder; start one torchrun per job (without -m), or run the sweep "
+                          "on SLURM with hydra/launcher=slurm_ddp trainer.distributed=true")
 
 
 def main() -> None:

@@ -240,3 +240,15 @@ def test_slurm_tasks_find_their_rank_and_master_through_submitit() -> None:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def test_a_sweep_under_torchrun_is_refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from ganlab.train import check_arguments
+
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SystemExit) as stop:
+        check_arguments(["-m", "seed=0,1", "trainer.distributed=true"])
+    assert stop.value.code == 1
+    assert "a sweep (-m) under torchrun would run every job in each of the 2 processes" in capsys.readouterr().err
+    check_arguments(["seed=1", "trainer.distributed=true"])  # the advice: one torchrun per job, without -m
