@@ -112,7 +112,8 @@ def run(cfg: DictConfig) -> dict:
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
+        with distributed.current().guard("a collective while building the run"):  # DDP's first broadcast, ...
+            trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
     except (ValueError, FileNotFoundError) as err:
         raise StartError(str(err)) from err
     if trainer.dist.main:

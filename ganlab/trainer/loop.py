@@ -329,8 +329,7 @@ class Trainer:
             self.save(self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt")
         start_step, t0 = self.state.step, time.perf_counter()
         bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not (self.cfg.progress and self.dist.main),
-                   dynamic_ncols=True,
-                   unit="step", desc="train")
+                   dynamic_ncols=True, unit="step", desc="train")
         with GracefulStop() as stop:
             self._train_until_done(bar, stop)
         bar.close()
