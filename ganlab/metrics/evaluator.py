@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.data.base import GANData
+from ganlab.distributed import SINGLE, Dist
 from ganlab.metrics.clusters import default_num_clusters
 from ganlab.metrics.embedders import AutoEmbedder, Embedder
 from ganlab.metrics.kmeans import KMeansResult, assign
@@ -54,7 +55,14 @@ class Evaluator:
         batch_size: samples generated per forward pass.
         seed: seed of the evaluation latent codes and the reference subset; the training RNG streams are
             never touched.
+
+    Attribute ``dist`` (:class:`~ganlab.distributed.Dist`, set by the trainer's builder; one process by
+    default): under several processes each rank generates and embeds its contiguous share of the rows
+    (:func:`shares`) and the shares are gathered, so every rank scores the same samples a one-process run
+    scores (the same latent codes, in the same order); every rank must then call the evaluator together.
     """
+
+    dist: Dist = SINGLE
 
     def __init__(self, num_samples: int = 2500, num_real: int = 10_000, scorers: Mapping[str, Scorer] | None = None,
                  embedder: Embedder | None = None, batch_size: int = 1000, seed: int = 0) -> None:
@@ -71,12 +79,33 @@ class Evaluator:
 
     @torch.no_grad()
     def sample(self, generator: nn.Module, n: int, device: torch.device) -> Tensor:
-        """(n, *data_shape) samples from the evaluation latent codes; G is put in eval mode meanwhile."""
+        """(n, *data_shape) samples from the evaluation latent codes; G is put in eval mode meanwhile.
+
+        Under several processes every rank draws all n codes (in the same chunks of ``batch_size``), generates
+        its share of the rows and gathers the others'.
+        """
         gen = torch.Generator(device=device).manual_seed(self.seed + 7919)
         with eval_mode(generator):
-            out = [generator(torch.randn(min(self.batch_size, n - i), generator.z_dim, generator=gen, device=device))
-                   for i in range(0, n, self.batch_size)]
-        return torch.cat(out)
+            if not self.dist.active:
+                out = [generator(torch.randn(min(self.batch_size, n - i), generator.z_dim, generator=gen,
+                                             device=device)) for i in range(0, n, self.batch_size)]
+                return torch.cat(out)
+            z = torch.cat([torch.randn(min(self.batch_size, n - i), generator.z_dim, generator=gen, device=device)
+                           for i in range(0, n, self.batch_size)])  # (n, z_dim), the one-process codes
+            return self._sharded(lambda part: torch.cat([generator(c) for c in part.split(self.batch_size)])
+                                 if len(part) else generator(part), z)
+
+    def _sharded(self, fn: Any, x: Tensor) -> Any:
+        """``fn(x)`` computed row-wise in shares: each rank applies ``fn`` to its rows of (N, ...) ``x`` and the
+        results are gathered in row order (one process: ``fn(x)``). ``fn`` returns (rows, ...) or None."""
+        if not self.dist.active:
+            return fn(x)
+        counts = shares(len(x), self.dist.world)
+        lo = sum(counts[: self.dist.rank])
+        local = fn(x[lo:lo + counts[self.dist.rank]])
+        if local is None:
+            return None
+        return self.dist.gather_rows(local, counts)
 
     def prepare(self, data: GANData) -> None:
         """Once per data set: prepare the embedder, embed the real reference, score the held-out baseline."""
@@ -88,7 +117,7 @@ class Evaluator:
         gen = torch.Generator().manual_seed(self.seed)
         idx = torch.randperm(len(data), generator=gen)[: self.num_real].to(data.x.device)
         real = data.x[idx]
-        self._real = (real, self.embedder(real))
+        self._real = (real, self._sharded(self.embedder, real))
         self.fits.clear()
         self._prepared_for = id(data)
         held = data.holdout if data.holdout is not None else data.x
@@ -131,7 +160,8 @@ class Evaluator:
         """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`)."""
         self.prepare(data)
         assert self._real is not None
-        batch = EvalBatch(samples=samples, embeddings=self.embedder(samples), labels=self.embedder.mode_labels(samples),
+        batch = EvalBatch(samples=samples, embeddings=self._sharded(self.embedder, samples),
+                          labels=self._sharded(self.embedder.mode_labels, samples),
                           real_embeddings=self._real[1], real_samples=self._real[0], data=data, fits=self.fits,
                           embedder=self.embedder)
         scores: dict[str, float] = {}
@@ -189,3 +219,9 @@ class Evaluator:
         metadata = [[src, str(c)] for src, c in zip(sources, clusters)]
         sprites = torch.cat([real_x, fake_x]).add(1).div(2).clamp(0, 1) if data.is_image else None
         return torch.cat([real_emb, fake_emb]), metadata, ["source", "cluster"], sprites
+
+
+def shares(n: int, world: int) -> list[int]:
+    """Rows of each of ``world`` ranks when n rows are split in contiguous shares, the first ``n % world`` ranks
+    one row more (``shares(5, 2) == [3, 2]``)."""
+    return [n // world + (r < n % world) for r in range(world)]

@@ -181,6 +181,10 @@ class Strategy:
 
     name: ClassVar[str] = "strategy"
     replaces: ClassVar[frozenset[Part]] = frozenset()
+    #: Under ``trainer.distributed``: None when the strategy works with one process per device (each rank runs its
+    #: hooks on its own slice of the batch; ``after_d_step`` sees the whole global batch), else why it cannot (the
+    #: run is refused before training with this reason; :func:`check_distributed`).
+    ddp_refusal: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -266,3 +270,16 @@ def with_optim_kwargs(factory: Callable[..., torch.optim.Optimizer],
     """Return ``factory`` with keyword arguments (e.g. ``lr``, ``betas``) overridden; None values are ignored."""
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     return functools.partial(factory, **kwargs) if kwargs else factory
+
+
+def check_distributed(strategies: Sequence[Strategy]) -> None:
+    """Refuse, before anything is built, strategies that cannot train with one process per device.
+
+    Raises:
+        ValueError: a strategy with a :attr:`Strategy.ddp_refusal`; the message names it and says why.
+    """
+    for s in strategies:
+        if s.ddp_refusal:
+            raise ValueError(f"strategy {s.name} does not run under trainer.distributed=true: {s.ddp_refusal}. "
+                             f"Train it in one process (trainer.distributed=false), or remove {s.name} from "
+                             "strategy=[...]")

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import operator
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from torch import Tensor, nn
 from tqdm import tqdm  # plain: tqdm.auto warns "IProgress not found" in a notebook without ipywidgets
 
 from ganlab.data.base import Batcher, GANData
+from ganlab.distributed import SINGLE, Dist, rank_seed, seed_everything, wrap
 from ganlab.health import AlertLog, CollapseAlarm, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
 from ganlab.health.covered import covered_ids
 from ganlab.health.detector import CollapseDetector
@@ -78,20 +80,28 @@ class Trainer:
         monitor: training-health settings (:mod:`ganlab.health`); defaults when None.
         lr_schedules: ``{"G": ..., "D": ...}`` warmup/decay of each network's lr (:mod:`ganlab.lr`); constant
             when None or missing.
+        dist: this process's rank among the processes training together (:mod:`ganlab.distributed`);
+            None: one process. Under several, G and D train inside DistributedDataParallel, each rank takes its
+            slice of the seeded global batch, and only rank 0 writes files.
     """
 
     def __init__(self, *, data: GANData, generator: nn.Module, discriminator: nn.Module, loss: AdversarialLoss,
                  opt_g: torch.optim.Optimizer, opt_d: torch.optim.Optimizer, strategies: list[Strategy],
                  evaluator: Evaluator, run_dir: str | Path, cfg: TrainerConfig, seed: int,
                  logger: NullLogger | None = None, config: dict[str, Any] | None = None,
-                 monitor: MonitorConfig | None = None, lr_schedules: dict[str, LRSchedule] | None = None) -> None:
+                 monitor: MonitorConfig | None = None, lr_schedules: dict[str, LRSchedule] | None = None,
+                 dist: Dist | None = None) -> None:
         cfg.validate()
+        self.dist = dist or SINGLE
         self.data, self.G, self.D, self.loss = data, generator, discriminator, loss
         self.strategies, self.evaluator, self.cfg, self.seed = strategies, evaluator, cfg, seed
         self.run_dir, self.config = Path(run_dir), config or {}
         self.logger = logger or NullLogger()
         self.device = data.x.device
-        self.batcher = Batcher(len(data), cfg.batch_size, seed, device=self.device)
+        self.batcher = Batcher(len(data), cfg.batch_size * self.dist.world, seed, device=self.device)
+        # the modules that train (DDP averages their gradients over the ranks); self.G, self.D stay the plain ones
+        self.g_train = wrap(generator, self.device) if self.dist.active else generator
+        self.d_train = wrap(discriminator, self.device) if self.dist.active else discriminator
         self.noise = torch.Generator(device=self.device).manual_seed(seed + 1)
         self.lr = LRRule({"G": opt_g, "D": opt_d}, lr_schedules, cfg.steps)  # the lrs opt_g, opt_d have are the base
         self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss,
@@ -103,7 +113,7 @@ class Trainer:
         self._pending_after_eval: dict[str, float] | None = None  # from last.pt: the strategies' reaction to replay
         self._started = False
         monitor = monitor or MonitorConfig()
-        self.alerts = AlertLog(self.run_dir, self.logger)
+        self.alerts = AlertLog(self.run_dir, self.logger, write=self.dist.main)
         self.health = HealthMonitor(monitor, cfg.precision, self.device, self.alerts)
         alarm_z = generator.sample_z(monitor.collapse_z, torch.Generator(device=self.device).manual_seed(seed + 3)) \
             if monitor.collapse_z else None
@@ -116,6 +126,28 @@ class Trainer:
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
 
     # ---------------------------------------------------------------- one D update and one G update
+    def _codes(self) -> Tensor:
+        """(B, z_dim) latent codes of one update: this rank's slice of the global (world * B, z_dim) draw."""
+        z = self.G.sample_z(self.cfg.batch_size * self.dist.world, self.noise)
+        return z[self.dist.rows(self.cfg.batch_size)] if self.dist.active else z
+
+    def _real_batch(self) -> Tensor:
+        """(B, *shape) real samples of one update: this rank's slice of the global batch."""
+        idx = self.batcher.next()  # (world * B,), already on the device
+        return self.data.x[idx[self.dist.rows(self.cfg.batch_size)] if self.dist.active else idx]
+
+    def _global(self, ctx: StepContext) -> StepContext:
+        """``ctx`` with every rank's rows gathered (rank order): what ``after_d_step`` sees under several ranks,
+        so statistics of D's outputs (ADA's r_t, d_lr_damping's accuracy) are those of the whole batch."""
+        if not self.dist.active:
+            return ctx
+
+        def cat(t: Tensor | None) -> Tensor | None:
+            return None if t is None else self.dist.gather_batch(t.detach())
+
+        return StepContext(ctx.state, cat(ctx.real), cat(ctx.fake), cat(ctx.z), cat(ctx.d_real),  # type: ignore[arg-type]
+                           cat(ctx.d_fake))
+
     def _sum_terms(self, base: Tensor, extra: list[dict[str, Tensor]]) -> dict[str, Tensor]:
         terms = {"adv": base}
         for contribution in extra:
@@ -193,8 +225,8 @@ class Trainer:
     def d_step(self) -> tuple[StepContext, dict[str, Tensor], UpdateFindings]:
         """One discriminator update on a fresh real batch (in ``trainer.accumulate`` micro-batches); returns (its
         context and loss terms, each for the whole batch, and the findings)."""
-        real = self.data.x[self.batcher.next()]  # (B, *shape), indices already on the device
-        z = self.G.sample_z(self.cfg.batch_size, self.noise)  # (B, z_dim)
+        real = self._real_batch()  # (B, *shape)
+        z = self._codes()  # (B, z_dim)
         micro, parts = self._micro(real, z), []
 
         def micro_loss(i: int) -> Tensor:
@@ -202,7 +234,7 @@ class Trainer:
             with self.health.autocast():
                 with torch.no_grad():
                     fake = self.G(z_i)
-                d_real, d_fake = self.D(real_i).float(), self.D(fake).float()  # (B/k,), (B/k,)
+                d_real, d_fake = self.d_train(real_i).float(), self.d_train(fake).float()  # (B/k,), (B/k,)
                 ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake)
                 terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
             parts.append((ctx, terms))
@@ -213,21 +245,22 @@ class Trainer:
         self.last_batch = {"real": ctx.real, "z": ctx.z, "fake": ctx.fake, "d_real": ctx.d_real, "d_fake": ctx.d_fake,
                            "terms": terms}
         if found.apply:
+            whole = self._global(ctx)
             for s in self.strategies:
-                s.after_d_step(ctx)
+                s.after_d_step(whole)
         return ctx, terms, found
 
     def g_step(self, real: Tensor) -> tuple[dict[str, Tensor], UpdateFindings]:
         """One generator update (``real``: the last D step's batch, split into the same micro-batches as the
         codes); D's parameters are frozen meanwhile (no gradient is stored for them). Returns (its loss terms for
         the whole batch, the findings)."""
-        z = self.G.sample_z(self.cfg.batch_size, self.noise)
+        z = self._codes()
         micro, parts = self._micro(real, z), []
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
             with self.health.autocast():
-                fake = self.G(z_i)
+                fake = self.g_train(z_i)
                 ctx = StepContext(self.state, real_i, fake, z_i)
                 critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
@@ -295,8 +328,8 @@ class Trainer:
         if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
             self.save(self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt")
         start_step, t0 = self.state.step, time.perf_counter()
-        bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not self.cfg.progress, dynamic_ncols=True,
-                   unit="step", desc="train")
+        bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not (self.cfg.progress and self.dist.main),
+                   dynamic_ncols=True, unit="step", desc="train")
         with GracefulStop() as stop:
             self._train_until_done(bar, stop)
         bar.close()
@@ -333,9 +366,9 @@ class Trainer:
             if step % self.cfg.ckpt_every == 0:
                 self.save(self.run_dir / "checkpoints" / f"step_{step:07d}.pt")
             bar.update(1)
-            if stop.signum is not None:
+            if self.dist.any(stop.signum is not None):  # every rank stops at the same step
                 bar.close()
-                self._stop_on_signal(stop.signum)
+                self._stop_on_signal(stop.signum if stop.signum is not None else signal.SIGTERM)
 
     def _step_scalars(self, out: StepResult, extra: dict[str, float], bar: Any) -> dict[str, float]:
         """The scalars of a logged step (losses, D outputs, gradient norms, lrs, ``extra``); updates the bar."""
@@ -363,8 +396,9 @@ class Trainer:
         with self._isolated_rng():
             G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
-            visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
-                                self.run_dir / "samples" / f"step_{step:07d}.png", step)
+            if self.dist.main:
+                visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
+                                    self.run_dir / "samples" / f"step_{step:07d}.png", step)
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
             health |= self._detect(result, result.scores | health, step)
         scores = result.scores
@@ -378,9 +412,11 @@ class Trainer:
         for name, (counts, edges) in result.histograms.items():
             self.logger.histogram_counts(f"diversity/{name}", counts, edges, step)
         self.last_scores, self.last_result = scores, result
-        self._append_jsonl({"step": step, "scores": scores, "health": health})
-        self.save(self.run_dir / "checkpoints" / "last.pt", after_eval=scores | health)
-        self._react_to_eval(scores | health)
+        if self.dist.main:
+            self._append_jsonl({"step": step, "scores": scores, "health": health})
+        reaction = self.dist.broadcast(scores | health)  # every rank's strategies react to rank 0's values
+        self.save(self.run_dir / "checkpoints" / "last.pt", after_eval=reaction)
+        self._react_to_eval(reaction)
         self.logger.flush()
         return scores
 
@@ -414,7 +450,7 @@ class Trainer:
         """Resuming an older checkpoint in this folder: its ``metrics.jsonl`` lines past ``step`` are rewritten by
         the resumed run, so they go (atomically; the others stay)."""
         path = self.run_dir / "metrics.jsonl"
-        if not path.is_file():
+        if not self.dist.main or not path.is_file():
             return
         lines = path.read_text().splitlines()
         kept = [line for line in lines if line.strip() and json.loads(line)["step"] <= step]
@@ -436,6 +472,9 @@ class Trainer:
                    "strategies": [s.name for s in self.strategies], "seed": self.seed,
                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,
                    "provenance": provenance(self.device, self.cfg.precision)}
+        if not self.dist.main:  # only rank 0 writes
+            self.logger.close()
+            return metrics
         ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
         if self.last_result is not None and self.cfg.projector:
             with self._isolated_rng():
@@ -469,7 +508,12 @@ class Trainer:
         instead of rolling back to non-finite weights).
         """
         path = Path(path)
-        ckpt_io.atomic_save(self.state_dict(after_eval), path)
+        state = self.state_dict(after_eval)
+        if self.dist.active:  # each rank's global RNGs (augmentation draws differ per rank)
+            state["rng_ranks"] = self.dist.gather_objects(ckpt_io.rng_state())
+        if self.dist.main:
+            ckpt_io.atomic_save(state, path)
+        self.dist.barrier()  # the file exists before any rank reads it (a NaN rollback)
         nets = [self.G, self.D] + ([self.state.g_ema] if self.state.g_ema is not None else [])
         if all_finite(itertools.chain.from_iterable(itertools.chain(n.parameters(), n.buffers()) for n in nets)):
             self.good_checkpoint = path
@@ -487,13 +531,31 @@ class Trainer:
         self._pending_after_eval = ckpt.get("after_eval")
         self.batcher.load_state_dict(ckpt["batcher"])
         self.noise.set_state(ckpt["noise_rng"])
-        ckpt_io.set_rng_state(ckpt["rng"])
+        self._load_rng(ckpt)
         self.health.load_state_dict(ckpt.get("health", {}))
         if self.alarm is not None:
             self.alarm.load_state_dict(ckpt.get("alarm", {}))
         self.detector.load_state_dict(ckpt.get("detector", {}))
         if self.risk is not None:
             self.risk.load_state_dict(ckpt.get("risk", {}))
+
+    def _load_rng(self, ckpt: dict[str, Any]) -> None:
+        """The global RNGs of this rank: the checkpoint's ``rng`` in one process; under several, this rank's
+        entry of ``rng_ranks``, or (a checkpoint of another number of processes) rank 0 the ``rng``, the others
+        fresh streams from :func:`~ganlab.distributed.rank_seed`."""
+        ranks = ckpt.get("rng_ranks")
+        if not self.dist.active:
+            ckpt_io.set_rng_state(ckpt["rng"])
+        elif ranks is not None and len(ranks) == self.dist.world:
+            ckpt_io.set_rng_state(ranks[self.dist.rank])
+        else:
+            log.warning("the checkpoint was written by %s process(es), this run has %d: rank 0 continues its "
+                        "global RNG streams, the other ranks start fresh ones", len(ranks) if ranks else 1,
+                        self.dist.world)
+            if self.dist.main:
+                ckpt_io.set_rng_state(ckpt["rng"])
+            else:
+                seed_everything(rank_seed(self.seed, self.dist.rank))
 
     def _load_training_state(self, ckpt: dict[str, Any]) -> None:
         """Weights, optimisers, EMA copy, strategies, step and scores (what a NaN rollback restores)."""
