@@ -31,6 +31,7 @@ from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
+from ganlab.models.conditional import code_labels, grid_codes
 from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -96,7 +97,9 @@ class Trainer:
         self.lr = LRRule({"G": opt_g, "D": opt_d}, lr_schedules, cfg.steps)  # the lrs opt_g, opt_d have are the base
         self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss,
                                 lr=self.lr)
-        self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
+        self.num_classes = int(getattr(generator, "num_classes", 0))  # > 0: class-conditional (model.conditional)
+        self.fixed_z, self.grid_nrow = grid_codes(generator, cfg.grid_size,
+                                                  torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
         self._pending_g_ema: dict[str, Tensor] | None = None
@@ -114,6 +117,7 @@ class Trainer:
             if monitor.risk.enabled else None  # early-warning collapse risk at monitored steps
         self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
+        self._last_idx: Tensor | None = None      # the latest D step's sample indices (their classes: the G step's)
 
     # ---------------------------------------------------------------- one D update and one G update
     def _sum_terms(self, base: Tensor, extra: list[dict[str, Tensor]]) -> dict[str, Tensor]:
@@ -184,26 +188,42 @@ class Trainer:
 
         first = ctxs[0]
         ctx = StepContext(first.state, cat("real"), cat("fake"), cat("z"), cat("d_real"),  # type: ignore[arg-type]
-                          cat("d_fake"))
+                          cat("d_fake"), cat("labels"))
         names = dict.fromkeys(n for _, terms in parts for n in terms)  # a term may come in one micro-batch only
         terms = {n: functools.reduce(operator.add, [t[n].detach() for _, t in parts if n in t]) / len(parts)
                  for n in names}
         return ctx, terms
 
+    def _codes(self, idx: Tensor | None) -> Tensor:
+        """A batch of latent codes from the run's noise stream: z (B, z_dim), or, for a class-conditional G,
+        codes ``[z | y]`` (B, z_dim + 1) whose classes y are those of the training samples ``idx`` (remembered
+        for the G step, whose fakes get the same classes)."""
+        if not self.num_classes:
+            return self.G.sample_z(self.cfg.batch_size, self.noise)
+        assert idx is not None and self.data.labels is not None
+        self._last_idx = idx
+        return self.G.sample_z(self.cfg.batch_size, self.noise, labels=self.data.labels[idx])
+
+    def _score(self, x: Tensor, labels: Tensor | None) -> Tensor:
+        """D's scores (B,) of samples ``x``, given their classes ``labels`` (B,) when the model is conditional."""
+        return self.D(x) if labels is None else self.D(x, labels)
+
     def d_step(self) -> tuple[StepContext, dict[str, Tensor], UpdateFindings]:
         """One discriminator update on a fresh real batch (in ``trainer.accumulate`` micro-batches); returns (its
         context and loss terms, each for the whole batch, and the findings)."""
-        real = self.data.x[self.batcher.next()]  # (B, *shape), indices already on the device
-        z = self.G.sample_z(self.cfg.batch_size, self.noise)  # (B, z_dim)
+        idx = self.batcher.next()
+        real = self.data.x[idx]  # (B, *shape), indices already on the device
+        z = self._codes(idx)  # (B, z_dim), or (B, z_dim + 1) [z | class] codes for the real batch's classes
         micro, parts = self._micro(real, z), []
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
+            labels = code_labels(z_i) if self.num_classes else None
             with self.health.autocast():
                 with torch.no_grad():
                     fake = self.G(z_i)
-                d_real, d_fake = self.D(real_i).float(), self.D(fake).float()  # (B/k,), (B/k,)
-                ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake)
+                d_real, d_fake = self._score(real_i, labels).float(), self._score(fake, labels).float()  # (B/k,)
+                ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake, labels)
                 terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
             parts.append((ctx, terms))
             return _total(terms)
@@ -221,15 +241,15 @@ class Trainer:
         """One generator update (``real``: the last D step's batch, split into the same micro-batches as the
         codes); D's parameters are frozen meanwhile (no gradient is stored for them). Returns (its loss terms for
         the whole batch, the findings)."""
-        z = self.G.sample_z(self.cfg.batch_size, self.noise)
+        z = self._codes(self._last_idx if self.num_classes else None)  # the fakes get the real batch's classes
         micro, parts = self._micro(real, z), []
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
             with self.health.autocast():
                 fake = self.G(z_i)
-                ctx = StepContext(self.state, real_i, fake, z_i)
-                critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
+                ctx = StepContext(self.state, real_i, fake, z_i, labels=code_labels(z_i) if self.num_classes else None)
+                critic: Any = ctx.critic  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
                     critic = s.g_discriminator(ctx, critic)
                 ctx.d_fake = critic(fake).float()
@@ -364,7 +384,7 @@ class Trainer:
             G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
             visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
-                                self.run_dir / "samples" / f"step_{step:07d}.png", step)
+                                self.run_dir / "samples" / f"step_{step:07d}.png", step, nrow=self.grid_nrow)
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
             health |= self._detect(result, result.scores | health, step)
         scores = result.scores
