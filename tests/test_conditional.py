@@ -3,6 +3,7 @@ sampling, the per-class scores, the per-class grid, the strategies that train th
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from torch.nn.utils.parametrize import is_parametrized
 
 from ganlab.build import build_trainer, class_count
 from ganlab.data import GANData
+from ganlab.inspection import assign_class_clusters, cluster_occupancy
 from ganlab.metrics.embedders import Embedder
 from ganlab.metrics.evaluator import Evaluator
 from ganlab.metrics.per_class import class_scores
@@ -150,6 +152,12 @@ def test_evaluator_samples_balanced_and_scores_one_image_per_class() -> None:
     assert scores["class/worst/clusters_covered"] == 1.0 and scores["class/mean/class_accuracy"] == 1.0
     assert scores["data/class/worst/clusters_covered"] == 5.0  # real data of a class fill all 5 of its clusters
     assert scores["data/class/mean/class_accuracy"] == 1.0
+    inside = assign_class_clusters(SimpleNamespace(evaluator=ev), ev(g, data), 1)  # the notebook's CLASS = 1
+    real_counts, fake_counts = cluster_occupancy(inside)
+    assert inside.k == 5 and int(real_counts.sum()) == 200 and sorted(fake_counts.tolist()) == [0, 0, 0, 0, 30]
+    assert torch.equal(inside.fake_samples, x[1:2].expand(30, -1, -1, -1))
+    with pytest.raises(ValueError, match="class 3 is not one of this run's classes 0-2"):
+        assign_class_clusters(SimpleNamespace(evaluator=ev), ev(g, data), 3)
     g2 = OneImagePerClass(x[[0, 1, 1]])  # class 2 asked for, class 1 made
     scores2 = ev(g2, data).scores
     assert scores2["class/2/class_accuracy"] == 0.0 and scores2["class/worst/class_accuracy"] == 0.0

@@ -214,6 +214,21 @@ class Evaluator:
             self._class_fits[c] = kmeans(real_c, k, n_init=3, generator=gen)
         return self._class_fits[c]
 
+    def class_reference(self, c: int) -> tuple[Tensor, Tensor, KMeansResult]:
+        """Class c's part of the real reference: ``(samples (N_c, *data_shape), embeddings (N_c, D), fit)``, with
+        ``fit`` the k-means of those embeddings behind ``class/<c>/clusters_covered`` (cached).
+
+        Raises:
+            ValueError: the evaluator is not prepared on a labelled data set, or class c has no reference sample.
+        """
+        if self._real is None or self._real_classes is None:
+            raise ValueError("a class's reference needs an evaluator prepared on a labelled data set")
+        mine = self._real_classes == c
+        if not bool(mine.any()):
+            raise ValueError(f"class {c} has no sample in the real reference (classes present: "
+                             f"{sorted(set(self._real_classes.tolist()))})")
+        return self._real[0][mine], self._real[1][mine], self._class_fit(c, self._real[1][mine])
+
     def per_class(self, embeddings: Tensor, classes: Tensor, predicted: Tensor | None,
                   num_classes: int) -> dict[str, float]:
         """:func:`~ganlab.metrics.per_class.class_scores` of ``embeddings`` (N, D) made for ``classes`` (N,)

@@ -384,7 +384,8 @@ class Trainer:
             G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
             visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
-                                self.run_dir / "samples" / f"step_{step:07d}.png", step, nrow=self.grid_nrow)
+                                self.run_dir / "samples" / f"step_{step:07d}.png", step, nrow=self.grid_nrow,
+                                rows=f"rows: classes 0-{self.num_classes - 1}" if self.num_classes else "")
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
             health |= self._detect(result, result.scores | health, step)
         scores = result.scores
