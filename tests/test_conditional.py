@@ -244,3 +244,21 @@ def test_unlabelled_data_are_refused() -> None:
         class_count(GANData("x", torch.zeros(4, 1, 16, 16)))
     with pytest.raises(ValueError, match=r"span \[0, 5\] but it declares 3 classes"):
         class_count(GANData("y", torch.zeros(2, 1, 16, 16), labels=torch.tensor([0, 5]), num_modes=3))
+
+
+@pytest.mark.slow
+def test_a_resumed_conditional_run_is_bitwise_identical(tmp_path: Path) -> None:
+    base = [*TINY_COND, "trainer.eval_every=100", "trainer.ckpt_every=100"]
+
+    def fit(extra: list[str], run_dir: Path) -> dict[str, torch.Tensor]:
+        build_trainer(compose_cfg([*base, *extra]), run_dir).fit()
+        ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)
+        return {**{f"G.{k}": v for k, v in ckpt["generator"].items()},
+                **{f"D.{k}": v for k, v in ckpt["discriminator"].items()}}
+
+    full = fit(["trainer.steps=12"], tmp_path / "full")
+    first = fit(["trainer.steps=6"], tmp_path / "first")
+    resumed = fit(["trainer.steps=12", f"trainer.resume={tmp_path / 'first'}"], tmp_path / "resumed")
+    assert full.keys() == resumed.keys() and "D.embed.weight" in full
+    assert all(torch.equal(full[k], resumed[k]) for k in full)
+    assert not torch.equal(full["D.embed.weight"], first["D.embed.weight"])  # the class embedding is trained
