@@ -7,6 +7,7 @@ on a component's name. Bad settings raise ValueError naming the config key befor
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 from pathlib import Path
@@ -25,7 +26,7 @@ from ganlab.distributed import seed_everything
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
 from ganlab.resume import adopt_checkpoint_config, explicit_overrides
-from ganlab.strategies.base import GANSpec, Strategy, check_compatible, check_distributed
+from ganlab.strategies.base import GANSpec, Strategy, check_compatible, check_conditional, check_distributed
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
 from ganlab.trainer.config import TrainerConfig
@@ -203,6 +204,47 @@ def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distribut
     return dist
 
 
+def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool:
+    """Whether ``model.conditional`` is true; then, before any data are loaded, that G and D take ``num_classes``
+    (class-conditional layers) and that every strategy can train a conditional model.
+
+    Raises:
+        ValueError: a model without class-conditional layers (naming its classes and model=resnet, which has
+            them), or a strategy that cannot train one (:func:`~ganlab.strategies.base.check_conditional`).
+    """
+    if not bool(cfg.model.get("conditional", False)):
+        return False
+    from hydra.utils import get_class
+
+    for net in ("generator", "discriminator"):
+        target = cfg.model[net]._target_
+        if "num_classes" not in inspect.signature(get_class(target)).parameters:
+            raise ValueError(f"model.conditional=true needs class-conditional layers, which {target} does not have; "
+                             "use model=resnet (conditional batch norm in G, projection D), or set "
+                             "model.conditional=false")
+    check_conditional(strategies)
+    return True
+
+
+def class_count(data: GANData) -> int:
+    """The number of classes K a conditional model is built for: ``data.num_modes``, once every training label
+    is known to lie in [0, K).
+
+    Raises:
+        ValueError: the data set has no class labels (naming labelled ones), or a label outside [0, K).
+    """
+    if data.labels is None or not data.num_modes:
+        raise ValueError(f"model.conditional=true needs class labels, and data set {data.name!r} has none; use a "
+                         "labelled one (dataset=fashion_mnist, digits, mnist, cifar10, or image_folder with one "
+                         "subfolder per class), or set model.conditional=false")
+    k = int(data.num_modes)
+    lo, hi = int(data.labels.min()), int(data.labels.max())
+    if lo < 0 or hi >= k:
+        raise ValueError(f"data set {data.name!r}: class labels span [{lo}, {hi}] but it declares {k} classes; "
+                         "fix its labels before training with model.conditional=true")
+    return k
+
+
 def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = None,
                   finished_ok: bool = False) -> Trainer:
     """Build a ready-to-``fit`` :class:`Trainer` from a composed config (resumed when ``trainer.resume``).
@@ -220,14 +262,16 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
         if adopted:
             log.info("resuming with the checkpoint's %s", ", ".join(adopted))
     strategies = build_strategies(cfg)
+    conditional = check_conditional_model(cfg, strategies)
     dist = join_process_group(cfg, strategies)
     device = distributed.device_for(resolve_device(cfg.device), dist)
     seed_everything(int(cfg.seed))  # the same initial weights on every rank
     data = load_data(cfg, device, data)  # passed-in data get the same checks as loaded data
     shape = data.sample_shape
     set_threads(cfg.get("threads"), shape, int(cfg.trainer.batch_size), device)
-    build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape)
-    spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape), discriminator=build_d(),
+    classes = {"num_classes": class_count(data)} if conditional else {}  # model.conditional=true: K classes
+    build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape, **classes)
+    spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape, **classes), discriminator=build_d(),
                    loss=make(cfg.loss), g_optim=optimiser(cfg.optim.generator),
                    d_optim=optimiser(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
                    data_shape=shape, build_discriminator=build_d,

@@ -135,6 +135,9 @@ class StepContext:
         d_real: (B,) D outputs on ``real`` (in the G step: None; the G step does not score real data).
         d_fake: (B,) D outputs on ``fake`` (float32); None in the G step until the fakes are scored, i.e.
             during ``g_discriminator``.
+        labels: (B,) int64 classes of ``real`` and of ``fake`` (the fakes are made for the real batch's classes)
+            when the model is class-conditional (``model.conditional=true``), else None. Score samples of this
+            update with :attr:`critic`, which passes them to D.
 
     A term built from ``autograd.grad`` (a gradient penalty) takes its gradient in float32 with autocast off
     (:func:`ganlab.strategies.common.input_gradient`), so fp16 loss scaling cannot overflow it.
@@ -146,6 +149,7 @@ class StepContext:
     z: Tensor
     d_real: Tensor | None = None
     d_fake: Tensor | None = None
+    labels: Tensor | None = None
 
     @property
     def step(self) -> int:
@@ -160,6 +164,17 @@ class StepContext:
     def discriminator(self) -> nn.Module:
         """D itself (its parameters are frozen in the G step), not a strategy's replacement critic."""
         return self.state.discriminator
+
+    @property
+    def critic(self) -> Callable[[Tensor], Tensor]:
+        """D as a function of the samples, (B, *data_shape) -> (B,): D itself, or, for a class-conditional D, D
+        with this update's :attr:`labels` bound (``x -> D(x, labels)``). Penalties that score samples of this
+        batch (R1, WGAN-GP) call it."""
+        d = self.state.discriminator
+        if self.labels is None:
+            return d
+        labels = self.labels
+        return lambda x: d(x, labels)
 
 
 class Part(StrEnum):
@@ -185,6 +200,8 @@ class Strategy:
     #: hooks on its own slice of the batch; ``after_d_step`` sees the whole global batch), else why it cannot (the
     #: run is refused before training with this reason; :func:`check_distributed`).
     ddp_refusal: ClassVar[str | None] = None
+    #: Why the method cannot train a class-conditional model (``model.conditional=true``), or "" when it can.
+    not_conditional: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -263,6 +280,19 @@ def check_compatible(strategies: Sequence[Strategy]) -> None:
                 raise ValueError(f"strategies {owner[part]!r} and {s.name!r} both replace the {part}; "
                                  "select only one of them in strategy=[...]")
             owner[part] = s.name
+
+
+def check_conditional(strategies: Sequence[Strategy]) -> None:
+    """Refuse, before anything is built, strategies that cannot train a class-conditional model.
+
+    Raises:
+        ValueError: a strategy whose ``not_conditional`` gives a reason; the message names it, the reason and the
+            two ways out (drop the strategy, or train unconditionally).
+    """
+    for s in strategies:
+        if s.not_conditional:
+            raise ValueError(f"strategy {s.name!r} cannot train a class-conditional model: {s.not_conditional}. "
+                             f"Drop it from strategy=[...], or set model.conditional=false")
 
 
 def with_optim_kwargs(factory: Callable[..., torch.optim.Optimizer],

@@ -33,6 +33,7 @@ from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
+from ganlab.models.conditional import code_labels, grid_codes
 from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -106,7 +107,9 @@ class Trainer:
         self.lr = LRRule({"G": opt_g, "D": opt_d}, lr_schedules, cfg.steps)  # the lrs opt_g, opt_d have are the base
         self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss,
                                 lr=self.lr)
-        self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
+        self.num_classes = int(getattr(generator, "num_classes", 0))  # > 0: class-conditional (model.conditional)
+        self.fixed_z, self.grid_nrow = grid_codes(generator, cfg.grid_size,
+                                                  torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
         self._pending_g_ema: dict[str, Tensor] | None = None
@@ -124,18 +127,9 @@ class Trainer:
             if monitor.risk.enabled else None  # early-warning collapse risk at monitored steps
         self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
+        self._last_idx: Tensor | None = None      # the latest D step's sample indices (their classes: the G step's)
 
     # ---------------------------------------------------------------- one D update and one G update
-    def _codes(self) -> Tensor:
-        """(B, z_dim) latent codes of one update: this rank's slice of the global (world * B, z_dim) draw."""
-        z = self.G.sample_z(self.cfg.batch_size * self.dist.world, self.noise)
-        return z[self.dist.rows(self.cfg.batch_size)] if self.dist.active else z
-
-    def _real_batch(self) -> Tensor:
-        """(B, *shape) real samples of one update: this rank's slice of the global batch."""
-        idx = self.batcher.next()  # (world * B,), already on the device
-        return self.data.x[idx[self.dist.rows(self.cfg.batch_size)] if self.dist.active else idx]
-
     def _global(self, ctx: StepContext) -> StepContext:
         """``ctx`` with every rank's rows gathered (rank order): what ``after_d_step`` sees under several ranks,
         so statistics of D's outputs (ADA's r_t, d_lr_damping's accuracy) are those of the whole batch."""
@@ -146,7 +140,7 @@ class Trainer:
             return None if t is None else self.dist.gather_batch(t.detach())
 
         return StepContext(ctx.state, cat(ctx.real), cat(ctx.fake), cat(ctx.z), cat(ctx.d_real),  # type: ignore[arg-type]
-                           cat(ctx.d_fake))
+                           cat(ctx.d_fake), cat(ctx.labels))
 
     def _sum_terms(self, base: Tensor, extra: list[dict[str, Tensor]]) -> dict[str, Tensor]:
         terms = {"adv": base}
@@ -216,26 +210,47 @@ class Trainer:
 
         first = ctxs[0]
         ctx = StepContext(first.state, cat("real"), cat("fake"), cat("z"), cat("d_real"),  # type: ignore[arg-type]
-                          cat("d_fake"))
+                          cat("d_fake"), cat("labels"))
         names = dict.fromkeys(n for _, terms in parts for n in terms)  # a term may come in one micro-batch only
         terms = {n: functools.reduce(operator.add, [t[n].detach() for _, t in parts if n in t]) / len(parts)
                  for n in names}
         return ctx, terms
 
+    def _codes(self, idx: Tensor | None) -> Tensor:
+        """A batch of latent codes from the run's noise stream: z (B, z_dim), or, for a class-conditional G,
+        codes ``[z | y]`` (B, z_dim + 1) whose classes y are those of the training samples ``idx`` (the global
+        (world * B,) indices, remembered for the G step, whose fakes get the same classes). Under several
+        processes all world * B codes are drawn and this rank keeps its slice."""
+        n = self.cfg.batch_size * self.dist.world
+        if not self.num_classes:
+            z = self.G.sample_z(n, self.noise)
+        else:
+            assert idx is not None and self.data.labels is not None
+            self._last_idx = idx
+            z = self.G.sample_z(n, self.noise, labels=self.data.labels[idx])
+        return z[self.dist.rows(self.cfg.batch_size)] if self.dist.active else z
+
+    def _score(self, x: Tensor, labels: Tensor | None) -> Tensor:
+        """D's scores (B,) of samples ``x`` in the D step (through DDP under several processes), given their
+        classes ``labels`` (B,) when the model is conditional."""
+        return self.d_train(x) if labels is None else self.d_train(x, labels)
+
     def d_step(self) -> tuple[StepContext, dict[str, Tensor], UpdateFindings]:
         """One discriminator update on a fresh real batch (in ``trainer.accumulate`` micro-batches); returns (its
         context and loss terms, each for the whole batch, and the findings)."""
-        real = self._real_batch()  # (B, *shape)
-        z = self._codes()  # (B, z_dim)
+        idx = self.batcher.next()  # (world * B,) global sample indices, already on the device
+        real = self.data.x[idx[self.dist.rows(self.cfg.batch_size)] if self.dist.active else idx]  # (B, *shape)
+        z = self._codes(idx)  # (B, z_dim), or (B, z_dim + 1) [z | class] codes for the real batch's classes
         micro, parts = self._micro(real, z), []
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
+            labels = code_labels(z_i) if self.num_classes else None
             with self.health.autocast():
                 with torch.no_grad():
                     fake = self.G(z_i)
-                d_real, d_fake = self.d_train(real_i).float(), self.d_train(fake).float()  # (B/k,), (B/k,)
-                ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake)
+                d_real, d_fake = self._score(real_i, labels).float(), self._score(fake, labels).float()  # (B/k,)
+                ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake, labels)
                 terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
             parts.append((ctx, terms))
             return _total(terms)
@@ -254,15 +269,15 @@ class Trainer:
         """One generator update (``real``: the last D step's batch, split into the same micro-batches as the
         codes); D's parameters are frozen meanwhile (no gradient is stored for them). Returns (its loss terms for
         the whole batch, the findings)."""
-        z = self._codes()
+        z = self._codes(self._last_idx if self.num_classes else None)  # the fakes get the real batch's classes
         micro, parts = self._micro(real, z), []
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
             with self.health.autocast():
                 fake = self.g_train(z_i)
-                ctx = StepContext(self.state, real_i, fake, z_i)
-                critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
+                ctx = StepContext(self.state, real_i, fake, z_i, labels=code_labels(z_i) if self.num_classes else None)
+                critic: Any = ctx.critic  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
                     critic = s.g_discriminator(ctx, critic)
                 ctx.d_fake = critic(fake).float()
@@ -398,7 +413,8 @@ class Trainer:
             result = self.evaluator(G, self.data)
             if self.dist.main:
                 visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
-                                    self.run_dir / "samples" / f"step_{step:07d}.png", step)
+                                    self.run_dir / "samples" / f"step_{step:07d}.png", step, nrow=self.grid_nrow,
+                                    rows=f"rows: classes 0-{self.num_classes - 1}" if self.num_classes else "")
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
             health |= self._detect(result, result.scores | health, step)
         scores = result.scores
