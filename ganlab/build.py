@@ -7,28 +7,30 @@ on a component's name. Bad settings raise ValueError naming the config key befor
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
-import random
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from ganlab import distributed
 from ganlab.config_check import check_typed
 from ganlab.config_groups import check_group_nodes
 from ganlab.data.base import GANData
+from ganlab.distributed import seed_everything
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
 from ganlab.resume import adopt_checkpoint_config, explicit_overrides
-from ganlab.strategies.base import GANSpec, Strategy, check_compatible
+from ganlab.strategies.base import GANSpec, Strategy, check_compatible, check_conditional, check_distributed
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
 from ganlab.trainer.config import TrainerConfig
+from ganlab.trainer.loggers import NullLogger
 from ganlab.trainer.loop import Trainer
 
 log = logging.getLogger("ganlab")
@@ -76,13 +78,6 @@ def resolve_device(device: str) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={device} but CUDA is not available here; use device=auto or device=cpu")
     return dev
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch (all devices) global RNGs."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
 
 
 def check_config(cfg: DictConfig) -> None:
@@ -179,6 +174,77 @@ def build_strategies(cfg: DictConfig) -> list[Strategy]:
     return strategies
 
 
+def prepare_embedder_in_turn(evaluator: Any, data: GANData, dist: distributed.Dist) -> None:
+    """Rank 0 prepares the evaluator's embedder first (it may train and cache a classifier), then the other
+    ranks prepare theirs from that cache, so the ranks neither train it N times nor write one cache file at once."""
+    if not dist.main:
+        dist.barrier()
+    evaluator.embedder.prepare(data)
+    if dist.main:
+        dist.barrier()
+
+
+def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distributed.Dist:
+    """``trainer.distributed=true``: join the launcher's process group (:func:`ganlab.distributed.init`)
+    and refuse what cannot run there; otherwise (or when no launcher started the process) one process.
+
+    Raises:
+        ValueError: a strategy that cannot run under DDP, or ``trainer.sync_batchnorm`` on the CPU.
+    """
+    if not cfg.trainer.get("distributed"):
+        return distributed.SINGLE
+    dist = distributed.init(str(cfg.device), float(cfg.trainer.dist_timeout_s))
+    if not dist.active:
+        return dist
+    check_distributed(strategies)
+    if cfg.trainer.sync_batchnorm and resolve_device(cfg.device).type != "cuda":
+        raise ValueError("trainer.sync_batchnorm=true needs CUDA (torch's SyncBatchNorm has no CPU kernel); "
+                         "set trainer.sync_batchnorm=false: each rank then normalises with its own batch's "
+                         "statistics and DDP broadcasts rank 0's running statistics")
+    return dist
+
+
+def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool:
+    """Whether ``model.conditional`` is true; then, before any data are loaded, that G and D take ``num_classes``
+    (class-conditional layers) and that every strategy can train a conditional model.
+
+    Raises:
+        ValueError: a model without class-conditional layers (naming its classes and model=resnet, which has
+            them), or a strategy that cannot train one (:func:`~ganlab.strategies.base.check_conditional`).
+    """
+    if not bool(cfg.model.get("conditional", False)):
+        return False
+    from hydra.utils import get_class
+
+    for net in ("generator", "discriminator"):
+        target = cfg.model[net]._target_
+        if "num_classes" not in inspect.signature(get_class(target)).parameters:
+            raise ValueError(f"model.conditional=true needs class-conditional layers, which {target} does not have; "
+                             "use model=resnet (conditional batch norm in G, projection D), or set "
+                             "model.conditional=false")
+    check_conditional(strategies)
+    return True
+
+
+def class_count(data: GANData) -> int:
+    """The number of classes K a conditional model is built for: ``data.num_modes``, once every training label
+    is known to lie in [0, K).
+
+    Raises:
+        ValueError: the data set has no class labels (naming labelled ones), or a label outside [0, K).
+    """
+    if data.labels is None or not data.num_modes:
+        raise ValueError(f"model.conditional=true needs class labels, and data set {data.name!r} has none; use a "
+                         "labelled one (dataset=fashion_mnist, digits, mnist, cifar10, or image_folder with one "
+                         "subfolder per class), or set model.conditional=false")
+    k = int(data.num_modes)
+    lo, hi = int(data.labels.min()), int(data.labels.max())
+    if lo < 0 or hi >= k:
+        raise ValueError(f"data set {data.name!r}: class labels span [{lo}, {hi}] but it declares {k} classes; "
+                         "fix its labels before training with model.conditional=true")
+    return k
+
+
 def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = None,
                   finished_ok: bool = False) -> Trainer:
     """Build a ready-to-``fit`` :class:`Trainer` from a composed config (resumed when ``trainer.resume``).
@@ -196,13 +262,16 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
         if adopted:
             log.info("resuming with the checkpoint's %s", ", ".join(adopted))
     strategies = build_strategies(cfg)
-    device = resolve_device(cfg.device)
-    seed_everything(int(cfg.seed))
+    conditional = check_conditional_model(cfg, strategies)
+    dist = join_process_group(cfg, strategies)
+    device = distributed.device_for(resolve_device(cfg.device), dist)
+    seed_everything(int(cfg.seed))  # the same initial weights on every rank
     data = load_data(cfg, device, data)  # passed-in data get the same checks as loaded data
     shape = data.sample_shape
     set_threads(cfg.get("threads"), shape, int(cfg.trainer.batch_size), device)
-    build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape)
-    spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape), discriminator=build_d(),
+    classes = {"num_classes": class_count(data)} if conditional else {}  # model.conditional=true: K classes
+    build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape, **classes)
+    spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape, **classes), discriminator=build_d(),
                    loss=make(cfg.loss), g_optim=optimiser(cfg.optim.generator),
                    d_optim=optimiser(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
                    data_shape=shape, build_discriminator=build_d,
@@ -214,6 +283,9 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
             log.warning("strategy %s replaces loss=%s with %s", s.name, cfg.loss._target_.rsplit(".", 1)[-1],
                         type(spec.loss).__name__)
             configured_loss = type(spec.loss)
+    if dist.active and cfg.trainer.sync_batchnorm:  # batch statistics over all ranks' samples
+        spec.generator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.generator)
+        spec.discriminator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.discriminator)
     G, D = spec.generator.to(device), spec.discriminator.to(device)
     tcfg = TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True))  # type: ignore[arg-type]
     tcfg.n_critic = spec.n_critic
@@ -228,15 +300,21 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
         opt_g, opt_d = speed.fused(opt_g), speed.fused(opt_d)
     if tcfg.compile:
         speed.compile_models([G, D], strategies)
-    logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None)
+    logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None) \
+        if dist.main else NullLogger()  # only rank 0 writes
     evaluator = make(cfg.metrics)
+    evaluator.dist = dist  # generation and embedding split between the ranks
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # a cached classifier or a
-        evaluator.prepare(data)  # trained one leave the same global RNG (D's augmentations draw from it)
+        if dist.active:  # trained one leave the same global RNG (D's augmentations draw from it)
+            prepare_embedder_in_turn(evaluator, data, dist)
+        evaluator.prepare(data)  # every rank together: it embeds the reference in shares
+    if dist.rank > 0:  # each rank its own augmentation draws; rank 0 keeps the run's stream
+        seed_everything(distributed.rank_seed(int(cfg.seed), dist.rank))
     trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=opt_g,
                       opt_d=opt_d, strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg))
+                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist)
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
         _warn_if_schedule_retimed(ckpt, tcfg.steps, trainer.lr.schedules)

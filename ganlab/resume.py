@@ -5,6 +5,8 @@ experiment (:data:`RUN_KEYS`) are taken from the checkpoint, so a resumed run is
 when the command line does not repeat the original overrides. Loop-control settings (``trainer.steps``,
 ``trainer.eval_every``, logging, device, threads, metrics) come from the new command. Typing a different
 value for a run key on the resuming command line is refused: it would silently become another experiment.
+Resource keys (:data:`RESOURCE_KEYS`, e.g. ``trainer.accumulate``) are also taken from the checkpoint, but a value
+typed on the resuming command line wins: they change memory use, not the gradients of batch-norm-free models.
 """
 
 from __future__ import annotations
@@ -13,8 +15,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+_MISSING = object()
+
 #: Config keys that define the experiment; a resumed run takes them from the checkpoint.
 RUN_KEYS = ("dataset", "model", "loss", "optim", "strategy", "seed", "trainer.batch_size", "trainer.n_critic")
+#: Keys taken from the checkpoint unless typed on the resuming command line (then the typed value is kept).
+RESOURCE_KEYS = ("trainer.accumulate",)
 
 
 def explicit_overrides() -> set[str]:
@@ -34,21 +40,29 @@ def adopt_checkpoint_config(cfg: DictConfig, saved: dict[str, Any], explicit: se
         saved: the resolved config stored in the checkpoint.
         explicit: keys typed on the command line (see :func:`explicit_overrides`).
 
+    Keys absent from ``saved`` (a checkpoint older than the key) keep ``cfg``'s value. :data:`RESOURCE_KEYS` are
+    adopted the same way unless typed on the command line, in which case the typed value stays.
+
     Returns:
-        The run keys whose value was taken from the checkpoint because it differed.
+        The keys whose value was taken from the checkpoint because it differed.
 
     Raises:
         ValueError: a run key typed on the command line differs from the checkpoint's value.
     """
     explicit = explicit or set()
     adopted = []
-    for key in RUN_KEYS:
-        old, new = OmegaConf.select(OmegaConf.create(saved), key), OmegaConf.select(cfg, key)
+    saved_cfg = OmegaConf.create(saved)
+    for key in RUN_KEYS + RESOURCE_KEYS:
+        if OmegaConf.select(saved_cfg, key, default=_MISSING) is _MISSING:
+            continue
+        old, new = OmegaConf.select(saved_cfg, key), OmegaConf.select(cfg, key)
         old_c = OmegaConf.to_container(old, resolve=True) if OmegaConf.is_config(old) else old
         new_c = OmegaConf.to_container(new, resolve=True) if OmegaConf.is_config(new) else new
         if old_c == new_c:
             continue
         typed = sorted(e for e in explicit if e == key or e.startswith(key + "."))
+        if typed and key in RESOURCE_KEYS:
+            continue
         if typed:
             raise ValueError(f"trainer.resume continues a run whose {key} was {old_c!r}, but the command sets "
                              f"{', '.join(typed)} to something else; drop that override to continue the same "

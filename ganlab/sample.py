@@ -7,8 +7,11 @@ scored_generator` does). Every latent code comes from a ``torch.Generator`` seed
 the same checkpoint and settings give the same pictures on any device:
 
 * ``grid.png``: ``n`` samples, ``nrow`` per row (images); for 2-D points, a scatter of ``n`` samples on real data.
+  A class-conditional G (``model.conditional=true``) gets one row per class instead: ``nrow`` samples of class 0,
+  then of class 1, ... (K rows; ``n`` is not used).
 * ``interpolation.png``: ``interpolation.paths`` rows, each from one fixed code to another in
   ``interpolation.steps`` codes, by ``slerp`` (White 2016) or ``lerp``; for 2-D points, the paths drawn on the data.
+  A class-conditional G keeps one class along a path (path p: class p mod K); only z moves.
 * ``sample.json``: the checkpoint, its step, which generator (``"ema"`` or ``"G"``), the seed, the settings and the
   overrides.
 
@@ -33,10 +36,11 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
-from ganlab.build import build_strategies, load_data, make, resolve_device
+from ganlab.build import build_strategies, class_count, load_data, make, resolve_device
 from ganlab.data.base import GANData
 from ganlab.evaluate import checkpoint_command, overrides_tag
 from ganlab.models.base import eval_mode
+from ganlab.models.conditional import make_codes
 from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
 from ganlab.strategies.base import Part
 from ganlab.trainer import checkpoint as ckpt_io
@@ -164,7 +168,8 @@ def load_generator(ckpt: dict[str, Any], device: torch.device, ema: bool = True)
     """
     cfg = OmegaConf.create(ckpt["config"])
     data = load_data(cfg, device)
-    G = make(cfg.model.generator, data_shape=data.sample_shape).to(device)
+    classes = {"num_classes": class_count(data)} if cfg.model.get("conditional", False) else {}
+    G = make(cfg.model.generator, data_shape=data.sample_shape, **classes).to(device)
     use_ema = ema and ckpt.get("g_ema") is not None
     G.load_state_dict(ckpt["g_ema"] if use_ema else ckpt["generator"])
     if use_ema:
@@ -198,9 +203,13 @@ def write_pictures(G: nn.Module, data: GANData, s: SampleSettings, out: Path, ti
     """``grid.png`` and ``interpolation.png`` in ``out`` (see the module docstring)."""
     gen = torch.Generator().manual_seed(s.seed)
     it = s.interpolation
-    grid_z = latent_codes(s.n, G.z_dim, s.truncation, gen)
+    k = int(getattr(G, "num_classes", 0))
+    grid_z = latent_codes(k * s.nrow if k else s.n, G.z_dim, s.truncation, gen)
     ends = latent_codes(2 * it.paths, G.z_dim, s.truncation, gen)
     path_z = interpolate(ends[: it.paths], ends[it.paths:], it.steps, it.method).reshape(-1, G.z_dim)
+    if k:  # one class a grid row; one class a path
+        grid_z = make_codes(grid_z, torch.arange(k).repeat_interleave(s.nrow))
+        path_z = make_codes(path_z, (torch.arange(it.paths) % k).repeat_interleave(it.steps))
     samples, path_samples = generate(G, grid_z), generate(G, path_z)
     if data.is_image:
         save_grid_png(image_grid(samples, nrow=s.nrow), out / "grid.png")

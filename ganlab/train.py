@@ -15,7 +15,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ganlab import CONFIG_DIR, sweep
+from ganlab import CONFIG_DIR, distributed, sweep
 from ganlab.build import build_trainer
 from ganlab.config_check import ConfigError, check_command_line
 from ganlab.io import remove_stale_temp_files
@@ -114,13 +114,18 @@ def run(cfg: DictConfig) -> dict:
     if cfg.trainer.get("ensemble") is not None:
         return run_ensemble(cfg, run_dir)
     try:
-        trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
+        with distributed.current().guard("a collective while building the run"):  # DDP's first broadcast, ...
+            trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
     except (ValueError, FileNotFoundError) as err:
         raise StartError(str(err)) from err
-    remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
+    if trainer.dist.main:
+        remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
     sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
-    metrics = trainer.fit()
+    with trainer.dist.guard("a collective of the training loop"):  # a hang becomes an error naming the rank
+        metrics = trainer.fit()
+    if not trainer.dist.main:
+        return metrics
     log.info("finished %d steps (%.1f steps/s); final scores (model beside the held-out real data):\n%s\n"
              "verdict: %s\nrun folder: %s%s", metrics["step"], metrics["steps_per_s"],
              format_scores(metrics["scores"]), metrics["verdict"], run_dir,
@@ -172,6 +177,18 @@ def resume_command(run_dir: Path) -> str:
     return shlex.join([program("ganlab-train"), *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
 
 
+def _quiet_other_ranks(dist: distributed.Dist) -> None:
+    """On ranks other than 0: no log file of their own in the shared run folder, and only their warnings and errors
+    on the console (rank 0 reports the run)."""
+    if dist.main:
+        return
+    log.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if isinstance(h, logging.FileHandler)]:
+        root.removeHandler(h)
+        h.close()
+
+
 def check_arguments(argv: list[str]) -> None:
     """Before Hydra starts: :func:`ganlab.config_check.check_command_line` on the command's overrides (each value
     of a sweep under ``-m``); a bad key, type or option prints its message as a bad setting found at the start does
@@ -189,9 +206,24 @@ def check_arguments(argv: list[str]) -> None:
         return
     try:
         check_command_line(args.overrides, multirun=args.multirun)
+        if args.multirun:
+            check_no_sweep_under_torchrun()
     except ConfigError as err:
         _report(err)
         sys.exit(1)
+
+
+def check_no_sweep_under_torchrun() -> None:
+    """Refuse ``-m`` in a process torchrun started (``WORLD_SIZE`` > 1 before Hydra runs).
+
+    Raises:
+        ConfigError: every process would run the whole sweep, each in a sweep folder named from its own clock.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if "RANK" in os.environ and world > 1:
+        raise ConfigError(f"a sweep (-m) under torchrun would run every job in each of the {world} processes, each "
+                          "with its own sweep folder; start one torchrun per job (without -m), or run the sweep "
+                          "on SLURM with hydra/launcher=slurm_ddp trainer.distributed=true")
 
 
 def main() -> None:
@@ -215,6 +247,20 @@ def train(cfg: DictConfig) -> float | None:
             sys.exit(1)
         return None
     try:
+        return _train(cfg)
+    finally:
+        distributed.shutdown()
+
+
+def _train(cfg: DictConfig) -> float | None:
+    """:func:`train` after the preflight branch: run, and report a failed start, a signal or an error."""
+    try:
+        dist = distributed.init(str(cfg.device), float(cfg.trainer.dist_timeout_s)) \
+            if cfg.trainer.get("distributed") else distributed.current()
+    except ValueError as err:
+        return _failed_start(cfg, StartError(str(err)))
+    _quiet_other_ranks(dist)
+    try:
         metrics = run(cfg)
     except StartError as err:
         return _failed_start(cfg, err)
@@ -224,7 +270,8 @@ def train(cfg: DictConfig) -> float | None:
         sys.exit(stop.exit_code)
     except Exception as err:
         multirun = sweep.is_multirun()  # a single run also marks its folder, so ganlab-compare tells it from a kill
-        sweep.record_failure(HydraConfig.get().runtime.output_dir, err, log_traceback=multirun)
+        if distributed.current().main:
+            sweep.record_failure(HydraConfig.get().runtime.output_dir, err, log_traceback=multirun)
         if not multirun:
             raise
         return sweep.failed_objective() if cfg.get("objective") else None

@@ -138,6 +138,7 @@ REFUSED = [
     (["trainer.accumulate=2"], "needs trainer.accumulate=1, got 2"),
     (["monitor.clip=1.0"], "needs monitor.clip=null, got 1.0"),
     (["trainer.precision=bf16"], "needs trainer.precision=32"),
+    (["trainer.distributed=true"], "needs trainer.distributed=false, got True"),
 ]
 
 

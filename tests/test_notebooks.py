@@ -130,3 +130,20 @@ def test_jupyter_execute_runs_a_notebook_headless(sweep_dir: Path, tmp_path: Pat
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 1
     assert "RuntimeError: cell failed on purpose" in re.sub(r"\x1b\[[0-9;]*m", "", res.stderr)  # less colours
+
+
+@pytest.mark.slow
+def test_inspect_clusters_looks_inside_one_class_of_a_conditional_run(runs_root: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_conditional import TINY_COND
+    from tiny_config import train_tiny
+
+    run_dir = train_tiny(TINY_COND, runs_root / "digits" / "2026-01-01_00-00-09")
+    here = str(Path(__file__).resolve().parents[1])  # the kernel imports this checkout's ganlab
+    nb = execute("inspect_clusters.ipynb", runs_root.parent,
+                 {"GANLAB_RUN": str(run_dir), "GANLAB_CLASS": "2", "PYTHONPATH": here}, monkeypatch)
+    printed = "".join(o.get("text", "") for o in outputs(nb) if o.output_type == "stream")
+    covered = json.loads((run_dir / "metrics.json").read_text())["scores"]["class/2/clusters_covered"]
+    assert "data set digits, class 2: " in printed
+    assert f"class/2/clusters_covered: {covered:.0f} of " in printed  # the per-class count of metrics.json
+    assert pngs(nb) == 6

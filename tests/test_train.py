@@ -164,6 +164,21 @@ def test_resume_refuses_a_typed_change_of_experiment(tmp_path: Path) -> None:
                       tmp_path / "again")
 
 
+def test_resume_takes_accumulate_from_the_checkpoint_unless_typed(tmp_path: Path) -> None:
+    from ganlab.resume import adopt_checkpoint_config
+
+    fit(["logger=none", "trainer.steps=2", "trainer.accumulate=2"], tmp_path / "first")
+    saved = torch.load(tmp_path / "first" / "checkpoints" / "last.pt", weights_only=True)["config"]
+    cfg = compose_cfg([])
+    assert adopt_checkpoint_config(cfg, saved) == ["trainer.accumulate"] and cfg.trainer.accumulate == 2
+    typed = compose_cfg(["trainer.accumulate=4"])  # a memory setting: the typed value is kept, no error
+    assert adopt_checkpoint_config(typed, saved, explicit={"trainer.accumulate"}) == []
+    assert typed.trainer.accumulate == 4
+    del saved["trainer"]["accumulate"]  # a checkpoint written before the key existed keeps the command's value
+    old = compose_cfg([])
+    assert "trainer.accumulate" not in adopt_checkpoint_config(old, saved) and old.trainer.accumulate == 1
+
+
 def test_metrics_too_small_for_a_scorer_fail_before_training(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"metrics.scorers.prdc cannot score 5 samples"):
         build_trainer(compose_cfg(["logger=none", "metrics.num_samples=5"]), tmp_path)

@@ -49,7 +49,8 @@ def check_ensemble(cfg: DictConfig) -> None:
     Raises:
         ValueError: ``trainer.ensemble`` below 1; data that are not a 2-D mixture; a model other than the MLP
             generator with the MLP or maxout discriminator; a strategy outside :data:`SUPPORTED_STRATEGIES`;
-            ``trainer.accumulate`` != 1, ``trainer.precision`` != 32, ``trainer.compile=true``, ``trainer.resume``,
+            ``trainer.accumulate`` != 1, ``trainer.precision`` != 32, ``trainer.compile=true``,
+            ``trainer.distributed=true``, ``trainer.resume``,
             ``monitor.clip`` or ``monitor.hard_limit`` set. Each message names the setting and what to do.
     """
     size = cfg.trainer.get("ensemble")
@@ -72,6 +73,7 @@ def check_ensemble(cfg: DictConfig) -> None:
     refused = {"trainer.accumulate": (cfg.trainer.get("accumulate", 1) != 1, "1"),
                "trainer.precision": (str(cfg.trainer.get("precision", "32")) != "32", "32"),
                "trainer.compile": (bool(cfg.trainer.get("compile", False)), "false"),
+               "trainer.distributed": (bool(cfg.trainer.get("distributed", False)), "false"),
                "trainer.resume": (cfg.trainer.get("resume") is not None, "null (resume one seed's folder alone)"),
                "monitor.clip": (OmegaConf.select(cfg, "monitor.clip") is not None, "null"),
                "monitor.hard_limit": (OmegaConf.select(cfg, "monitor.hard_limit") is not None, "null")}

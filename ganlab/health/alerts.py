@@ -35,10 +35,11 @@ class AlertLog:
     Args:
         run_dir: where ``alerts.jsonl`` is appended (one complete line per alert, flushed at once).
         logger: a :class:`ganlab.trainer.loggers.NullLogger`-like object with ``text(tag, text, step)``.
+        write: False: log and count alerts but write no file (the ranks other than 0 of a distributed run).
     """
 
-    def __init__(self, run_dir: str | Path, logger: Any) -> None:
-        self.path, self.logger = Path(run_dir) / ALERTS_FILE, logger
+    def __init__(self, run_dir: str | Path, logger: Any, write: bool = True) -> None:
+        self.path, self.logger, self.write = Path(run_dir) / ALERTS_FILE, logger, write
         self.count: dict[str, int] = {}
 
     def emit(self, kind: str, step: int, message: str, severity: str = "warning", **data: Any) -> dict[str, Any]:
@@ -48,9 +49,10 @@ class AlertLog:
         level = {"info": logging.INFO, "warning": logging.WARNING}.get(severity, logging.ERROR)
         log.log(level, "[health/%s] step %d: %s", kind, step, message)
         self.logger.text(f"alerts/{kind}", f"**{severity}** at step {step}: {message}", int(step))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as f:  # a line is written whole by one write() call, then flushed
-            f.write(json.dumps(record) + "\n")
+        if self.write:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a") as f:  # a line is written whole by one write() call, then flushed
+                f.write(json.dumps(record) + "\n")
         self.count[kind] = self.count.get(kind, 0) + 1
         return record
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ganlab.inspection.clusters import (
                                         ClusterAssignment,
+                                        assign_class_clusters,
                                         assign_clusters,
                                         cluster_occupancy,
                                         fit_clusters,
@@ -55,7 +56,8 @@ from ganlab.inspection.similarity_plots import (
                                         plot_similarity_histograms,
 )
 
-__all__ = ["CheckpointHistogram", "ClusterAssignment", "LoadedRun", "assign_clusters", "cluster_occupancy",
+__all__ = ["CheckpointHistogram", "ClusterAssignment", "LoadedRun", "assign_class_clusters", "assign_clusters",
+           "cluster_occupancy",
            "evaluate_run", "find_latest_run", "find_latest_sweep", "find_runs_root", "fit_clusters",
            "histograms_over_checkpoints", "is_run_dir", "list_checkpoints", "load_run", "most_similar_pairs",
            "plot_histograms_over_checkpoints", "plot_most_similar_pairs", "plot_occupancy", "plot_projection",

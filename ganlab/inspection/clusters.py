@@ -82,6 +82,34 @@ def assign_clusters(run: LoadedRun, result: EvalResult, fit: KMeansResult | None
                              min_share=scorer.min_share if isinstance(scorer, ClusterScorer) else None)
 
 
+def assign_class_clusters(run: LoadedRun, result: EvalResult, c: int) -> ClusterAssignment:
+    """:func:`assign_clusters` inside one class of a class-conditional run (``model.conditional=true``): the real
+    reference samples of class c and the samples generated for c, in the k-means clusters of class c's real
+    embeddings that ``class/<c>/clusters_covered`` counts (:mod:`ganlab.metrics.per_class`; default min share).
+
+    Args:
+        run: from :func:`load_run` (its ``evaluator`` is used).
+        result: from :func:`evaluate_run` of a conditional generator (``result.classes`` set).
+        c: the class, in [0, K).
+
+    Raises:
+        ValueError: the run is not class-conditional, or class c is outside its classes (naming them).
+    """
+    if result.classes is None:
+        raise ValueError("this run's generator is not class-conditional (model.conditional=false): there is no "
+                         "class to select; set CLASS = None")
+    k_classes = int(result.classes.max()) + 1
+    if not 0 <= c < k_classes:
+        raise ValueError(f"class {c} is not one of this run's classes 0-{k_classes - 1}")
+    real, real_emb, fit = run.evaluator.class_reference(c)
+    mine = result.classes == c
+    fake, fake_emb = result.samples[mine], result.embeddings[mine]
+    centers = fit.centers.to(real_emb.device)
+    return ClusterAssignment(k=centers.shape[0], centers=centers, real_samples=real, real_embeddings=real_emb,
+                             real_labels=assign(real_emb, centers)[0], fake_samples=fake, fake_embeddings=fake_emb,
+                             fake_labels=assign(fake_emb, centers)[0], min_share=None)
+
+
 def cluster_occupancy(clusters: ClusterAssignment) -> tuple[Tensor, Tensor]:
     """Samples per cluster: ``(real_counts (k,), fake_counts (k,))``, int64, summing to N and M.
 

@@ -24,8 +24,8 @@ from torch import Tensor
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
 from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
 
-__all__ = ["cluster_scores", "clusters_hit", "default_num_clusters", "jensen_shannon", "kl_divergence", "ndb",
-           "two_proportion_z_test"]
+__all__ = ["cluster_scores", "clusters_hit", "covered_clusters", "default_num_clusters", "jensen_shannon",
+           "kl_divergence", "ndb", "two_proportion_z_test"]
 
 
 def default_num_clusters(num_modes: int | None) -> int:

@@ -34,7 +34,7 @@ TABLE_ORDER: tuple[type[Scorer], ...] = (MixtureScorer, ModeScorer, ClusterScore
 #: Scores computed outside the scorers: the collapse alarm's clusters hit by its fixed codes
 #: (:func:`ganlab.metrics.clusters.clusters_hit`, logged as ``fixed_z/clusters_hit``), and the evaluator's
 #: count of generated samples with NaN or Inf (:data:`ganlab.metrics.evaluator.NONFINITE_KEY`).
-OTHER_SCORES: dict[str, bool | None] = {"clusters_hit": True, "nonfinite_samples": False}
+OTHER_SCORES: dict[str, bool | None] = {"clusters_hit": True, "nonfinite_samples": False, "class_accuracy": True}
 
 #: Prefixes that name the same score computed on other samples.
 PREFIXES = ("data/", "fixed_z/")
@@ -72,10 +72,14 @@ def score_directions() -> dict[str, bool | None]:
 
 
 def base_name(name: str) -> str:
-    """``name`` without a ``data/`` or ``fixed_z/`` prefix (``data/reverse_kl`` -> ``reverse_kl``)."""
+    """``name`` without a ``data/`` or ``fixed_z/`` prefix (``data/reverse_kl`` -> ``reverse_kl``) nor a per-class
+    one (``data/class/3/recall``, ``class/worst/recall`` -> ``recall``)."""
     for prefix in PREFIXES:
         if name.startswith(prefix):
-            return name[len(prefix):]
+            name = name[len(prefix):]
+            break
+    if name.startswith("class/") and name.count("/") >= 2:  # a conditional model's class/<c|mean|worst>/<score>
+        return name.split("/", 2)[2]
     return name
 
 

@@ -16,11 +16,14 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.data.base import GANData
+from ganlab.distributed import SINGLE, Dist
 from ganlab.metrics.clusters import default_num_clusters
 from ganlab.metrics.embedders import AutoEmbedder, Embedder
-from ganlab.metrics.kmeans import KMeansResult, assign
+from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
+from ganlab.metrics.per_class import class_scores
 from ganlab.metrics.scorers import EvalBatch, ReferenceFits, Scorer
 from ganlab.models.base import eval_mode
+from ganlab.models.conditional import balanced_labels, make_codes
 
 log = logging.getLogger("ganlab")
 
@@ -31,7 +34,8 @@ NONFINITE_KEY = "nonfinite_samples"
 @dataclass
 class EvalResult:
     """One evaluation: ``scores`` (model and ``data/`` baseline), the generated ``samples``, their
-    ``embeddings`` and mode ``labels``, ``histograms`` (name -> (counts, edges)) for TensorBoard, and
+    ``embeddings`` and mode ``labels`` (the embedder's), the ``classes`` (N,) a class-conditional G was asked
+    for (None when unconditional), ``histograms`` (name -> (counts, edges)) for TensorBoard, and
     ``settings`` (scorer name -> the conventions its scores used, e.g. ``{"prdc": {"boundary": "official",
     ...}}``; see :meth:`Evaluator.settings`)."""
 
@@ -41,6 +45,7 @@ class EvalResult:
     labels: Tensor | None = None
     histograms: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    classes: Tensor | None = None
 
 
 class Evaluator:
@@ -54,13 +59,34 @@ class Evaluator:
         batch_size: samples generated per forward pass.
         seed: seed of the evaluation latent codes and the reference subset; the training RNG streams are
             never touched.
+        class_clusters: k-means centres per class for the per-class ``clusters_covered`` of a class-conditional
+            G (:mod:`ganlab.metrics.per_class`; at most a class's real samples - 1).
+        class_tau: cosine threshold of the per-class ``high_similarity_fraction``.
+
+    A class-conditional G (``num_classes`` K > 0) is sampled balanced over the classes (class c for codes
+    ``floor(i K / n) = c``, the same fixed z as an unconditional one) and also gets the per-class scores of
+    :mod:`ganlab.metrics.per_class`, with their ``data/class/...`` baseline on held-out real samples.
+
+    Attribute ``dist`` (:class:`~ganlab.distributed.Dist`, set by the trainer's builder; one process by
+    default): under several processes each rank generates and embeds its contiguous share of the rows
+    (:func:`shares`) and the shares are gathered, so every rank scores the same samples a one-process run
+    scores (the same latent codes, in the same order); every rank must then call the evaluator together.
     """
 
+    dist: Dist = SINGLE
+
     def __init__(self, num_samples: int = 2500, num_real: int = 10_000, scorers: Mapping[str, Scorer] | None = None,
-                 embedder: Embedder | None = None, batch_size: int = 1000, seed: int = 0) -> None:
+                 embedder: Embedder | None = None, batch_size: int = 1000, seed: int = 0,
+                 class_clusters: int = 10, class_tau: float = 0.9) -> None:
         if num_samples <= 1 or num_real <= 1:
             raise ValueError("metrics.num_samples and metrics.num_real must be at least 2, "
                              f"got {num_samples}, {num_real}")
+        if class_clusters < 1:
+            raise ValueError(f"metrics.class_clusters must be at least 1, got {class_clusters}")
+        self.class_clusters, self.class_tau = int(class_clusters), float(class_tau)
+        self._real_classes: Tensor | None = None
+        self._class_fits: dict[int, KMeansResult] = {}
+        self._class_baseline: dict[str, float] | None = None
         self.num_samples, self.num_real, self.batch_size, self.seed = num_samples, num_real, batch_size, seed
         self.scorers = dict(scorers or {})
         self.embedder = embedder or AutoEmbedder()
@@ -71,12 +97,38 @@ class Evaluator:
 
     @torch.no_grad()
     def sample(self, generator: nn.Module, n: int, device: torch.device) -> Tensor:
-        """(n, *data_shape) samples from the evaluation latent codes; G is put in eval mode meanwhile."""
+        """(n, *data_shape) samples from the evaluation latent codes; G is put in eval mode meanwhile. A
+        class-conditional G gets the classes :func:`~ganlab.models.conditional.balanced_labels` (n, K).
+
+        Under several processes every rank draws all n codes (in the same chunks of ``batch_size``), generates
+        its share of the rows and gathers the others'.
+        """
         gen = torch.Generator(device=device).manual_seed(self.seed + 7919)
+        k = int(getattr(generator, "num_classes", 0))
+        classes = balanced_labels(n, k, device) if k else None
+
+        def codes(i: int) -> Tensor:
+            z = torch.randn(min(self.batch_size, n - i), generator.z_dim, generator=gen, device=device)
+            return z if classes is None else make_codes(z, classes[i:i + len(z)])
+
         with eval_mode(generator):
-            out = [generator(torch.randn(min(self.batch_size, n - i), generator.z_dim, generator=gen, device=device))
-                   for i in range(0, n, self.batch_size)]
-        return torch.cat(out)
+            if not self.dist.active:
+                return torch.cat([generator(codes(i)) for i in range(0, n, self.batch_size)])
+            z = torch.cat([codes(i) for i in range(0, n, self.batch_size)])  # (n, z_dim[+1]), the one-process codes
+            return self._sharded(lambda part: torch.cat([generator(c) for c in part.split(self.batch_size)])
+                                 if len(part) else generator(part), z)
+
+    def _sharded(self, fn: Any, x: Tensor) -> Any:
+        """``fn(x)`` computed row-wise in shares: each rank applies ``fn`` to its rows of (N, ...) ``x`` and the
+        results are gathered in row order (one process: ``fn(x)``). ``fn`` returns (rows, ...) or None."""
+        if not self.dist.active:
+            return fn(x)
+        counts = shares(len(x), self.dist.world)
+        lo = sum(counts[: self.dist.rank])
+        local = fn(x[lo:lo + counts[self.dist.rank]])
+        if local is None:
+            return None
+        return self.dist.gather_rows(local, counts)
 
     def prepare(self, data: GANData) -> None:
         """Once per data set: prepare the embedder, embed the real reference, score the held-out baseline."""
@@ -88,7 +140,10 @@ class Evaluator:
         gen = torch.Generator().manual_seed(self.seed)
         idx = torch.randperm(len(data), generator=gen)[: self.num_real].to(data.x.device)
         real = data.x[idx]
-        self._real = (real, self.embedder(real))
+        self._real = (real, self._sharded(self.embedder, real))
+        self._real_classes = data.labels[idx] if data.labels is not None else None
+        self._class_fits.clear()
+        self._class_baseline = None
         self.fits.clear()
         self._prepared_for = id(data)
         held = data.holdout if data.holdout is not None else data.x
@@ -131,7 +186,8 @@ class Evaluator:
         """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`)."""
         self.prepare(data)
         assert self._real is not None
-        batch = EvalBatch(samples=samples, embeddings=self.embedder(samples), labels=self.embedder.mode_labels(samples),
+        batch = EvalBatch(samples=samples, embeddings=self._sharded(self.embedder, samples),
+                          labels=self._sharded(self.embedder.mode_labels, samples),
                           real_embeddings=self._real[1], real_samples=self._real[0], data=data, fits=self.fits,
                           embedder=self.embedder)
         scores: dict[str, float] = {}
@@ -170,7 +226,63 @@ class Evaluator:
         result = self.score(samples, data)
         result.scores[NONFINITE_KEY] = float(bad)
         result.scores.update(self._baseline)
+        k = int(getattr(generator, "num_classes", 0))
+        if k:
+            classes = balanced_labels(self.num_samples, k, samples.device)[finite.to(samples.device)]
+            result.classes = classes
+            result.scores.update(self.per_class(result.embeddings, classes, result.labels, k))
+            result.scores.update(self.class_baseline(data, k))
         return result
+
+    def _class_fit(self, c: int, real_c: Tensor) -> KMeansResult:
+        """k-means (k-means++, 3 inits, the evaluator's seed) of class c's real reference embeddings, cached."""
+        if c not in self._class_fits:
+            gen = torch.Generator(device=real_c.device).manual_seed(self.seed + c)
+            k = min(self.class_clusters, len(real_c) - 1)
+            self._class_fits[c] = kmeans(real_c, k, n_init=3, generator=gen)
+        return self._class_fits[c]
+
+    def class_reference(self, c: int) -> tuple[Tensor, Tensor, KMeansResult]:
+        """Class c's part of the real reference: ``(samples (N_c, *data_shape), embeddings (N_c, D), fit)``, with
+        ``fit`` the k-means of those embeddings behind ``class/<c>/clusters_covered`` (cached).
+
+        Raises:
+            ValueError: the evaluator is not prepared on a labelled data set, or class c has no reference sample.
+        """
+        if self._real is None or self._real_classes is None:
+            raise ValueError("a class's reference needs an evaluator prepared on a labelled data set")
+        mine = self._real_classes == c
+        if not bool(mine.any()):
+            raise ValueError(f"class {c} has no sample in the real reference (classes present: "
+                             f"{sorted(set(self._real_classes.tolist()))})")
+        return self._real[0][mine], self._real[1][mine], self._class_fit(c, self._real[1][mine])
+
+    def per_class(self, embeddings: Tensor, classes: Tensor, predicted: Tensor | None,
+                  num_classes: int) -> dict[str, float]:
+        """:func:`~ganlab.metrics.per_class.class_scores` of ``embeddings`` (N, D) made for ``classes`` (N,)
+        against the real reference (after :meth:`prepare`); ``predicted``: the embedder's labels or None.
+
+        Raises:
+            ValueError: the data set has no labels, or a class has too few samples (naming the settings to raise).
+        """
+        if self._real is None or self._real_classes is None:
+            raise ValueError("per-class scores need a prepared evaluator on a labelled data set")
+        return class_scores(embeddings, classes, predicted, self._real[1], self._real_classes, num_classes,
+                            self._class_fit, self.class_tau)
+
+    def class_baseline(self, data: GANData, num_classes: int) -> dict[str, float]:
+        """The per-class scores of held-out real samples (up to ``num_samples / K`` of each class, their true
+        classes as the requested ones), as ``data/class/...``; computed once per data set."""
+        if self._class_baseline is None:
+            held, held_y = (data.holdout, data.holdout_labels) if data.holdout_labels is not None \
+                else (data.x, data.labels)
+            assert held is not None and held_y is not None
+            per = self.num_samples // num_classes
+            idx = torch.cat([(held_y == c).nonzero()[:per, 0] for c in range(num_classes)])
+            x = held[idx]
+            scores = self.per_class(self.embedder(x), held_y[idx], self.embedder.mode_labels(x), num_classes)
+            self._class_baseline = {f"data/{k}": v for k, v in scores.items()}
+        return self._class_baseline
 
     def projector(self, result: EvalResult, data: GANData,
                   n: int = 500) -> tuple[Tensor, list[list[str]], list[str], Tensor | None]:
@@ -189,3 +301,9 @@ class Evaluator:
         metadata = [[src, str(c)] for src, c in zip(sources, clusters)]
         sprites = torch.cat([real_x, fake_x]).add(1).div(2).clamp(0, 1) if data.is_image else None
         return torch.cat([real_emb, fake_emb]), metadata, ["source", "cluster"], sprites
+
+
+def shares(n: int, world: int) -> list[int]:
+    """Rows of each of ``world`` ranks when n rows are split in contiguous shares, the first ``n % world`` ranks
+    one row more (``shares(5, 2) == [3, 2]``)."""
+    return [n // world + (r < n % world) for r in range(world)]

@@ -34,6 +34,7 @@ from torch.nn import functional as F
 from torch.nn.utils.parametrizations import spectral_norm as sn
 
 from ganlab.models.base import Discriminator, Generator
+from ganlab.models.conditional import ConditionalBatchNorm2d, code_labels, make_codes, projection
 
 SUPPORTED_SIZES = (16, 32, 64)
 
@@ -75,17 +76,23 @@ class GBlock(nn.Module):
     """SNGAN's generator ResBlock up (Miyato et al. 2018, Figure 8a): (B, c_in, H, W) -> (B, c_out, 2H, 2W).
 
     residual = conv3(ReLU(BN(conv3(up(ReLU(BN(x))))))), shortcut = conv1(up(x)); output = residual + shortcut.
+    With ``num_classes`` K > 0 both BNs are conditional (:class:`~ganlab.models.conditional.ConditionalBatchNorm2d`,
+    Miyato & Koyama 2018) and ``forward`` takes the classes y (B,).
     """
 
-    def __init__(self, c_in: int, c_out: int) -> None:
+    def __init__(self, c_in: int, c_out: int, num_classes: int = 0) -> None:
         super().__init__()
-        self.b1, self.c1 = nn.BatchNorm2d(c_in), _conv(c_in, c_out, 3, math.sqrt(2))
-        self.b2, self.c2 = nn.BatchNorm2d(c_out), _conv(c_out, c_out, 3, math.sqrt(2))
+        def bn(c: int) -> nn.Module:
+            return ConditionalBatchNorm2d(c, num_classes) if num_classes else nn.BatchNorm2d(c)
+        self.b1, self.c1 = bn(c_in), _conv(c_in, c_out, 3, math.sqrt(2))
+        self.b2, self.c2 = bn(c_out), _conv(c_out, c_out, 3, math.sqrt(2))
         self.c_sc = _conv(c_in, c_out, 1, 1.0)
 
-    def forward(self, x: Tensor) -> Tensor:
-        h = F.interpolate(F.relu(self.b1(x)), scale_factor=2, mode="nearest")
-        h = self.c2(F.relu(self.b2(self.c1(h))))
+    def forward(self, x: Tensor, y: Tensor | None = None) -> Tensor:
+        def norm(bn: nn.Module, t: Tensor) -> Tensor:
+            return bn(t) if y is None else bn(t, y)
+        h = F.interpolate(F.relu(norm(self.b1, x)), scale_factor=2, mode="nearest")
+        h = self.c2(F.relu(norm(self.b2, self.c1(h))))
         return h + self.c_sc(F.interpolate(x, scale_factor=2, mode="nearest"))
 
 
@@ -122,24 +129,61 @@ class ResNetGenerator(Generator):
         data_shape: (C, S, S) with C in {1, 3} and S in {16, 32, 64}; log2(S / 4) up blocks.
         z_dim: latent dimension (> 0; paper: 128), z ~ N(0, I).
         width: channels of every block (> 0; paper: 256).
+        num_classes: K > 0 makes a class-conditional G (``model.conditional=true``): every BN, the output's
+            included, is a conditional BN (Miyato & Koyama 2018, Sec. 4: "conditional batch normalization" in G),
+            and G takes codes ``[z | y]`` of shape (B, z_dim + 1) (:mod:`ganlab.models.conditional`); 0: the
+            unconditional G of the paper, taking z (B, z_dim).
 
     Raises:
-        ValueError: an image shape the model cannot make, z_dim or width < 1.
+        ValueError: an image shape the model cannot make, z_dim or width < 1, num_classes < 0.
     """
 
-    def __init__(self, data_shape: Sequence[int], z_dim: int = 128, width: int = 256) -> None:
+    def __init__(self, data_shape: Sequence[int], z_dim: int = 128, width: int = 256, num_classes: int = 0) -> None:
         super().__init__()
         c, s = check_image_shape(data_shape, width, "model.generator.width")
         if int(z_dim) < 1:
             raise ValueError(f"model.generator.z_dim must be positive, got {z_dim}")
+        if int(num_classes) < 0:
+            raise ValueError(f"ResNetGenerator: num_classes must be >= 0 (0: unconditional), got {num_classes}")
         self.z_dim, self.data_shape, self.width = int(z_dim), (c, s, s), int(width)
+        self.num_classes = k = int(num_classes)
         self.dense = _xavier(nn.Linear(self.z_dim, 16 * self.width), 1.0)
-        self.blocks = nn.Sequential(*(GBlock(self.width, self.width) for _ in range(int(math.log2(s // 4)))))
-        self.out = nn.Sequential(nn.BatchNorm2d(self.width), nn.ReLU(), _conv(self.width, c, 3, 1.0), nn.Tanh())
+        self.blocks = nn.Sequential(*(GBlock(self.width, self.width, k) for _ in range(int(math.log2(s // 4)))))
+        out_bn = ConditionalBatchNorm2d(self.width, k) if k else nn.BatchNorm2d(self.width)
+        self.out = nn.Sequential(out_bn, nn.ReLU(), _conv(self.width, c, 3, 1.0), nn.Tanh())
+
+    def sample_z(self, n: int, generator: torch.Generator | None = None, device: torch.device | None = None,
+                 labels: Tensor | None = None) -> Tensor:
+        """Latent codes: z (n, z_dim) ~ N(0, I); a conditional G's codes ``[z | y]`` (n, z_dim + 1) with the classes
+        ``labels`` (n,) int, or classes drawn uniformly from ``generator`` after z when None.
+
+        Raises:
+            ValueError: ``labels`` given to an unconditional G, or not of shape (n,).
+        """
+        z = super().sample_z(n, generator, device)
+        if not self.num_classes:
+            if labels is not None:
+                raise ValueError("sample_z: class labels given to an unconditional generator "
+                                 "(set model.conditional=true to train a class-conditional one)")
+            return z
+        if labels is None:
+            labels = torch.randint(self.num_classes, (n,), generator=generator, device=z.device)
+        if labels.shape != (n,):  # their range is checked once, on the data (no host sync per step here)
+            raise ValueError(f"sample_z: class labels of shape {tuple(labels.shape)} for {n} codes; give ({n},)")
+        return make_codes(z, labels)
 
     def forward(self, z: Tensor) -> Tensor:
-        h = self.dense(z).view(z.shape[0], self.width, 4, 4)
-        return self.out(self.blocks(h))  # (B, C, S, S)
+        if not self.num_classes:
+            h = self.dense(z).view(z.shape[0], self.width, 4, 4)
+            return self.out(self.blocks(h))  # (B, C, S, S)
+        if z.dim() != 2 or z.shape[1] != self.z_dim + 1:
+            raise ValueError(f"a conditional generator takes codes [z | class] of shape (B, {self.z_dim + 1}), got "
+                             f"{tuple(z.shape)}; make them with G.sample_z(n, labels=...)")
+        y = code_labels(z)
+        h = self.dense(z[:, :-1]).view(z.shape[0], self.width, 4, 4)
+        for block in self.blocks:
+            h = block(h, y)
+        return self.out[1:](self.out[0](h, y))  # (B, C, S, S)
 
 
 class SumPool(nn.Module):
@@ -161,15 +205,24 @@ class ResNetDiscriminator(Discriminator):
         spectral_norm: spectral norm on every conv and dense layer (SNGAN; Miyato et al. 2018, eq. 8). Then
             ``strategy=[spectral_norm]`` is refused (it would normalise twice).
         in_channels: overrides C (PacGAN packs m samples along channels).
+        num_classes: K > 0 makes a projection discriminator (``model.conditional=true``; Miyato & Koyama 2018,
+            eq. 3): ``D(x, y) = head(phi(x)) + <V_y, phi(x)>`` with class embeddings ``embed`` = V (K x width,
+            Xavier uniform as their code; spectral norm too when ``spectral_norm``). 0: unconditional.
+
+    ``forward(x, y)`` takes the classes y (B,) int64; ``y=None`` (and always when unconditional) gives
+    ``head(phi(x))``, the class-agnostic term (what monitors that hold no labels see).
 
     Raises:
-        ValueError: an image shape the model cannot judge or width < 1.
+        ValueError: an image shape the model cannot judge, width < 1, num_classes < 0.
     """
 
     def __init__(self, data_shape: Sequence[int], width: int = 128, spectral_norm: bool = False,
-                 in_channels: int | None = None) -> None:
+                 in_channels: int | None = None, num_classes: int = 0) -> None:
         super().__init__()
         _, s = check_image_shape(data_shape, width, "model.discriminator.width")
+        if int(num_classes) < 0:
+            raise ValueError(f"ResNetDiscriminator: num_classes must be >= 0 (0: unconditional), got {num_classes}")
+        self.num_classes = int(num_classes)
         self.in_channels, self.feature_dim = int(in_channels or data_shape[0]), int(width)
         self.spectral_norm = bool(spectral_norm)
         downs = int(math.log2(s // 8))  # pool to 8 x 8
@@ -178,7 +231,17 @@ class ResNetDiscriminator(Discriminator):
         blocks += [DBlock(width, width, down=False) for _ in range(2)]
         self.features = nn.Sequential(*blocks, SumPool())
         self.head = _xavier(nn.Linear(width, 1), 1.0)
+        if self.num_classes:
+            self.embed = nn.Embedding(self.num_classes, width)
+            nn.init.xavier_uniform_(self.embed.weight)
         if self.spectral_norm:
             for m in self.modules():
-                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                if isinstance(m, (nn.Conv2d, nn.Linear, nn.Embedding)):
                     sn(m)
+
+    def forward(self, x: Tensor, y: Tensor | None = None) -> Tensor:
+        f = self.features(x)  # (B, width)
+        out = self.head(f).squeeze(1)  # (B,)
+        if y is None or not self.num_classes:
+            return out
+        return out + projection(f, self.embed, y)

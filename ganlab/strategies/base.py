@@ -135,6 +135,9 @@ class StepContext:
         d_real: (B,) D outputs on ``real`` (in the G step: None; the G step does not score real data).
         d_fake: (B,) D outputs on ``fake`` (float32); None in the G step until the fakes are scored, i.e.
             during ``g_discriminator``.
+        labels: (B,) int64 classes of ``real`` and of ``fake`` (the fakes are made for the real batch's classes)
+            when the model is class-conditional (``model.conditional=true``), else None. Score samples of this
+            update with :attr:`critic`, which passes them to D.
 
     A term built from ``autograd.grad`` (a gradient penalty) takes its gradient in float32 with autocast off
     (:func:`ganlab.strategies.common.input_gradient`), so fp16 loss scaling cannot overflow it.
@@ -146,6 +149,7 @@ class StepContext:
     z: Tensor
     d_real: Tensor | None = None
     d_fake: Tensor | None = None
+    labels: Tensor | None = None
 
     @property
     def step(self) -> int:
@@ -160,6 +164,17 @@ class StepContext:
     def discriminator(self) -> nn.Module:
         """D itself (its parameters are frozen in the G step), not a strategy's replacement critic."""
         return self.state.discriminator
+
+    @property
+    def critic(self) -> Callable[[Tensor], Tensor]:
+        """D as a function of the samples, (B, *data_shape) -> (B,): D itself, or, for a class-conditional D, D
+        with this update's :attr:`labels` bound (``x -> D(x, labels)``). Penalties that score samples of this
+        batch (R1, WGAN-GP) call it."""
+        d = self.state.discriminator
+        if self.labels is None:
+            return d
+        labels = self.labels
+        return lambda x: d(x, labels)
 
 
 class Part(StrEnum):
@@ -181,6 +196,12 @@ class Strategy:
 
     name: ClassVar[str] = "strategy"
     replaces: ClassVar[frozenset[Part]] = frozenset()
+    #: Under ``trainer.distributed``: None when the strategy works with one process per device (each rank runs its
+    #: hooks on its own slice of the batch; ``after_d_step`` sees the whole global batch), else why it cannot (the
+    #: run is refused before training with this reason; :func:`check_distributed`).
+    ddp_refusal: ClassVar[str | None] = None
+    #: Why the method cannot train a class-conditional model (``model.conditional=true``), or "" when it can.
+    not_conditional: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -261,8 +282,34 @@ def check_compatible(strategies: Sequence[Strategy]) -> None:
             owner[part] = s.name
 
 
+def check_conditional(strategies: Sequence[Strategy]) -> None:
+    """Refuse, before anything is built, strategies that cannot train a class-conditional model.
+
+    Raises:
+        ValueError: a strategy whose ``not_conditional`` gives a reason; the message names it, the reason and the
+            two ways out (drop the strategy, or train unconditionally).
+    """
+    for s in strategies:
+        if s.not_conditional:
+            raise ValueError(f"strategy {s.name!r} cannot train a class-conditional model: {s.not_conditional}. "
+                             f"Drop it from strategy=[...], or set model.conditional=false")
+
+
 def with_optim_kwargs(factory: Callable[..., torch.optim.Optimizer],
                       **kwargs: Any) -> Callable[..., torch.optim.Optimizer]:
     """Return ``factory`` with keyword arguments (e.g. ``lr``, ``betas``) overridden; None values are ignored."""
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     return functools.partial(factory, **kwargs) if kwargs else factory
+
+
+def check_distributed(strategies: Sequence[Strategy]) -> None:
+    """Refuse, before anything is built, strategies that cannot train with one process per device.
+
+    Raises:
+        ValueError: a strategy with a :attr:`Strategy.ddp_refusal`; the message names it and says why.
+    """
+    for s in strategies:
+        if s.ddp_refusal:
+            raise ValueError(f"strategy {s.name} does not run under trainer.distributed=true: {s.ddp_refusal}. "
+                             f"Train it in one process (trainer.distributed=false), or remove {s.name} from "
+                             "strategy=[...]")

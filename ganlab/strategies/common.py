@@ -126,8 +126,9 @@ class AugmentedDiscriminator(nn.Module):
         super().__init__()
         self.inner, self.augment, self.strategy = inner, augment, strategy
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self.inner(self.augment(x))
+    def forward(self, x: Tensor, *labels: Tensor) -> Tensor:
+        """Score augmented ``x``; ``labels`` (a class-conditional D's classes (B,)) pass through unchanged."""
+        return self.inner(self.augment(x), *labels)
 
 
 def augment_discriminator(spec: Any, augment: Callable[[Tensor], Tensor], strategy: str) -> None:

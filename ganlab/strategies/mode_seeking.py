@@ -43,6 +43,8 @@ class ModeSeeking(Strategy):
     """
 
     name = "mode_seeking"
+    not_conditional = ("its latent distance |z1 - z2| would count the class index that a conditional code "
+                       "[z | class] carries")
 
     def __init__(self, weight: float = 1.0, eps: float = 1e-5) -> None:
         if weight < 0 or not eps > 0:

@@ -66,6 +66,8 @@ class PacGAN(Strategy):
 
     name = "pacgan"
     replaces = frozenset({Part.DISCRIMINATOR_INPUT})
+    not_conditional = ("it packs m samples into one D input, and a projection D scores one class per input "
+                       "(the m samples of a pack may belong to different classes)")
 
     def __init__(self, m: int = 2) -> None:
         if int(m) < 2:

@@ -53,7 +53,7 @@ class R1(Strategy):
         return True  # the penalty differentiates a gradient (no torch.compile)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        return {"r1": 0.5 * self.gamma * r1_penalty(ctx.discriminator, ctx.real)}
+        return {"r1": 0.5 * self.gamma * r1_penalty(ctx.critic, ctx.real)}
 
     def __repr__(self) -> str:
         return f"R1(gamma={self.gamma})"

@@ -14,11 +14,14 @@ from torch.nn.utils.parametrizations import _SpectralNorm, spectral_norm
 
 from ganlab.strategies.base import GANSpec, Strategy
 
-LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose2d)
+#: The layers normalised; ``nn.Embedding`` is a projection D's class embedding V (Miyato & Koyama 2018 normalise it
+#: too, in their code), absent from unconditional models.
+LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose2d, nn.Embedding)
 
 
 def apply_spectral_norm(module: nn.Module, n_power_iterations: int = 1) -> int:
-    """Parametrize every Linear/Conv weight in ``module`` (in place) by W / sigma(W); returns how many.
+    """Parametrize every Linear/Conv (and class-embedding) weight in ``module`` (in place) by W / sigma(W); returns
+    how many.
 
     Raises:
         ValueError: n_power_iterations < 1, or ``module`` has no such layer.

@@ -8,7 +8,8 @@ A checkpoint (:meth:`ganlab.trainer.loop.Trainer.state_dict`) is a dict of plain
 * ``g_ema``: the EMA copy of G's ``state_dict``, or None when no strategy keeps one;
 * ``strategies``: ``{name: state}`` from each strategy's ``state_dict()``;
 * ``batcher``: the data order (permutation and position); ``noise_rng``: the latent-code generator's state;
-* ``rng``: the global RNGs, ``{"python", "numpy", "torch", "cuda"}`` (:func:`rng_state`);
+* ``rng``: the global RNGs, ``{"python", "numpy", "torch", "cuda"}`` (:func:`rng_state`); in a run of several
+  processes (``trainer.distributed``) rank 0's, and ``rng_ranks``: every rank's, in rank order;
 * ``config``: the resolved run config; ``scores``: the latest evaluation's scores;
 * ``health``: ``{"recoveries", "scalers": {"D", "G"}: GradScaler state, "stats": {"D", "G"}: [float]}``
   (NaN-guard recoveries so far, fp16 loss scales, the monitor's rolling windows of global grad norms);

@@ -33,6 +33,9 @@ class TrainerConfig:
     compile: bool = False      # torch.compile G and D (eager, with a warning, when a strategy differentiates twice)
     channels_last: bool = False  # NHWC weights for conv models (faster convolutions on GPUs)
     fused_optim: Any = "auto"  # fused Adam/AdamW/SGD kernel: auto (CUDA only), true, false
+    distributed: bool = False  # one process per device under torchrun / srun (ganlab.distributed)
+    dist_timeout_s: float = 600.0  # seconds a collective may wait before the run fails naming the rank
+    sync_batchnorm: bool = False  # under trainer.distributed: batch-norm statistics over all ranks (CUDA only)
     ensemble: int | None = None  # S >= 2: seeds seed..seed+S-1 in one process, vectorised (ganlab.ensemble)
 
     def validate(self) -> None:
@@ -50,8 +53,10 @@ class TrainerConfig:
                              f"is a multiple of {self.accumulate}")
         if self.ensemble is not None and (isinstance(self.ensemble, bool) or int(self.ensemble) < 1):
             raise ValueError(f"trainer.ensemble must be null or a number of seeds >= 1, got {self.ensemble!r}")
-        for key in ("progress", "projector", "compile", "channels_last"):
+        for key in ("progress", "projector", "compile", "channels_last", "distributed", "sync_batchnorm"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")
+        if not float(self.dist_timeout_s) > 0:
+            raise ValueError(f"trainer.dist_timeout_s must be a positive number of seconds, got {self.dist_timeout_s}")
         self.precision = parse_precision(self.precision)
         speed.parse_fused(self.fused_optim)

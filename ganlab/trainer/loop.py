@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import operator
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from torch import Tensor, nn
 from tqdm import tqdm  # plain: tqdm.auto warns "IProgress not found" in a notebook without ipywidgets
 
 from ganlab.data.base import Batcher, GANData
+from ganlab.distributed import SINGLE, Dist, rank_seed, seed_everything, wrap
 from ganlab.health import AlertLog, CollapseAlarm, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
 from ganlab.health.covered import covered_ids
 from ganlab.health.detector import CollapseDetector
@@ -31,6 +33,7 @@ from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
+from ganlab.models.conditional import code_labels, grid_codes
 from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -78,32 +81,42 @@ class Trainer:
         monitor: training-health settings (:mod:`ganlab.health`); defaults when None.
         lr_schedules: ``{"G": ..., "D": ...}`` warmup/decay of each network's lr (:mod:`ganlab.lr`); constant
             when None or missing.
+        dist: this process's rank among the processes training together (:mod:`ganlab.distributed`);
+            None: one process. Under several, G and D train inside DistributedDataParallel, each rank takes its
+            slice of the seeded global batch, and only rank 0 writes files.
     """
 
     def __init__(self, *, data: GANData, generator: nn.Module, discriminator: nn.Module, loss: AdversarialLoss,
                  opt_g: torch.optim.Optimizer, opt_d: torch.optim.Optimizer, strategies: list[Strategy],
                  evaluator: Evaluator, run_dir: str | Path, cfg: TrainerConfig, seed: int,
                  logger: NullLogger | None = None, config: dict[str, Any] | None = None,
-                 monitor: MonitorConfig | None = None, lr_schedules: dict[str, LRSchedule] | None = None) -> None:
+                 monitor: MonitorConfig | None = None, lr_schedules: dict[str, LRSchedule] | None = None,
+                 dist: Dist | None = None) -> None:
         cfg.validate()
+        self.dist = dist or SINGLE
         self.data, self.G, self.D, self.loss = data, generator, discriminator, loss
         self.strategies, self.evaluator, self.cfg, self.seed = strategies, evaluator, cfg, seed
         self.run_dir, self.config = Path(run_dir), config or {}
         self.logger = logger or NullLogger()
         self.device = data.x.device
-        self.batcher = Batcher(len(data), cfg.batch_size, seed, device=self.device)
+        self.batcher = Batcher(len(data), cfg.batch_size * self.dist.world, seed, device=self.device)
+        # the modules that train (DDP averages their gradients over the ranks); self.G, self.D stay the plain ones
+        self.g_train = wrap(generator, self.device) if self.dist.active else generator
+        self.d_train = wrap(discriminator, self.device) if self.dist.active else discriminator
         self.noise = torch.Generator(device=self.device).manual_seed(seed + 1)
         self.lr = LRRule({"G": opt_g, "D": opt_d}, lr_schedules, cfg.steps)  # the lrs opt_g, opt_d have are the base
         self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss,
                                 lr=self.lr)
-        self.fixed_z = generator.sample_z(cfg.grid_size, torch.Generator(device=self.device).manual_seed(seed + 2))
+        self.num_classes = int(getattr(generator, "num_classes", 0))  # > 0: class-conditional (model.conditional)
+        self.fixed_z, self.grid_nrow = grid_codes(generator, cfg.grid_size,
+                                                  torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
         self.last_result: EvalResult | None = None
         self._pending_g_ema: dict[str, Tensor] | None = None
         self._pending_after_eval: dict[str, float] | None = None  # from last.pt: the strategies' reaction to replay
         self._started = False
         monitor = monitor or MonitorConfig()
-        self.alerts = AlertLog(self.run_dir, self.logger)
+        self.alerts = AlertLog(self.run_dir, self.logger, write=self.dist.main)
         self.health = HealthMonitor(monitor, cfg.precision, self.device, self.alerts)
         alarm_z = generator.sample_z(monitor.collapse_z, torch.Generator(device=self.device).manual_seed(seed + 3)) \
             if monitor.collapse_z else None
@@ -114,8 +127,21 @@ class Trainer:
             if monitor.risk.enabled else None  # early-warning collapse risk at monitored steps
         self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
+        self._last_idx: Tensor | None = None      # the latest D step's sample indices (their classes: the G step's)
 
     # ---------------------------------------------------------------- one D update and one G update
+    def _global(self, ctx: StepContext) -> StepContext:
+        """``ctx`` with every rank's rows gathered (rank order): what ``after_d_step`` sees under several ranks,
+        so statistics of D's outputs (ADA's r_t, d_lr_damping's accuracy) are those of the whole batch."""
+        if not self.dist.active:
+            return ctx
+
+        def cat(t: Tensor | None) -> Tensor | None:
+            return None if t is None else self.dist.gather_batch(t.detach())
+
+        return StepContext(ctx.state, cat(ctx.real), cat(ctx.fake), cat(ctx.z), cat(ctx.d_real),  # type: ignore[arg-type]
+                           cat(ctx.d_fake), cat(ctx.labels))
+
     def _sum_terms(self, base: Tensor, extra: list[dict[str, Tensor]]) -> dict[str, Tensor]:
         terms = {"adv": base}
         for contribution in extra:
@@ -184,26 +210,47 @@ class Trainer:
 
         first = ctxs[0]
         ctx = StepContext(first.state, cat("real"), cat("fake"), cat("z"), cat("d_real"),  # type: ignore[arg-type]
-                          cat("d_fake"))
+                          cat("d_fake"), cat("labels"))
         names = dict.fromkeys(n for _, terms in parts for n in terms)  # a term may come in one micro-batch only
         terms = {n: functools.reduce(operator.add, [t[n].detach() for _, t in parts if n in t]) / len(parts)
                  for n in names}
         return ctx, terms
 
+    def _codes(self, idx: Tensor | None) -> Tensor:
+        """A batch of latent codes from the run's noise stream: z (B, z_dim), or, for a class-conditional G,
+        codes ``[z | y]`` (B, z_dim + 1) whose classes y are those of the training samples ``idx`` (the global
+        (world * B,) indices, remembered for the G step, whose fakes get the same classes). Under several
+        processes all world * B codes are drawn and this rank keeps its slice."""
+        n = self.cfg.batch_size * self.dist.world
+        if not self.num_classes:
+            z = self.G.sample_z(n, self.noise)
+        else:
+            assert idx is not None and self.data.labels is not None
+            self._last_idx = idx
+            z = self.G.sample_z(n, self.noise, labels=self.data.labels[idx])
+        return z[self.dist.rows(self.cfg.batch_size)] if self.dist.active else z
+
+    def _score(self, x: Tensor, labels: Tensor | None) -> Tensor:
+        """D's scores (B,) of samples ``x`` in the D step (through DDP under several processes), given their
+        classes ``labels`` (B,) when the model is conditional."""
+        return self.d_train(x) if labels is None else self.d_train(x, labels)
+
     def d_step(self) -> tuple[StepContext, dict[str, Tensor], UpdateFindings]:
         """One discriminator update on a fresh real batch (in ``trainer.accumulate`` micro-batches); returns (its
         context and loss terms, each for the whole batch, and the findings)."""
-        real = self.data.x[self.batcher.next()]  # (B, *shape), indices already on the device
-        z = self.G.sample_z(self.cfg.batch_size, self.noise)  # (B, z_dim)
+        idx = self.batcher.next()  # (world * B,) global sample indices, already on the device
+        real = self.data.x[idx[self.dist.rows(self.cfg.batch_size)] if self.dist.active else idx]  # (B, *shape)
+        z = self._codes(idx)  # (B, z_dim), or (B, z_dim + 1) [z | class] codes for the real batch's classes
         micro, parts = self._micro(real, z), []
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
+            labels = code_labels(z_i) if self.num_classes else None
             with self.health.autocast():
                 with torch.no_grad():
                     fake = self.G(z_i)
-                d_real, d_fake = self.D(real_i).float(), self.D(fake).float()  # (B/k,), (B/k,)
-                ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake)
+                d_real, d_fake = self._score(real_i, labels).float(), self._score(fake, labels).float()  # (B/k,)
+                ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake, labels)
                 terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
             parts.append((ctx, terms))
             return _total(terms)
@@ -213,23 +260,24 @@ class Trainer:
         self.last_batch = {"real": ctx.real, "z": ctx.z, "fake": ctx.fake, "d_real": ctx.d_real, "d_fake": ctx.d_fake,
                            "terms": terms}
         if found.apply:
+            whole = self._global(ctx)
             for s in self.strategies:
-                s.after_d_step(ctx)
+                s.after_d_step(whole)
         return ctx, terms, found
 
     def g_step(self, real: Tensor) -> tuple[dict[str, Tensor], UpdateFindings]:
         """One generator update (``real``: the last D step's batch, split into the same micro-batches as the
         codes); D's parameters are frozen meanwhile (no gradient is stored for them). Returns (its loss terms for
         the whole batch, the findings)."""
-        z = self.G.sample_z(self.cfg.batch_size, self.noise)
+        z = self._codes(self._last_idx if self.num_classes else None)  # the fakes get the real batch's classes
         micro, parts = self._micro(real, z), []
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
             with self.health.autocast():
-                fake = self.G(z_i)
-                ctx = StepContext(self.state, real_i, fake, z_i)
-                critic: Any = self.D  # a strategy may score the fakes differently (Strategy.g_discriminator)
+                fake = self.g_train(z_i)
+                ctx = StepContext(self.state, real_i, fake, z_i, labels=code_labels(z_i) if self.num_classes else None)
+                critic: Any = ctx.critic  # a strategy may score the fakes differently (Strategy.g_discriminator)
                 for s in self.strategies:
                     critic = s.g_discriminator(ctx, critic)
                 ctx.d_fake = critic(fake).float()
@@ -295,8 +343,8 @@ class Trainer:
         if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
             self.save(self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt")
         start_step, t0 = self.state.step, time.perf_counter()
-        bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not self.cfg.progress, dynamic_ncols=True,
-                   unit="step", desc="train")
+        bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not (self.cfg.progress and self.dist.main),
+                   dynamic_ncols=True, unit="step", desc="train")
         with GracefulStop() as stop:
             self._train_until_done(bar, stop)
         bar.close()
@@ -333,9 +381,9 @@ class Trainer:
             if step % self.cfg.ckpt_every == 0:
                 self.save(self.run_dir / "checkpoints" / f"step_{step:07d}.pt")
             bar.update(1)
-            if stop.signum is not None:
+            if self.dist.any(stop.signum is not None):  # every rank stops at the same step
                 bar.close()
-                self._stop_on_signal(stop.signum)
+                self._stop_on_signal(stop.signum if stop.signum is not None else signal.SIGTERM)
 
     def _step_scalars(self, out: StepResult, extra: dict[str, float], bar: Any) -> dict[str, float]:
         """The scalars of a logged step (losses, D outputs, gradient norms, lrs, ``extra``); updates the bar."""
@@ -363,8 +411,10 @@ class Trainer:
         with self._isolated_rng():
             G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
-            visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
-                                self.run_dir / "samples" / f"step_{step:07d}.png", step)
+            if self.dist.main:
+                visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
+                                    self.run_dir / "samples" / f"step_{step:07d}.png", step, nrow=self.grid_nrow,
+                                    rows=f"rows: classes 0-{self.num_classes - 1}" if self.num_classes else "")
             health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
             health |= self._detect(result, result.scores | health, step)
         scores = result.scores
@@ -378,9 +428,11 @@ class Trainer:
         for name, (counts, edges) in result.histograms.items():
             self.logger.histogram_counts(f"diversity/{name}", counts, edges, step)
         self.last_scores, self.last_result = scores, result
-        self._append_jsonl({"step": step, "scores": scores, "health": health})
-        self.save(self.run_dir / "checkpoints" / "last.pt", after_eval=scores | health)
-        self._react_to_eval(scores | health)
+        if self.dist.main:
+            self._append_jsonl({"step": step, "scores": scores, "health": health})
+        reaction = self.dist.broadcast(scores | health)  # every rank's strategies react to rank 0's values
+        self.save(self.run_dir / "checkpoints" / "last.pt", after_eval=reaction)
+        self._react_to_eval(reaction)
         self.logger.flush()
         return scores
 
@@ -414,7 +466,7 @@ class Trainer:
         """Resuming an older checkpoint in this folder: its ``metrics.jsonl`` lines past ``step`` are rewritten by
         the resumed run, so they go (atomically; the others stay)."""
         path = self.run_dir / "metrics.jsonl"
-        if not path.is_file():
+        if not self.dist.main or not path.is_file():
             return
         lines = path.read_text().splitlines()
         kept = [line for line in lines if line.strip() and json.loads(line)["step"] <= step]
@@ -436,6 +488,9 @@ class Trainer:
                    "strategies": [s.name for s in self.strategies], "seed": self.seed,
                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,
                    "provenance": provenance(self.device, self.cfg.precision)}
+        if not self.dist.main:  # only rank 0 writes
+            self.logger.close()
+            return metrics
         ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
         if self.last_result is not None and self.cfg.projector:
             with self._isolated_rng():
@@ -469,7 +524,12 @@ class Trainer:
         instead of rolling back to non-finite weights).
         """
         path = Path(path)
-        ckpt_io.atomic_save(self.state_dict(after_eval), path)
+        state = self.state_dict(after_eval)
+        if self.dist.active:  # each rank's global RNGs (augmentation draws differ per rank)
+            state["rng_ranks"] = self.dist.gather_objects(ckpt_io.rng_state())
+        if self.dist.main:
+            ckpt_io.atomic_save(state, path)
+        self.dist.barrier()  # the file exists before any rank reads it (a NaN rollback)
         nets = [self.G, self.D] + ([self.state.g_ema] if self.state.g_ema is not None else [])
         if all_finite(itertools.chain.from_iterable(itertools.chain(n.parameters(), n.buffers()) for n in nets)):
             self.good_checkpoint = path
@@ -487,13 +547,31 @@ class Trainer:
         self._pending_after_eval = ckpt.get("after_eval")
         self.batcher.load_state_dict(ckpt["batcher"])
         self.noise.set_state(ckpt["noise_rng"])
-        ckpt_io.set_rng_state(ckpt["rng"])
+        self._load_rng(ckpt)
         self.health.load_state_dict(ckpt.get("health", {}))
         if self.alarm is not None:
             self.alarm.load_state_dict(ckpt.get("alarm", {}))
         self.detector.load_state_dict(ckpt.get("detector", {}))
         if self.risk is not None:
             self.risk.load_state_dict(ckpt.get("risk", {}))
+
+    def _load_rng(self, ckpt: dict[str, Any]) -> None:
+        """The global RNGs of this rank: the checkpoint's ``rng`` in one process; under several, this rank's
+        entry of ``rng_ranks``, or (a checkpoint of another number of processes) rank 0 the ``rng``, the others
+        fresh streams from :func:`~ganlab.distributed.rank_seed`."""
+        ranks = ckpt.get("rng_ranks")
+        if not self.dist.active:
+            ckpt_io.set_rng_state(ckpt["rng"])
+        elif ranks is not None and len(ranks) == self.dist.world:
+            ckpt_io.set_rng_state(ranks[self.dist.rank])
+        else:
+            log.warning("the checkpoint was written by %s process(es), this run has %d: rank 0 continues its "
+                        "global RNG streams, the other ranks start fresh ones", len(ranks) if ranks else 1,
+                        self.dist.world)
+            if self.dist.main:
+                ckpt_io.set_rng_state(ckpt["rng"])
+            else:
+                seed_everything(rank_seed(self.seed, self.dist.rank))
 
     def _load_training_state(self, ckpt: dict[str, Any]) -> None:
         """Weights, optimisers, EMA copy, strategies, step and scores (what a NaN rollback restores)."""

@@ -121,15 +121,17 @@ def save_figure_png(fig: Any, path: Path) -> None:
 
 @torch.no_grad()
 def log_samples(G: nn.Module, samples: Tensor, data: GANData, fixed_z: Tensor, logger: NullLogger, out: Path,
-                step: int) -> None:
+                step: int, nrow: int = 8, rows: str = "") -> None:
     """The picture of an evaluation, logged and saved as ``out``: for images, a grid of G on the (N, z_dim)
-    ``fixed_z`` (at least :data:`GRID_MIN_WIDTH` px wide, captioned with the data set and ``step``); for points,
+    ``fixed_z``, ``nrow`` images a row (a class-conditional G's codes come one class a row, see
+    :func:`ganlab.models.conditional.grid_codes`; at least :data:`GRID_MIN_WIDTH` px wide, captioned with the
+    data set, ``step`` and ``rows``, what the rows are, when given); for points,
     a scatter of the (N, 2) scored ``samples`` against real data, on axes fixed for the run (the whole training
     set's :func:`scatter_limits`)."""
-    title = f"{data.name}, step {step}"
+    title = f"{data.name}, step {step}" + (f", {rows}" if rows else "")
     if data.is_image:
         with eval_mode(G):
-            grid = label_grid(image_grid(G(fixed_z), min_width=GRID_MIN_WIDTH), title)
+            grid = label_grid(image_grid(G(fixed_z), nrow=nrow, min_width=GRID_MIN_WIDTH), title)
         logger.image("samples", grid, step)
         save_grid_png(grid, out)
     else:

@@ -86,7 +86,10 @@ def condition(name: str, args: argparse.Namespace, report: dict) -> list[list[ob
             for exp in args.experiments:
                 order = args.settings[r % len(args.settings):] + args.settings[:r % len(args.settings)]
                 for s in order:
-                    raw.setdefault((exp, s), []).append(measure(exp, s, args.warmup, args.steps))
+                    m = measure(exp, s, args.warmup, args.steps)
+                    raw.setdefault((exp, s), []).append(m)
+                    print(f"{name} round {r} {exp} threads={s}: {m['steps_per_s']:.2f} steps/s "
+                          f"({m['threads']} threads)", file=sys.stderr, flush=True)  # partial results survive a kill
         for exp in args.experiments:
             rates = {s: median([m["steps_per_s"] for m in raw[(exp, s)]]) for s in args.settings}
             best = max(rates, key=rates.get)

@@ -1,0 +1,264 @@
+"""Class-conditional models (model.conditional=true): conditional BN, the projection D, the class codes, balanced
+sampling, the per-class scores, the per-class grid, the strategies that train them and those refused."""
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from PIL import Image
+from tiny_config import compose_cfg
+from torch import nn
+from torch.nn.utils.parametrize import is_parametrized
+
+from ganlab.build import build_trainer, class_count
+from ganlab.data import GANData
+from ganlab.inspection import assign_class_clusters, cluster_occupancy
+from ganlab.metrics.embedders import Embedder
+from ganlab.metrics.evaluator import Evaluator
+from ganlab.metrics.per_class import class_scores
+from ganlab.models import ResNetDiscriminator, ResNetGenerator
+from ganlab.models.conditional import ConditionalBatchNorm2d, balanced_labels, code_labels, grid_codes, make_codes
+from ganlab.sample import sample_checkpoint
+from ganlab.strategies.base import StepContext, TrainState
+
+TINY_COND = ["dataset=digits", "model=resnet", "model.conditional=true", "dataset.image_size=16",
+             "model.generator.width=8", "model.discriminator.width=8", "model.generator.z_dim=8", "logger=none",
+             "threads=1", "trainer.grid_size=20"]
+
+
+# ---------------------------------------------------------------- layers
+def test_conditional_batch_norm_is_a_per_class_scale_and_shift() -> None:
+    cbn = ConditionalBatchNorm2d(2, 3)
+    with torch.no_grad():
+        cbn.gamma.weight.copy_(torch.tensor([[1.0, 1.0], [2.0, 3.0], [0.5, 0.5]]))
+        cbn.beta.weight.copy_(torch.tensor([[0.0, 0.0], [1.0, -1.0], [0.0, 0.0]]))
+    x = torch.tensor([1.0, 3.0]).view(2, 1, 1, 1).expand(2, 2, 1, 1).contiguous()  # channel values 1, 3 per sample
+    out = cbn(x, torch.tensor([0, 1]))  # BN (training): each channel (1, 3) -> (-1, +1) up to eps
+    norm = torch.tensor([-1.0, 1.0]) / (1 + 1e-5) ** 0.5
+    assert out.shape == (2, 2, 1, 1)
+    assert torch.allclose(out[0, :, 0, 0], norm[0] * torch.tensor([1.0, 1.0]))                     # class 0
+    assert torch.allclose(out[1, :, 0, 0], norm[1] * torch.tensor([2.0, 3.0]) + torch.tensor([1.0, -1.0]))
+
+
+def test_projection_discriminator_hand_worked() -> None:
+    """D(x, y) = psi(phi(x)) + <V_y, phi(x)> (Miyato & Koyama 2018, eq. 3) with phi replaced by the identity."""
+    d = ResNetDiscriminator((1, 16, 16), width=2, num_classes=2)
+    d.features = nn.Identity()  # feed phi(x) directly
+    with torch.no_grad():
+        d.head.weight.copy_(torch.tensor([[1.0, -1.0]]))
+        d.head.bias.fill_(0.5)
+        d.embed.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
+    f = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    # row 0: 1 - 2 + 0.5 + <(1, 0), (1, 2)> = 0.5; row 1: 3 - 4 + 0.5 + <(0, 2), (3, 4)> = 7.5
+    assert torch.equal(d(f, torch.tensor([0, 1])), torch.tensor([0.5, 7.5]))
+    assert torch.equal(d(f), torch.tensor([-0.5, -0.5]))  # no labels: the class-agnostic term only
+
+
+def test_conditional_pair_shapes_and_the_class_matters() -> None:
+    torch.manual_seed(0)
+    g = ResNetGenerator((1, 16, 16), z_dim=4, width=8, num_classes=3)
+    d = ResNetDiscriminator((1, 16, 16), width=8, num_classes=3, spectral_norm=True)
+    codes = g.sample_z(6, torch.Generator().manual_seed(1), labels=torch.tensor([0, 1, 2, 0, 1, 2]))
+    assert codes.shape == (6, 5) and torch.equal(code_labels(codes), torch.tensor([0, 1, 2, 0, 1, 2]))
+    with torch.no_grad():
+        g.out[0].gamma.weight[1].mul_(3.0)  # class 1 gets another output scale
+    g.eval()
+    x = g(codes)
+    assert x.shape == (6, 1, 16, 16) and d(x, code_labels(codes)).shape == (6,)
+    same_z = make_codes(codes[:1, :-1].expand(3, -1), torch.tensor([0, 1, 2]))
+    y = g(same_z)
+    assert not torch.allclose(y[0], y[1]) and torch.allclose(y[0], y[2], atol=1e-6)  # only class 1's BN was changed
+    with pytest.raises(ValueError, match=r"codes \[z \| class\] of shape \(B, 5\)"):
+        g(torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="unconditional generator"):
+        ResNetGenerator((1, 16, 16), z_dim=4, width=8).sample_z(2, labels=torch.tensor([0, 1]))
+
+
+def test_a_fresh_conditional_generator_equals_the_unconditional_one_with_its_weights() -> None:
+    """At initialisation every class's gamma is 1 and beta 0, so conditional BN is plain BN: with the
+    unconditional G's weights loaded (the BN affine maps are 1 and 0 there too) both give the same images."""
+    torch.manual_seed(3)
+    g = ResNetGenerator((1, 16, 16), z_dim=4, width=8)
+    g_cond = ResNetGenerator((1, 16, 16), z_dim=4, width=8, num_classes=2)
+    missing, _ = g_cond.load_state_dict(g.state_dict(), strict=False)
+    assert all(".bn." in k or k.endswith(("gamma.weight", "beta.weight")) for k in missing)  # convs, dense loaded
+    z = torch.randn(5, 4)  # training mode: batch statistics (the running ones were not copied)
+    assert torch.allclose(g(z), g_cond(make_codes(z, torch.tensor([0, 1, 1, 0, 1]))), atol=1e-6)
+    assert not hasattr(ResNetDiscriminator((1, 16, 16), width=8), "embed")  # unconditional D: no projection
+
+
+# ---------------------------------------------------------------- balanced sampling
+def test_balanced_labels_and_grid_codes() -> None:
+    labels = balanced_labels(25, 10)
+    assert torch.equal(torch.bincount(labels, minlength=10), torch.tensor([3, 2, 3, 2, 3, 2, 3, 2, 3, 2]))
+    assert torch.equal(labels, labels.sort().values)  # one block per class
+    g = ResNetGenerator((1, 16, 16), z_dim=4, width=8, num_classes=3)
+    codes, nrow = grid_codes(g, 20, torch.Generator().manual_seed(0))
+    assert nrow == 6 and torch.equal(code_labels(codes), torch.arange(3).repeat_interleave(6))
+
+
+class OneImagePerClass(nn.Module):
+    """A conditional 'generator' that outputs ``images[c]`` for class c whatever z: intra-class collapse."""
+
+    def __init__(self, images: torch.Tensor) -> None:
+        super().__init__()
+        self.images, self.num_classes, self.z_dim = images, len(images), 2
+        self.seen: list[torch.Tensor] = []
+        self.w = nn.Parameter(torch.zeros(()))
+
+    def forward(self, code: torch.Tensor) -> torch.Tensor:
+        self.seen.append(code_labels(code))
+        return self.images[code_labels(code)] + 0 * self.w
+
+
+class TemplateEmbedder(Embedder):
+    """Pixels as embeddings; the class of a sample is its nearest class template (a 'classifier')."""
+
+    def __init__(self, templates: torch.Tensor) -> None:
+        self.templates = templates.flatten(1)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flatten(1).float()
+
+    def mode_labels(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cdist(x.flatten(1).float(), self.templates).argmin(1)
+
+
+def three_class_images(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(templates (3, 1, 4, 4), images (n, 1, 4, 4) = template + noise, labels (n,))."""
+    g = torch.Generator().manual_seed(seed)
+    templates = torch.zeros(3, 1, 4, 4)
+    templates[0, 0, 0], templates[1, 0, 2], templates[2, 0, :, 1] = 1.0, 1.0, 1.0
+    y = torch.arange(n) % 3
+    return templates, templates[y] + 0.3 * torch.randn(n, 1, 4, 4, generator=g), y
+
+
+def test_evaluator_samples_balanced_and_scores_one_image_per_class() -> None:
+    templates, x, y = three_class_images(600, 0)
+    _, hx, hy = three_class_images(300, 1)
+    data = GANData("three", x, labels=y, num_modes=3, holdout=hx, holdout_labels=hy)
+    ev = Evaluator(num_samples=90, num_real=600, scorers={}, embedder=TemplateEmbedder(templates), batch_size=40,
+                   class_clusters=5)
+    g = OneImagePerClass(x[:3])  # a real image of class 0, 1, 2
+    scores = ev(g, data).scores
+    assert torch.equal(torch.cat(g.seen), torch.arange(3).repeat_interleave(30))  # balanced, in class blocks
+    for c in range(3):
+        assert scores[f"class/{c}/clusters_covered"] == 1.0
+        assert scores[f"class/{c}/class_accuracy"] == 1.0
+        assert scores[f"class/{c}/high_similarity_fraction"] == 1.0
+        assert scores[f"class/{c}/precision"] == 1.0  # a real sample lies in its own k-NN ball
+    assert scores["class/worst/clusters_covered"] == 1.0 and scores["class/mean/class_accuracy"] == 1.0
+    assert scores["data/class/worst/clusters_covered"] == 5.0  # real data of a class fill all 5 of its clusters
+    assert scores["data/class/mean/class_accuracy"] == 1.0
+    inside = assign_class_clusters(SimpleNamespace(evaluator=ev), ev(g, data), 1)  # the notebook's CLASS = 1
+    real_counts, fake_counts = cluster_occupancy(inside)
+    assert inside.k == 5 and int(real_counts.sum()) == 200 and sorted(fake_counts.tolist()) == [0, 0, 0, 0, 30]
+    assert torch.equal(inside.fake_samples, x[1:2].expand(30, -1, -1, -1))
+    with pytest.raises(ValueError, match="class 3 is not one of this run's classes 0-2"):
+        assign_class_clusters(SimpleNamespace(evaluator=ev), ev(g, data), 3)
+    g2 = OneImagePerClass(x[[0, 1, 1]])  # class 2 asked for, class 1 made
+    scores2 = ev(g2, data).scores
+    assert scores2["class/2/class_accuracy"] == 0.0 and scores2["class/worst/class_accuracy"] == 0.0
+    assert scores2["class/mean/class_accuracy"] == pytest.approx(2 / 3)
+
+
+def test_class_scores_worst_and_mean_hand_worked() -> None:
+    real = torch.cat([torch.randn(40, 2, generator=torch.Generator().manual_seed(0)) + 10 * c for c in range(2)])
+    real_y = torch.arange(2).repeat_interleave(40)
+    fake = torch.cat([real[:20], real[40:41].expand(20, 2)])  # class 0: 20 distinct real points; class 1: one
+    classes = torch.arange(2).repeat_interleave(20)
+    from ganlab.metrics.kmeans import kmeans
+
+    def fit(c: int, r: torch.Tensor):
+        return kmeans(r, 4, generator=torch.Generator().manual_seed(c))
+
+    out = class_scores(fake, classes, None, real, real_y, 2, fit)
+    assert out["class/1/clusters_covered"] == 1.0 and out["class/1/high_similarity_fraction"] == 1.0
+    assert out["class/worst/clusters_covered"] == 1.0
+    assert out["class/mean/clusters_covered"] == (out["class/0/clusters_covered"] + 1.0) / 2
+    assert out["class/worst/high_similarity_fraction"] == 1.0  # the worst of a lower-is-better score: the max
+    assert "class/0/class_accuracy" not in out  # no classifier labels, no accuracy
+    with pytest.raises(ValueError, match="class 1: per-class scores need more than 5"):
+        class_scores(fake[:24], classes[:24], None, real, real_y, 2, fit)
+
+
+# ---------------------------------------------------------------- training, pictures, strategies
+def test_tiny_conditional_run_writes_per_class_scores_and_a_class_per_row_grid(tmp_path: Path) -> None:
+    metrics = build_trainer(compose_cfg(TINY_COND), tmp_path).fit()
+    saved = json.loads((tmp_path / "metrics.json").read_text())["scores"]
+    assert saved == metrics["scores"]
+    for key in ("clusters_covered", "high_similarity_fraction", "precision", "recall", "class_accuracy"):
+        assert all(f"{p}class/{c}/{key}" in saved for c in [*range(10), "worst", "mean"] for p in ("", "data/"))
+    assert 1 <= saved["class/worst/clusters_covered"] <= saved["class/mean/clusters_covered"] <= 10
+    grid = Image.open(tmp_path / "samples" / "step_0000006.png")
+    # 10 classes x 2 codes (grid_size 20): 10 rows of 2 tiles; 16 px scaled x2 (min tile 32) + 2 px padding each
+    tile = 34
+    assert grid.size[0] >= 2 * tile and (grid.size[1] - 24 - 2) % 10 == 0
+    record = sample_checkpoint(tmp_path, ["nrow=3", f"out={tmp_path / 'pics'}"])
+    pic = Image.open(Path(record["out"]) / "grid.png")
+    assert pic.size == (3 * tile + 2, 10 * tile + 2)  # one row per class, nrow samples each
+
+
+@pytest.mark.parametrize("strategies", ["[r1,wgan_gp,diffaugment,ema]",
+                                        "[ada,spectral_norm,ttur,d_lr_damping,minibatch_stddev,rollback]"])
+def test_strategies_that_apply_train_a_conditional_model(strategies: str, tmp_path: Path) -> None:
+    cfg = compose_cfg([*TINY_COND, f"strategy={strategies}", "trainer.steps=2", "trainer.eval_every=2"])
+    trainer = build_trainer(cfg, tmp_path)
+    metrics = trainer.fit()
+    assert metrics["step"] == 2 and "class/worst/class_accuracy" in metrics["scores"]
+    if "spectral_norm" in strategies:  # the projection's class embedding is normalised like every other layer
+        assert is_parametrized(trainer.D.inner.embed, "weight")
+
+
+def test_the_penalties_score_with_the_batch_classes() -> None:
+    d = ResNetDiscriminator((1, 16, 16), width=8, num_classes=3)
+    state = TrainState(nn.Linear(1, 1), d, torch.optim.SGD([nn.Parameter(torch.zeros(1))], 0.1),
+                       torch.optim.SGD(d.parameters(), 0.1))
+    x, y = torch.randn(4, 1, 16, 16), torch.tensor([0, 1, 2, 1])
+    ctx = StepContext(state, x, x, torch.zeros(4, 3), labels=y)
+    assert torch.equal(ctx.critic(x), d(x, y)) and not torch.equal(ctx.critic(x), d(x))
+    assert StepContext(state, x, x, torch.zeros(4, 3)).critic is d  # unconditional: D itself
+
+
+@pytest.mark.parametrize("override,message", [
+    ("strategy=[pacgan]", "strategy 'pacgan' cannot train a class-conditional model: it packs m samples"),
+    ("strategy=[unrolled]", "strategy 'unrolled' cannot train a class-conditional model"),
+    ("strategy=[mode_seeking]", "strategy 'mode_seeking' cannot train a class-conditional model"),
+    ("model=dcgan", "ganlab.models.DCGANGenerator does not have; use model=resnet"),
+])
+def test_refusals_name_the_way_out(override: str, message: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=message.replace("[", r"\[")) as err:
+        build_trainer(compose_cfg([*TINY_COND, override]), tmp_path)
+    assert "model.conditional=false" in str(err.value)
+
+
+def test_the_refusals_advice_works(tmp_path: Path) -> None:
+    build_trainer(compose_cfg([*TINY_COND, "strategy=[pacgan]", "model.conditional=false"]), tmp_path / "a")
+    build_trainer(compose_cfg([*TINY_COND, "strategy=[r1]"]), tmp_path / "b")  # pacgan dropped
+
+
+def test_unlabelled_data_are_refused() -> None:
+    with pytest.raises(ValueError, match="needs class labels, and data set 'x' has none; use a labelled one"):
+        class_count(GANData("x", torch.zeros(4, 1, 16, 16)))
+    with pytest.raises(ValueError, match=r"span \[0, 5\] but it declares 3 classes"):
+        class_count(GANData("y", torch.zeros(2, 1, 16, 16), labels=torch.tensor([0, 5]), num_modes=3))
+
+
+@pytest.mark.slow
+def test_a_resumed_conditional_run_is_bitwise_identical(tmp_path: Path) -> None:
+    base = [*TINY_COND, "trainer.eval_every=100", "trainer.ckpt_every=100"]
+
+    def fit(extra: list[str], run_dir: Path) -> dict[str, torch.Tensor]:
+        build_trainer(compose_cfg([*base, *extra]), run_dir).fit()
+        ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)
+        return {**{f"G.{k}": v for k, v in ckpt["generator"].items()},
+                **{f"D.{k}": v for k, v in ckpt["discriminator"].items()}}
+
+    full = fit(["trainer.steps=12"], tmp_path / "full")
+    first = fit(["trainer.steps=6"], tmp_path / "first")
+    resumed = fit(["trainer.steps=12", f"trainer.resume={tmp_path / 'first'}"], tmp_path / "resumed")
+    assert full.keys() == resumed.keys() and "D.embed.weight" in full
+    assert all(torch.equal(full[k], resumed[k]) for k in full)
+    assert not torch.equal(full["D.embed.weight"], first["D.embed.weight"])  # the class embedding is trained
