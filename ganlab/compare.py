@@ -71,12 +71,26 @@ class FailedJob:
 
 
 def _overrides(job: Path) -> list[str]:
+    """The job's command-line overrides (``.hydra/overrides.yaml``); an ensemble member (``seed_<k>/`` of a
+    ``trainer.ensemble=S`` run) has its ensemble's, without ``trainer.ensemble``."""
     path = job / ".hydra" / "overrides.yaml"
+    member = not path.exists() and _is_ensemble(job.parent)
+    path = job.parent / ".hydra" / "overrides.yaml" if member else path
     if not path.exists():
         return []
     from omegaconf import OmegaConf
 
-    return [str(o) for o in OmegaConf.load(path)]
+    found = [str(o) for o in OmegaConf.load(path)]
+    return [o for o in found if not o.startswith("trainer.ensemble=")] if member else found
+
+
+def _is_ensemble(folder: Path) -> bool:
+    """A ``trainer.ensemble=S`` run's folder: its runs are its ``seed_<k>/`` sub-folders, it is none itself."""
+    path = folder / ".hydra" / "overrides.yaml"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return (folder / "ensemble.json").exists() or any(
+        line.strip().lstrip("- ").startswith("trainer.ensemble=") and not line.strip().endswith("=null")
+        for line in lines)
 
 
 #: Override keys left out of row labels: seeds are averaged, strategies and data set are in the label already,
@@ -96,7 +110,8 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
     Returns:
         ``(runs, failed)``: each run is its ``metrics.json`` plus ``run_dir`` and ``label`` (the row it
         belongs to); ``failed`` lists jobs with ``failure.json`` or without ``metrics.json``. Folders
-        holding ``preflight.json`` and no ``metrics.json`` (``preflight=true`` dry runs) are skipped.
+        holding ``preflight.json`` and no ``metrics.json`` (``preflight=true`` dry runs) are skipped, and so is the
+        folder of a ``trainer.ensemble=S`` run (its runs are its ``seed_<k>/`` members, labelled by its overrides).
 
     Raises:
         FileNotFoundError: ``root`` is not a folder.
@@ -106,7 +121,8 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
         raise FileNotFoundError(f"{root} is not a folder; give a sweep or runs directory")
     markers = (".hydra", "checkpoints", "failure.json", "metrics.json")
     jobs = sorted({p.parent for m in markers for p in root.rglob(m) if p.parent.parent.name != "eval"})
-    jobs = [j for j in jobs if not ((j / "preflight.json").exists() and not (j / "metrics.json").exists())]
+    jobs = [j for j in jobs if not ((j / "preflight.json").exists() and not (j / "metrics.json").exists())
+            and not _is_ensemble(j)]
     overrides = {job: _overrides(job) for job in jobs}
     finished = [job for job in jobs if (job / "metrics.json").exists() and not (job / "failure.json").exists()]
     common = set.intersection(*(set(overrides[j]) for j in finished)) if finished else set()

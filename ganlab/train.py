@@ -111,6 +111,8 @@ def run(cfg: DictConfig) -> dict:
         StartError: the run could not be built (see :class:`StartError`).
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    if cfg.trainer.get("ensemble") is not None:
+        return run_ensemble(cfg, run_dir)
     try:
         with distributed.current().guard("a collective while building the run"):  # DDP's first broadcast, ...
             trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
@@ -129,6 +131,26 @@ def run(cfg: DictConfig) -> dict:
              format_scores(metrics["scores"]), metrics["verdict"], run_dir,
              f"\nlook at it: {tensorboard_command(run_dir)}" if any(run_dir.glob("events.out.tfevents.*")) else "")
     return metrics
+
+
+def run_ensemble(cfg: DictConfig, run_dir: Path) -> dict:
+    """``trainer.ensemble=S``: train seeds ``seed .. seed + S - 1`` together (:mod:`ganlab.ensemble`) into
+    ``run_dir/seed_<k>/``; returns ``ensemble.json``'s content with ``"scores"``: each score's mean over the seeds
+    (what a sweep's ``objective`` reads).
+
+    Raises:
+        StartError: the ensemble could not be built (a setting it or a single run refuses).
+    """
+    from ganlab.ensemble.run import build_ensemble, format_members, mean_scores
+
+    try:
+        ensemble = build_ensemble(cfg, run_dir)
+    except (ValueError, FileNotFoundError) as err:
+        raise StartError(str(err)) from err
+    summary = ensemble.fit()
+    log.info("finished %d steps of %d seeds in %.1f s; final scores per seed:\n%s\nrun folders: %s/seed_<k>",
+             summary["step"], len(summary["seeds"]), summary["wall_time_s"], format_members(summary), run_dir)
+    return summary | {"per_seed_scores": summary["scores"], "scores": mean_scores(summary)}
 
 
 def _failed_start(cfg: DictConfig, err: StartError) -> float | None:

@@ -36,6 +36,7 @@ class TrainerConfig:
     distributed: bool = False  # one process per device under torchrun / srun (ganlab.distributed)
     dist_timeout_s: float = 600.0  # seconds a collective may wait before the run fails naming the rank
     sync_batchnorm: bool = False  # under trainer.distributed: batch-norm statistics over all ranks (CUDA only)
+    ensemble: int | None = None  # S >= 2: seeds seed..seed+S-1 in one process, vectorised (ganlab.ensemble)
 
     def validate(self) -> None:
         """Raise ValueError naming the key when a count is not positive or the precision is unknown."""
@@ -50,6 +51,8 @@ class TrainerConfig:
                              f"mean losses add up to the whole batch's, and PacGAN's packs stay whole); choose "
                              f"trainer.accumulate from {', '.join(map(str, divisors))} or a trainer.batch_size that "
                              f"is a multiple of {self.accumulate}")
+        if self.ensemble is not None and (isinstance(self.ensemble, bool) or int(self.ensemble) < 1):
+            raise ValueError(f"trainer.ensemble must be null or a number of seeds >= 1, got {self.ensemble!r}")
         for key in ("progress", "projector", "compile", "channels_last", "distributed", "sync_batchnorm"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")
