@@ -4,9 +4,9 @@ limit, the non-finite guard's trigger and effective update ratios.
 The monitor reads, the loop acts. Per update the loop runs ``zero_grad``, backward (scaled under fp16),
 ``unscale_``, then :meth:`HealthMonitor.inspect` (returns :class:`UpdateFindings`), then clips and steps
 unless the findings stop the update, then :meth:`HealthMonitor.record`. A measured update costs one
-``torch._foreach_norm`` over the cached gradient list, one ``stack`` of the loss and those norms and one read
-of that stack (``tolist``: the one host synchronisation); every ``monitor.every`` generator steps, also
-per-layer norms and a parameter copy for the update ratio.
+``torch._foreach_norm`` over the cached gradient list and one read of the loss and those norms (on a GPU one
+``stack`` and ``tolist``: the one host synchronisation; on the CPU P + 1 scalar reads, cheaper than the stack);
+every ``monitor.every`` generator steps, also per-layer norms and a parameter copy for the update ratio.
 
 Deferred read (CUDA, or ``defer=True``): where the read would stall the host (a GPU), the optimiser is fused
 (it accepts a device-side ``found_inf``, as under ``torch.amp.GradScaler``) and nothing needs the values before
