@@ -180,7 +180,14 @@ class Trainer:
             return found
         if self.health.cfg.clip is not None and found.finite:
             torch.nn.utils.clip_grad_norm_(module.parameters(), float(self.health.cfg.clip))
-        scaler.step(opt)  # under fp16 the scaler skips the step when a gradient is inf/NaN
+        if found.found_inf is None:
+            scaler.step(opt)  # under fp16 the scaler skips the step when a gradient is inf/NaN
+        else:  # deferred read: the fused kernel skips a non-finite update on the device (as under a GradScaler)
+            opt.found_inf = found.found_inf  # type: ignore[attr-defined]
+            try:
+                opt.step()
+            finally:
+                del opt.found_inf  # type: ignore[attr-defined]
         scaler.update()
         self.health.record(found, opt)
         return found
@@ -192,6 +199,8 @@ class Trainer:
             ValueError: B is not divisible by k (a ``cfg.accumulate`` changed after :meth:`TrainerConfig.validate`).
         """
         n, k = batch[0].shape[0], self.cfg.accumulate
+        if k == 1:
+            return [batch]  # no split: two fewer tensor ops per update
         if n % k:
             raise ValueError(f"a batch of {n} samples does not split into trainer.accumulate={k} micro-batches")
         size = n // k
@@ -257,8 +266,9 @@ class Trainer:
 
         found = self._update("D", self.D, self.state.opt_d, micro_loss)
         ctx, terms = self._merged(parts)
-        self.last_batch = {"real": ctx.real, "z": ctx.z, "fake": ctx.fake, "d_real": ctx.d_real, "d_fake": ctx.d_fake,
-                           "terms": terms}
+        if not found.late:  # late: the previous update failed; its batch stays for the dump
+            self.last_batch = {"real": ctx.real, "z": ctx.z, "fake": ctx.fake, "d_real": ctx.d_real,
+                               "d_fake": ctx.d_fake, "terms": terms}
         if found.apply:
             whole = self._global(ctx)
             for s in self.strategies:
@@ -291,13 +301,15 @@ class Trainer:
         finally:
             self.D.requires_grad_(True)
         ctx, terms = self._merged(parts)
-        self.last_batch = {"real": real, "z": z, "fake": ctx.fake, "d_real": None, "d_fake": ctx.d_fake, "terms": terms}
+        if not found.late:
+            self.last_batch = {"real": real, "z": z, "fake": ctx.fake, "d_real": None, "d_fake": ctx.d_fake,
+                               "terms": terms}
         return terms, found
 
     # ---------------------------------------------------------------- the run
     def train_step(self) -> StepResult:
         """The lr rule written into both optimisers, ``n_critic`` D updates, then one G update; stops at the first
-        update the monitor's findings stop."""
+        update the monitor's findings stop. A deferred read of the monitor (on CUDA) is settled before it returns."""
         self.lr.apply("D", self.state.step)
         self.lr.apply("G", self.state.step)
         upcoming = self.state.step + 1
@@ -308,6 +320,8 @@ class Trainer:
             if not found.apply:
                 return StepResult({}, {}, None, None, stopped=found)
         g_terms, found = self.g_step(ctx.real)
+        if found.apply:
+            found = self.health.settle() or found  # the G update's deferred values, read now
         if not found.apply:
             return StepResult({}, {}, None, None, stopped=found)
         assert ctx.d_real is not None and ctx.d_fake is not None

@@ -185,7 +185,7 @@ def ganlab_steps_plain_update(trainer: Any, k: int) -> None:
     replaced by plain ``zero_grad(); backward(); step()``."""
     def plain(opt: Any, loss: Any) -> None:
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss(0) if callable(loss) else loss).backward()  # the loop's _update takes micro_loss(i) (accumulation)
         opt.step()
 
     if hasattr(trainer.health, "update"):  # older loops: the monitor stepped the optimisers
