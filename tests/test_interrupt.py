@@ -52,11 +52,12 @@ def test_a_signal_finishes_the_step_saves_and_resumes_exactly(signum: int, tmp_p
     full.fit()
     cut = build_trainer(compose_cfg(RUN), tmp_path / "cut")
     cut.strategies.append(SignalAt(5, signum))
+    before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN in a background job
     with pytest.raises(TrainingInterrupted) as info:
         cut.fit()
     stop = info.value
     assert (stop.step, stop.exit_code) == (5, 128 + signum) and stop.checkpoint.name == "step_0000005.pt"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    assert signal.getsignal(signal.SIGINT) is before  # handlers restored
     path, ckpt = ckpt_io.find_checkpoint(tmp_path / "cut")  # the newest: step 5, not step_4 or last.pt (3)
     assert path == stop.checkpoint and ckpt["step"] == 5
     resumed = build_trainer(compose_cfg([*RUN, f"trainer.resume={tmp_path / 'cut'}"]), tmp_path / "cut")
