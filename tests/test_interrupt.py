@@ -128,6 +128,7 @@ def _kill_and_resume(uninterrupted: Path, run_dir: Path, rng: random.Random) -> 
     assert all(torch.equal(a[k], b[k]) for k in a), f"weights differ after kill -9 and resume in {run_dir}"
 
 
+@pytest.mark.slow  # a subprocess run of 15-45 s: `pytest -m slow`
 def test_kill_9_then_resume_gives_the_same_weights(uninterrupted: Path, tmp_path: Path) -> None:
     rng = random.Random(0)
     for trial in range(2):

@@ -60,6 +60,7 @@ def test_a_failing_single_run_exits_nonzero(tmp_path: Path) -> None:
     assert failure["type"] == "InjectedFailure" and res.stderr.count("Traceback (most recent call last)") == 1
 
 
+@pytest.mark.slow  # a subprocess run of 15-45 s: `pytest -m slow`
 def test_submitit_local_launcher(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     res = cli("ganlab-train", "-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10", "seed=0,1",
@@ -70,6 +71,7 @@ def test_submitit_local_launcher(tmp_path: Path) -> None:
     assert list((out / ".submitit").iterdir())  # the jobs went through submitit (pickled job, its own process)
 
 
+@pytest.mark.slow  # a subprocess run of 15-45 s: `pytest -m slow`
 def test_optuna_sweeper_goes_on_past_a_failed_trial(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     res = cli("ganlab-train", "-m", "hydra/sweeper=optuna", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=2",
@@ -108,6 +110,7 @@ def test_experiments_hold_the_six_strategies_and_a_cpu_variant(name: str) -> Non
         assert full.model.discriminator.norm == cpu.model.discriminator.norm == "layer"
 
 
+@pytest.mark.slow  # a subprocess run of 15-45 s: `pytest -m slow`
 def test_ring8_cpu_experiment_runs_its_grid(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     res = cli("ganlab-train", "-m", "experiment=ring8_strategies_cpu", "hydra.sweeper.params.seed=0", *TINY,

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tiny_config import compose_cfg
 
 from ganlab.health.preflight import format_table, run_preflight
@@ -43,6 +44,7 @@ def test_learning_rate_10_fails(tmp_path: Path) -> None:
     assert format_table(rows).splitlines()[-1].startswith("preflight FAILED")
 
 
+@pytest.mark.slow  # a subprocess run of 15-45 s: `pytest -m slow`
 def test_cli_exits_non_zero_on_failure_and_for_the_hard_limit(tmp_path: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     train = [sys.executable, "-m", "ganlab.train", "device=cpu", "trainer.progress=false", "logger=none"]
