@@ -35,8 +35,8 @@ def test_a_wheel_trains_from_any_folder(tmp_path: Path) -> None:
                                check=True, capture_output=True, text=True).stdout.strip())
     # the dependencies (torch, hydra, ...) come from this environment; ganlab only from the wheel
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "--force-reinstall", "-q",
-                    wheel], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
+                    "--force-reinstall", "-q", wheel], check=True, capture_output=True)
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("GANLAB_CONF", "PYTHONPATH")} | {"OMP_NUM_THREADS": "1"}
     where = subprocess.run([python, "-c", "import ganlab; print(ganlab.__file__, ganlab.CONFIG_DIR)"], cwd=elsewhere,
