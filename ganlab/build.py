@@ -174,16 +174,6 @@ def build_strategies(cfg: DictConfig) -> list[Strategy]:
     return strategies
 
 
-def prepare_embedder_in_turn(evaluator: Any, data: GANData, dist: distributed.Dist) -> None:
-    """Rank 0 prepares the evaluator's embedder first (it may train and cache a classifier), then the other
-    ranks prepare theirs from that cache, so the ranks neither train it N times nor write one cache file at once."""
-    if not dist.main:
-        dist.barrier()
-    evaluator.embedder.prepare(data)
-    if dist.main:
-        dist.barrier()
-
-
 def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distributed.Dist:
     """``trainer.distributed=true``: join the launcher's process group (:func:`ganlab.distributed.init`)
     and refuse what cannot run there; otherwise (or when no launcher started the process) one process.
@@ -304,10 +294,9 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
         if dist.main else NullLogger()  # only rank 0 writes
     evaluator = make(cfg.metrics)
     evaluator.dist = dist  # generation and embedding split between the ranks
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # a cached classifier or a
-        if dist.active:  # trained one leave the same global RNG (D's augmentations draw from it)
-            prepare_embedder_in_turn(evaluator, data, dist)
-        evaluator.prepare(data)  # every rank together: it embeds the reference in shares
+    # a cached classifier or a trained one leave the same global RNG (D's augmentations draw from it)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        evaluator.prepare(data)  # every rank together: the embedder in turn, the reference embedded in shares
     if dist.rank > 0:  # each rank its own augmentation draws; rank 0 keeps the run's stream
         seed_everything(distributed.rank_seed(int(cfg.seed), dist.rank))
     trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=opt_g,

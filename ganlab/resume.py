@@ -53,9 +53,9 @@ def adopt_checkpoint_config(cfg: DictConfig, saved: dict[str, Any], explicit: se
     adopted = []
     saved_cfg = OmegaConf.create(saved)
     for key in RUN_KEYS + RESOURCE_KEYS:
-        if OmegaConf.select(saved_cfg, key, default=_MISSING) is _MISSING:
+        old, new = OmegaConf.select(saved_cfg, key, default=_MISSING), OmegaConf.select(cfg, key)
+        if old is _MISSING:
             continue
-        old, new = OmegaConf.select(saved_cfg, key), OmegaConf.select(cfg, key)
         old_c = OmegaConf.to_container(old, resolve=True) if OmegaConf.is_config(old) else old
         new_c = OmegaConf.to_container(new, resolve=True) if OmegaConf.is_config(new) else new
         if old_c == new_c:

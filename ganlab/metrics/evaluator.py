@@ -131,10 +131,19 @@ class Evaluator:
         return self.dist.gather_rows(local, counts)
 
     def prepare(self, data: GANData) -> None:
-        """Once per data set: prepare the embedder, embed the real reference, score the held-out baseline."""
+        """Once per data set: prepare the embedder, embed the real reference, score the held-out baseline.
+
+        Under several processes rank 0 prepares the embedder first (it may train and cache a classifier), then the
+        other ranks prepare theirs from that cache, so the ranks neither train it N times nor write one cache file
+        at once; every rank must call this together.
+        """
         if self._prepared_for == id(data):
             return
+        if not self.dist.main:
+            self.dist.barrier()
         self.embedder.prepare(data)
+        if self.dist.main:
+            self.dist.barrier()  # a no-op in one process
         for scorer in self.scorers.values():  # refuse a scorer that cannot score these data before any scoring
             scorer.check(data, self.embedder)
         gen = torch.Generator().manual_seed(self.seed)
