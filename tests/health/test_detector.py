@@ -78,6 +78,19 @@ def test_mode_hopping_needs_a_changed_and_small_set() -> None:
     assert "mode_hopping" not in rules(det.observe(5, wide, covered={1, 2, 3, 4, 5, 6}))  # changed, but 6 >= 4
 
 
+def test_mode_hopping_compares_cluster_ids_with_the_data_clusters() -> None:
+    """Images: the ids are k-means clusters, so their count is judged against ``data/clusters_covered`` (100 on
+    stacked data), not the data's 989 of 1,000 modes (which called 99 clusters "small": a healthy run hopped)."""
+    stacked = {"data/modes_covered": 989.0, "data/clusters_covered": 100.0, "data/high_similarity_fraction": 0.02}
+    det = CollapseDetector(NOW, points=False)
+    s = {"modes_covered": 983.0, "clusters_covered": 99.0} | stacked
+    det.observe(1, s, covered=set(range(99)))
+    assert "mode_hopping" not in rules(det.observe(2, s, covered=set(range(1, 100))))  # 99 >= 50 clusters
+    few = {"modes_covered": 40.0, "clusters_covered": 3.0} | stacked
+    det.observe(3, few, covered={0, 1, 2})
+    assert "mode_hopping" in rules(det.observe(4, few, covered={5, 6, 7}))            # 3 < 50 clusters
+
+
 def test_state_round_trip_keeps_trends() -> None:
     det = CollapseDetector(NOW, points=True)
     det.observe(1, {"modes_covered": 8.0} | RING, covered=set(range(8)))
