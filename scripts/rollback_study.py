@@ -80,8 +80,11 @@ def train(folder: Path, overrides: list[str]) -> None:
         (folder / "stderr.txt").write_text(proc.stderr)
 
 
-def curve(folder: Path, **labels: object) -> list[dict[str, object]]:
-    """Every evaluation of one run (``metrics.jsonl``) as rows: labels, step, KEYS and their data baselines."""
+def curve(folder: Path, keys: tuple[str, ...] = KEYS,
+          data_keys: tuple[str, ...] = ("modes_covered", "clusters_covered"),
+          **labels: object) -> list[dict[str, object]]:
+    """Every evaluation of one run (``metrics.jsonl``) as rows: labels, step, ``keys`` and the ``data/`` baselines
+    of ``data_keys``."""
     jsonl = folder / "metrics.jsonl"
     rows = []
     for line in jsonl.read_text().splitlines() if jsonl.is_file() else []:
@@ -89,8 +92,8 @@ def curve(folder: Path, **labels: object) -> list[dict[str, object]]:
         scores = rec.get("scores", {})
         if not scores:
             continue
-        rows.append({**labels, "step": rec["step"], **{k: scores.get(k) for k in KEYS},
-                     **{f"data/{k}": scores.get(f"data/{k}") for k in ("modes_covered", "clusters_covered")}})
+        rows.append({**labels, "step": rec["step"], **{k: scores.get(k) for k in keys},
+                     **{f"data/{k}": scores.get(f"data/{k}") for k in data_keys}})
     return rows
 
 
