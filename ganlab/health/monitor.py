@@ -324,7 +324,15 @@ class HealthMonitor:
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         return {"recoveries": self.recoveries, "scalers": {n: s.state_dict() for n, s in self.scalers.items()},
-                "stats": {n: list(s.values) for n, s in self.stats.items()}}  # the risk score reads them
+                "stats": {n: list(s.values) for n, s in self.stats.items()},  # the risk score reads them
+                "streaks": {k: s.count for k, s in self._streaks().items()}}  # alerts resume mid-streak
+
+    def _streaks(self) -> dict[str, _Streak]:
+        """Every alert's consecutive-check counter, by a stable name (checkpointed so that a resumed run alerts
+        at the same check as an uninterrupted one)."""
+        return {**{f"variability/{n}": s for n, s in self._variability.items()},
+                **{f"scale_low/{n}": s for n, s in self._scale_low.items()},
+                **{f"ratio/{k}": s for k, s in self._ratio.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
@@ -335,3 +343,9 @@ class HealthMonitor:
             for net, sd in state["scalers"].items():
                 if sd and self.scalers[net].is_enabled():
                     self.scalers[net].load_state_dict(sd)
+            for name, count in state.get("streaks", {}).items():  # older checkpoints: none (counters start at 0)
+                kind, _, key = name.partition("/")
+                if kind == "ratio":
+                    self._ratio.setdefault(key, _Streak(self.cfg.ratio_patience)).count = int(count)
+                else:
+                    getattr(self, f"_{kind}")[key].count = int(count)

@@ -68,3 +68,19 @@ def test_nothing_in_health_steps_an_optimiser() -> None:
     health = Path(__file__).resolve().parents[2] / "ganlab" / "health"
     offenders = [p.name for p in health.glob("*.py") if ".step(" in p.read_text()]
     assert offenders == []
+
+
+def test_alert_streaks_survive_a_checkpoint(tmp_path: Path) -> None:
+    """An update-ratio streak two checks long, saved and restored, alerts at the next (third) bad check, as the
+    uninterrupted monitor does; without the counters in the checkpoint a resumed run needed three more."""
+    from ganlab.health.monitor import _Streak
+
+    mon = _monitor(tmp_path, ratio_patience=3)
+    key = "update_ratio/G/group0"
+    mon._ratio[key] = _Streak(3)
+    assert not mon._ratio[key].update(True) and not mon._ratio[key].update(True)  # two bad checks
+    mon._variability["D"].update(True)
+    restored = _monitor(tmp_path / "r", ratio_patience=3)
+    restored.load_state_dict(mon.state_dict())
+    assert restored._ratio[key].count == 2 and restored._variability["D"].count == 1
+    assert restored._ratio[key].update(True)  # the third bad check in a row: the alert fires
