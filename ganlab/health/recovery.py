@@ -19,8 +19,9 @@ def all_finite(tensors: Any) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in tensors)
 
 
-def dump_batch(run_dir: str | Path, step: int, net: str, batch: dict[str, Any]) -> Path:
-    """Save the inputs and outputs of the failed update to ``<run_dir>/nan_dumps/step_<step>_<net>.pt``.
+def dump_batch(run_dir: str | Path, step: int, net: str, batch: dict[str, Any], rank: int | None = None) -> Path:
+    """Save the inputs and outputs of the failed update to ``<run_dir>/nan_dumps/step_<step>_<net>.pt``
+    (``..._<net>_rank<rank>.pt`` under several processes: each rank dumps its own slice of the batch).
 
     Args:
         batch: ``{"real": (B, *shape), "z": (B, z_dim), "fake": (B, *shape), "d_real": (B,) or None,
@@ -36,7 +37,8 @@ def dump_batch(run_dir: str | Path, step: int, net: str, batch: dict[str, Any]) 
             return {k: cpu(x) for k, x in v.items()}
         return v
 
-    path = Path(run_dir) / "nan_dumps" / f"step_{step:07d}_{net}.pt"
+    suffix = "" if rank is None else f"_rank{rank}"
+    path = Path(run_dir) / "nan_dumps" / f"step_{step:07d}_{net}{suffix}.pt"
     atomic_save({"step": step, "net": net, **cpu(batch)}, path)
     return path
 

@@ -611,7 +611,8 @@ class Trainer:
         recovery.recover_from_nan(found, state=self.state, batch=self.last_batch, recoveries=self.health.recoveries,
                                   good_checkpoint=self.good_checkpoint, restore=self._restore,
                                   monitor=self.health.cfg, dtype=self.health.dtype,
-                                  run_dir=self.run_dir, alerts=self.alerts, logger=self.logger)
+                                  run_dir=self.run_dir, alerts=self.alerts, logger=self.logger,
+                                  rank=self.dist.rank if self.dist.active else None)
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
         """Mid-run rollback: the training state of ``ckpt``, then the strategies' reaction to its scores (a

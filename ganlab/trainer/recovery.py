@@ -18,7 +18,8 @@ from ganlab.trainer.loggers import NullLogger
 
 def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[str, Any], recoveries: int,
                      good_checkpoint: Path | None, restore: Callable[[dict[str, Any]], None], monitor: MonitorConfig,
-                     dtype: torch.dtype | None, run_dir: Path, alerts: AlertLog, logger: NullLogger) -> None:
+                     dtype: torch.dtype | None, run_dir: Path, alerts: AlertLog, logger: NullLogger,
+                     rank: int | None = None) -> None:
     """The NaN/Inf guard: dump the batch, diagnose, roll back to the last good checkpoint, cut the lr.
 
     The weights, optimiser states, EMA copy, strategy states and step counter come back from
@@ -39,12 +40,13 @@ def recover_from_nan(found: UpdateFindings, *, state: TrainState, batch: dict[st
         dtype: the run's reduced precision (bf16/fp16) or None at precision 32 (the diagnosis re-runs the forward
             pass in it to tell an overflow from a loss or backward fault).
         run_dir, alerts, logger: where the dump, the alert and the flush go.
+        rank: this process's rank under several processes (its dump gets its own file name), else None.
 
     Raises:
         TrainingHealthError: ``recoveries`` is above ``monitor.max_recoveries``, or there is no good checkpoint.
     """
     step = state.step
-    dump = diagnosis_tools.dump_batch(run_dir, step + 1, found.net, batch)
+    dump = diagnosis_tools.dump_batch(run_dir, step + 1, found.net, batch, rank=rank)
     diagnosis = diagnosis_tools.diagnose(state.generator, state.discriminator, batch["real"], batch["z"],
                                          dtype=dtype)
     terms = {k: float(v.detach()) for k, v in batch["terms"].items()}

@@ -161,3 +161,15 @@ def test_switches_take_only_true_or_false(override: str, tmp_path: Path) -> None
     with pytest.raises(ConfigError, match=f"^{override}: {key} must be true or false, got '{value}'$"):
         check_command_line([*BASE, override])
     check_command_line([*BASE, f"{key}=false"])  # the advice, followed
+
+
+def test_each_rank_dumps_its_own_batch_file(tmp_path: Path) -> None:
+    """Under several processes every rank dumps its slice of the failed batch to its own file (one shared name
+    let the ranks overwrite each other); a single process keeps the plain name."""
+    from ganlab.health.recovery import dump_batch
+
+    batch = {"real": torch.zeros(2, 2), "z": torch.zeros(2, 3), "terms": {}}
+    paths = [dump_batch(tmp_path, 7, "D", batch | {"real": torch.full((2, 2), float(r))}, rank=r) for r in (0, 1)]
+    assert [p.name for p in paths] == ["step_0000007_D_rank0.pt", "step_0000007_D_rank1.pt"]
+    assert [torch.load(p, weights_only=True)["real"][0, 0].item() for p in paths] == [0.0, 1.0]
+    assert dump_batch(tmp_path, 7, "D", batch).name == "step_0000007_D.pt"
