@@ -60,6 +60,8 @@ CANDIDATES = {
     # (1,437 training images, about 90 steps/s on one thread) and on Fashion-MNIST at 16x16.
     "dcgan_digits_lr2e-4": f"{DIGITS} {LR.format(g=2e-4, d=2e-4)}",
     "dcgan_digits_lr1e-3": f"{DIGITS} {LR.format(g=1e-3, d=1e-3)}",
+    "dcgan_digits_strongD_lr2e-4": (f"{DIGITS.replace('discriminator.width=16', 'discriminator.width=64')} "
+                                    f"{LR.format(g=2e-4, d=2e-4)}"),  # D 4x as wide as G
     "dcgan_fmnist16_lr2e-4": (f"dataset=fashion_mnist dataset.image_size=16 model=dcgan {SMALL_DCGAN} "
                               f"{LR.format(g=2e-4, d=2e-4)}"),
 }
