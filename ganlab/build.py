@@ -25,8 +25,9 @@ from ganlab.data.base import GANData
 from ganlab.distributed import seed_everything
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
+from ganlab.models.conditional import AuxiliaryClassLoss, check_head
 from ganlab.resume import adopt_checkpoint_config, explicit_overrides
-from ganlab.strategies.base import GANSpec, Strategy, check_compatible, check_conditional, check_distributed
+from ganlab.strategies.base import GANSpec, Part, Strategy, check_compatible, check_conditional, check_distributed
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
 from ganlab.trainer.config import TrainerConfig
@@ -82,7 +83,8 @@ def resolve_device(device: str) -> torch.device:
 
 def check_config(cfg: DictConfig) -> None:
     """Checks that need no data: the typed nodes against their schemas (:func:`ganlab.config_check.check_typed`),
-    positive learning rates and loop counts. Raises ValueError naming the key."""
+    positive learning rates and loop counts, the conditional D head (:func:`class_loss`). Raises ValueError naming
+    the key."""
     check_typed(cfg)
     for net in ("generator", "discriminator"):
         lr = OmegaConf.select(cfg, f"optim.{net}.lr")
@@ -95,6 +97,7 @@ def check_config(cfg: DictConfig) -> None:
         raise ValueError(f"threads must be auto, a positive integer or null (torch's default), got {threads!r}")
     monitor_config(cfg)
     lr_schedules(cfg)
+    class_loss(cfg)  # model.conditional_head and its weight
     check_group_nodes(cfg)  # metrics.embedder=classifier (a dot) made the node a string
 
 
@@ -194,25 +197,52 @@ def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distribut
     return dist
 
 
+def class_loss(cfg: DictConfig) -> AuxiliaryClassLoss | None:
+    """AC-GAN's class loss when ``model.conditional_head`` is ``acgan`` (weight ``model.class_loss_weight``,
+    default 1, the paper's), None for the default ``projection`` head. Needs no data.
+
+    Raises:
+        ValueError: a head not in :data:`~ganlab.models.conditional.CONDITIONAL_HEADS` (listing them), ``acgan``
+            with ``model.conditional=false``, or a negative weight; each names the key.
+    """
+    head = check_head(str(cfg.model.get("conditional_head", "projection")))
+    if head != "acgan":
+        return None
+    if not bool(cfg.model.get("conditional", False)):
+        raise ValueError("model.conditional_head=acgan is the discriminator head of a class-conditional model; set "
+                         "model.conditional=true as well (or drop model.conditional_head for an unconditional run)")
+    return AuxiliaryClassLoss(float(cfg.model.get("class_loss_weight", 1.0)))
+
+
 def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool:
     """Whether ``model.conditional`` is true; then, before any data are loaded, that G and D take ``num_classes``
-    (class-conditional layers) and that every strategy can train a conditional model.
+    (class-conditional layers), that every strategy can train a conditional model, and that the D head
+    ``model.conditional_head`` is known (:func:`class_loss`) and, for ``acgan``, that D takes ``class_head`` and no
+    strategy replaces the function that scores G's fakes (the AC-GAN head scores and classifies them in one pass).
 
     Raises:
         ValueError: a model without class-conditional layers (naming its classes and model=resnet, which has
-            them), or a strategy that cannot train one (:func:`~ganlab.strategies.base.check_conditional`).
+            them), a strategy that cannot train one (:func:`~ganlab.strategies.base.check_conditional`), or a bad
+            head setting (:func:`class_loss`).
     """
+    acgan = class_loss(cfg) is not None
     if not bool(cfg.model.get("conditional", False)):
         return False
     from hydra.utils import get_class
 
     for net in ("generator", "discriminator"):
         target = cfg.model[net]._target_
-        if "num_classes" not in inspect.signature(get_class(target)).parameters:
+        params = inspect.signature(get_class(target)).parameters
+        if "num_classes" not in params or (acgan and net == "discriminator" and "class_head" not in params):
             raise ValueError(f"model.conditional=true needs class-conditional layers, which {target} does not have; "
-                             "use model=resnet (conditional batch norm in G, projection D), or set "
+                             "use model=resnet (conditional batch norm in G, projection or AC-GAN head in D), or set "
                              "model.conditional=false")
     check_conditional(strategies)
+    replacing = [s.name for s in strategies if Part.G_DISCRIMINATOR in s.replaces]
+    if acgan and replacing:
+        raise ValueError(f"strategy {replacing[0]!r} replaces the function that scores G's fakes, which the AC-GAN "
+                         "head needs for its class logits; drop it from strategy=[...], or set "
+                         "model.conditional_head=projection")
     return True
 
 
@@ -260,7 +290,9 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     shape = data.sample_shape
     set_threads(cfg.get("threads"), shape, int(cfg.trainer.batch_size), device)
     classes = {"num_classes": class_count(data)} if conditional else {}  # model.conditional=true: K classes
-    build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape, **classes)
+    aux = class_loss(cfg)  # AC-GAN (model.conditional_head=acgan): D gets an auxiliary classifier
+    d_classes = classes | ({"class_head": "acgan"} if aux is not None else {})
+    build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape, **d_classes)
     spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape, **classes), discriminator=build_d(),
                    loss=make(cfg.loss), g_optim=optimiser(cfg.optim.generator),
                    d_optim=optimiser(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
@@ -303,7 +335,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                       opt_d=opt_d, strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist)
+                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist, class_loss=aux)
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
         _warn_if_schedule_retimed(ckpt, tcfg.steps, trainer.lr.schedules)

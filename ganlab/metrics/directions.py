@@ -73,12 +73,12 @@ def score_directions() -> dict[str, bool | None]:
 
 def base_name(name: str) -> str:
     """``name`` without a ``data/`` or ``fixed_z/`` prefix (``data/reverse_kl`` -> ``reverse_kl``) nor a per-class
-    one (``data/class/3/recall``, ``class/worst/recall`` -> ``recall``)."""
+    one (``data/class/3/recall``, ``class/worst/recall``, ``pred_class/mean/recall`` -> ``recall``)."""
     for prefix in PREFIXES:
         if name.startswith(prefix):
             name = name[len(prefix):]
             break
-    if name.startswith("class/") and name.count("/") >= 2:  # a conditional model's class/<c|mean|worst>/<score>
+    if name.startswith(("class/", "pred_class/")) and name.count("/") >= 2:  # <c|mean|worst>/<score> per class
         return name.split("/", 2)[2]
     return name
 

@@ -96,6 +96,12 @@ class Embedder:
         """(N,) int64 mode of each sample, or None when this embedder cannot label modes."""
         return None
 
+    def predicts_classes_of(self, data: GANData) -> bool:
+        """Whether :meth:`mode_labels` are predictions of ``data``'s own classes (``data.labels``): a classifier
+        trained on them. Per-class scores of an unconditional generator group its samples by these labels
+        (:func:`ganlab.metrics.per_class.predicted_class_scores`). False here."""
+        return False
+
     def classifier_info(self) -> dict[str, Any] | None:
         """None when this embedder has no classification layer (no class probabilities, so no Inception Score);
         else ``{"network", "classes", "comparable_with_published", "note"}``: what the probabilities of
@@ -179,6 +185,11 @@ class ClassifierEmbedder(Embedder):
     @torch.no_grad()
     def __call__(self, x: Tensor) -> Tensor:
         return self._per_channel(x, head=False).reshape(x.shape[0], -1)  # (N, C*128)
+
+    def predicts_classes_of(self, data: GANData) -> bool:
+        """True once prepared on labelled data whose images it classifies whole (single-channel or colour): it was
+        trained on ``data.labels``. Stacked data's labels combine C channels' classes (``100a + 10b + c``): False."""
+        return self.model is not None and self.channels == 1 and data.labels is not None
 
     @torch.no_grad()
     def mode_labels(self, x: Tensor) -> Tensor:
@@ -323,6 +334,9 @@ class AutoEmbedder(Embedder):
 
     def mode_labels(self, x: Tensor) -> Tensor | None:
         return self.inner.mode_labels(x)
+
+    def predicts_classes_of(self, data: GANData) -> bool:
+        return self.inner.predicts_classes_of(data)
 
     def record(self) -> dict[str, Any]:
         """The record of the embedder chosen for the data (after ``prepare``)."""

@@ -20,7 +20,7 @@ from ganlab.distributed import SINGLE, Dist
 from ganlab.metrics.clusters import default_num_clusters
 from ganlab.metrics.embedders import AutoEmbedder, Embedder
 from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
-from ganlab.metrics.per_class import class_scores
+from ganlab.metrics.per_class import K_PR, class_scores, predicted_class_scores
 from ganlab.metrics.scorers import EvalBatch, ReferenceFits, Scorer
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import balanced_labels, make_codes
@@ -62,10 +62,16 @@ class Evaluator:
         class_clusters: k-means centres per class for the per-class ``clusters_covered`` of a class-conditional
             G (:mod:`ganlab.metrics.per_class`; at most a class's real samples - 1).
         class_tau: cosine threshold of the per-class ``high_similarity_fraction``.
+        predicted_classes: score an *unconditional* G per class too, its samples grouped by the classes the
+            embedder's classifier predicts (``pred_class/...``,
+            :func:`~ganlab.metrics.per_class.predicted_class_scores`; only when that classifier predicts the data's
+            own classes, else skipped with a log line).
 
     A class-conditional G (``num_classes`` K > 0) is sampled balanced over the classes (class c for codes
     ``floor(i K / n) = c``, the same fixed z as an unconditional one) and also gets the per-class scores of
-    :mod:`ganlab.metrics.per_class`, with their ``data/class/...`` baseline on held-out real samples.
+    :mod:`ganlab.metrics.per_class`, with their ``data/class/...`` baseline on held-out real samples. An
+    unconditional G on labelled data gets the ``pred_class/...`` scores (``predicted_classes``), with their
+    ``data/pred_class/...`` baseline on the held-out samples of the ``data/`` baseline, grouped the same way.
 
     Attribute ``dist`` (:class:`~ganlab.distributed.Dist`, set by the trainer's builder; one process by
     default): under several processes each rank generates and embeds its contiguous share of the rows
@@ -77,7 +83,7 @@ class Evaluator:
 
     def __init__(self, num_samples: int = 2500, num_real: int = 10_000, scorers: Mapping[str, Scorer] | None = None,
                  embedder: Embedder | None = None, batch_size: int = 1000, seed: int = 0,
-                 class_clusters: int = 10, class_tau: float = 0.9) -> None:
+                 class_clusters: int = 10, class_tau: float = 0.9, predicted_classes: bool = True) -> None:
         if num_samples <= 1 or num_real <= 1:
             raise ValueError("metrics.num_samples and metrics.num_real must be at least 2, "
                              f"got {num_samples}, {num_real}")
@@ -87,6 +93,10 @@ class Evaluator:
         self._real_classes: Tensor | None = None
         self._class_fits: dict[int, KMeansResult] = {}
         self._class_baseline: dict[str, float] | None = None
+        self.predicted_classes = bool(predicted_classes)
+        self._held: tuple[Tensor, Tensor | None] | None = None  # the data/ baseline's embeddings and mode labels
+        self._predicted_skip: str | None = None  # why pred_class/ scores do not apply ("" when they do)
+        self._predicted_baseline: dict[str, float] | None = None
         self.num_samples, self.num_real, self.batch_size, self.seed = num_samples, num_real, batch_size, seed
         self.scorers = dict(scorers or {})
         self.embedder = embedder or AutoEmbedder()
@@ -153,10 +163,12 @@ class Evaluator:
         self._real_classes = data.labels[idx] if data.labels is not None else None
         self._class_fits.clear()
         self._class_baseline = None
+        self._predicted_skip, self._predicted_baseline = None, None
         self.fits.clear()
         self._prepared_for = id(data)
         held = data.holdout if data.holdout is not None else data.x
         baseline = self.score(held[: self.num_samples], data)
+        self._held = (baseline.embeddings, baseline.labels)
         self._baseline = {f"data/{k}": v for k, v in baseline.scores.items()}
         if self.embedder.test_accuracy is not None:
             self._baseline["data/classifier_accuracy"] = float(self.embedder.test_accuracy)
@@ -241,7 +253,52 @@ class Evaluator:
             result.classes = classes
             result.scores.update(self.per_class(result.embeddings, classes, result.labels, k))
             result.scores.update(self.class_baseline(data, k))
+        elif self.predicted_classes:
+            result.scores.update(self.predicted_class(result, data))
         return result
+
+    def predicted_class_skip(self, data: GANData) -> str:
+        """Why an unconditional G's ``pred_class/...`` scores do not apply to ``data`` (after :meth:`prepare`), or
+        "" when they do: labelled data, an embedder whose labels predict those classes
+        (:meth:`~ganlab.metrics.embedders.Embedder.predicts_classes_of`), and more than
+        :data:`~ganlab.metrics.per_class.K_PR` + 2 samples of each class in the real reference and, on average,
+        among the generated samples."""
+        if data.labels is None or not data.num_modes or self._real_classes is None:
+            return f"data set {data.name!r} has no class labels"
+        if not self.embedder.predicts_classes_of(data):
+            return (f"the embedder ({type(getattr(self.embedder, 'inner', self.embedder)).__name__}) does not "
+                    "predict this data set's classes (metrics/embedder=classifier does, on labelled single-channel "
+                    "or colour images)")
+        k, least = int(data.num_modes), K_PR + 3
+        if self.num_samples < least * k:
+            return (f"metrics.num_samples={self.num_samples} is under {least} samples for each of {k} classes; "
+                    f"raise it to at least {least * k}")
+        counts = torch.bincount(self._real_classes.clamp(0, k - 1), minlength=k)
+        if int(counts.min()) < least:
+            return (f"the real reference holds {int(counts.min())} samples of class {int(counts.argmin())}, under "
+                    f"{least}; raise metrics.num_real")
+        return ""
+
+    def predicted_class(self, result: EvalResult, data: GANData) -> dict[str, float]:
+        """The ``pred_class/...`` scores of an unconditional G's evaluation ``result`` (its samples grouped by
+        ``result.labels``, the embedder's predicted classes) and their ``data/pred_class/...`` baseline; {} (and
+        one log line per data set) when :meth:`predicted_class_skip` says they do not apply."""
+        if self._predicted_skip is None:
+            self._predicted_skip = self.predicted_class_skip(data)
+            if self._predicted_skip:
+                log.info("per-class scores by predicted class (pred_class/...) skipped: %s", self._predicted_skip)
+        if self._predicted_skip or result.labels is None:
+            return {}
+        assert self._real is not None and self._real_classes is not None and self._held is not None
+        k = int(data.num_modes)  # type: ignore[arg-type]
+
+        def scores(embeddings: Tensor, labels: Tensor) -> dict[str, float]:
+            return predicted_class_scores(embeddings, labels, self._real[1], self._real_classes, k,  # type: ignore[index,arg-type]
+                                          self._class_fit, self.class_tau)
+
+        if self._predicted_baseline is None and self._held[1] is not None:
+            self._predicted_baseline = {f"data/{key}": v for key, v in scores(*self._held).items()}  # type: ignore[arg-type]
+        return scores(result.embeddings, result.labels) | (self._predicted_baseline or {})
 
     def _class_fit(self, c: int, real_c: Tensor) -> KMeansResult:
         """k-means (k-means++, 3 inits, the evaluator's seed) of class c's real reference embeddings, cached."""

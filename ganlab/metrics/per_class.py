@@ -1,5 +1,6 @@
-"""Per-class scores of a class-conditional generator: collapse *inside* a class (every "sneaker" the same
-sneaker while all ten classes are present), which the whole-set scores cannot see.
+"""Per-class scores: collapse *inside* a class (every "sneaker" the same sneaker while all ten classes are present),
+which the whole-set scores cannot see; for a class-conditional generator (the requested classes) and for an
+unconditional one (the classes its classifier labels give its samples, :func:`predicted_class_scores`).
 
 For each class c, the samples generated for c are compared with the real samples of c only:
 
@@ -14,10 +15,21 @@ For each class c, the samples generated for c are compared with the real samples
 
 Keys: ``class/<c>/<score>`` for every class, then ``class/mean/<score>`` (mean over classes) and
 ``class/worst/<score>`` (the worst class: the minimum, or the maximum for ``high_similarity_fraction``).
+
+**Unconditional G** (:func:`predicted_class_scores`, keys ``pred_class/<c|mean|worst>/<score>``): no class was asked
+for, so each generated sample is assigned the class the embedder's classifier predicts for it (the "classifier
+labels"; only when that classifier predicts the data's own classes), and class c's group is compared with the real
+samples of class c as above. ``class_accuracy`` does not apply (the group *is* defined by the classifier's label)
+and is omitted. The ``pred_`` prefix says the classes are predicted; a conditional G's ``class/...`` keys use the
+requested ones. The groups are not balanced: a class G rarely makes may hold too few samples to score. Such a
+class (at most :data:`K_PR` + 2 samples) gets ``clusters_covered`` from the samples it has (0 when none) and NaN
+for the other scores, and the mean and worst of a score are taken over the classes that have a value. The same
+grouping of held-out real samples by their predicted classes gives the ``data/pred_class/...`` baseline.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -83,8 +95,56 @@ def class_scores(fake: Tensor, classes: Tensor, predicted: Tensor | None, real: 
         for key, value in scores.items():
             out[f"class/{c}/{key}"] = value
             per.setdefault(key, []).append(value)
+    return out | summary(per, "class")
+
+
+def summary(per: dict[str, list[float]], prefix: str) -> dict[str, float]:
+    """``<prefix>/mean/<score>`` and ``<prefix>/worst/<score>`` of the per-class values ``per[score]`` (one per
+    class): the mean, and the minimum (the maximum for a lower-is-better score, :data:`HIGHER_IS_BETTER`), each
+    over the classes whose value is not NaN; NaN when no class has one."""
+    out: dict[str, float] = {}
     for key, values in per.items():
         t = torch.tensor(values, dtype=torch.float64)
-        out[f"class/mean/{key}"] = float(t.mean())
-        out[f"class/worst/{key}"] = float(t.min() if HIGHER_IS_BETTER[key] else t.max())
+        t = t[~t.isnan()]
+        out[f"{prefix}/mean/{key}"] = float(t.mean()) if len(t) else math.nan
+        out[f"{prefix}/worst/{key}"] = float(t.min() if HIGHER_IS_BETTER[key] else t.max()) if len(t) else math.nan
     return out
+
+
+def predicted_class_scores(fake: Tensor, predicted: Tensor, real: Tensor, real_classes: Tensor, num_classes: int,
+                           fit: Callable[[int, Tensor], KMeansResult], tau: float = 0.9) -> dict[str, float]:
+    """Per-class scores of an unconditional generator's samples grouped by their predicted classes (module
+    docstring): ``pred_class/<c>/<score>`` for c in [0, K), then ``pred_class/mean/<score>`` and
+    ``pred_class/worst/<score>``; scores ``clusters_covered``, ``high_similarity_fraction``, ``precision``, ``recall``.
+
+    Args:
+        fake: (M, D) embeddings of the generated (or held-out real) samples.
+        predicted: (M,) int64 class the embedder's classifier gives each sample; classes outside [0, K) are ignored.
+        real: (N, D) reference embeddings of real samples; ``real_classes`` (N,) their true classes.
+        num_classes: K.
+        fit: ``fit(c, real_c)`` -> k-means of class c's real embeddings (cached by the caller).
+        tau: cosine threshold of the high-similarity fraction.
+
+    Raises:
+        ValueError: a class with too few *real* samples (naming it and the settings to raise).
+    """
+    per: dict[str, list[float]] = {}
+    out: dict[str, float] = {}
+    for c in range(num_classes):
+        mine, theirs = predicted == c, real_classes == c
+        real_c, fake_c = real[theirs], fake[mine]
+        if len(real_c) <= K_PR + 2:
+            raise ValueError(f"class {c}: per-class scores need more than {K_PR + 2} real samples of each class, got "
+                             f"{len(real_c)}; raise metrics.num_real")
+        fit_c = fit(c, real_c)
+        if len(fake_c) > K_PR + 2:
+            scores = one_class(real_c, fake_c, fit_c, tau)
+        else:  # too few samples labelled c to score them; the clusters they reach still count
+            covered = cluster_scores(real_c, fake_c, fit_c.centers.shape[0], fit=fit_c)["clusters_covered"] \
+                if len(fake_c) else 0
+            scores = {"clusters_covered": float(covered), "high_similarity_fraction": math.nan,
+                      "precision": math.nan, "recall": math.nan}
+        for key, value in scores.items():
+            out[f"pred_class/{c}/{key}"] = value
+            per.setdefault(key, []).append(value)
+    return out | summary(per, "pred_class")

@@ -1,5 +1,5 @@
-"""Class conditioning for the ResNet pair: conditional batch norm in G, a projection discriminator, and the class
-codes that carry a requested class through every ``G(code)`` call.
+"""Class conditioning for the ResNet pair: conditional batch norm in G, a projection discriminator or an auxiliary
+classifier (AC-GAN) head in D, and the class codes that carry a requested class through every ``G(code)`` call.
 
 A conditional generator's latent *code* is ``[z | y]``, shape (B, z_dim + 1): the noise z ~ N(0, I) followed by the
 requested class y in {0, ..., K - 1}, stored as a float (exact for K < 2**24). Every place that draws codes with
@@ -9,8 +9,28 @@ monitor, ``ganlab-sample``) thus conditions G without knowing about classes; :fu
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
+
+#: The class heads a conditional D may have (``model.conditional_head``): the projection discriminator
+#: (Miyato & Koyama 2018) or an auxiliary classifier (AC-GAN, Odena et al. 2017).
+CONDITIONAL_HEADS = ("projection", "acgan")
+
+
+def check_head(head: str, key: str = "model.conditional_head") -> str:
+    """``head`` when it is one of :data:`CONDITIONAL_HEADS`.
+
+    Raises:
+        ValueError: any other value; the message names ``key`` and the valid heads.
+    """
+    if head not in CONDITIONAL_HEADS:
+        raise ValueError(f"{key}={head!r} is not a conditional discriminator head; use one of "
+                         f"{', '.join(CONDITIONAL_HEADS)}")
+    return head
 
 
 def code_labels(code: Tensor) -> Tensor:
@@ -92,3 +112,41 @@ def grid_codes(generator: nn.Module, grid_size: int, gen: torch.Generator) -> tu
     per_class = max(1, grid_size // k)
     labels = torch.arange(k, device=gen.device).repeat_interleave(per_class)
     return generator.sample_z(k * per_class, gen, labels=labels), per_class
+
+
+@dataclass(frozen=True)
+class AuxiliaryClassLoss:
+    """The class loss L_C of AC-GAN (Odena et al. 2017, "Conditional Image Synthesis with Auxiliary Classifier GANs",
+    Sec. 3, eq. 2), as terms to *minimise*, each scaled by ``weight`` (the paper's: 1):
+
+    L_C = E[log P(C = c | X_real)] + E[log P(C = c | X_fake)]. D maximises L_S + L_C and G maximises L_C - L_S, so
+    D minimises its adversarial loss + ``class_real`` + ``class_fake`` and G minimises its adversarial loss +
+    ``class``, where each term is ``weight`` times the mean cross-entropy ``F.cross_entropy(logits, c)`` of the
+    auxiliary classifier's logits on real samples of class c, on fakes made for class c (D step), and on fakes
+    made for class c (G step). The adversarial part L_S is the run's ``loss`` (the paper's is the standard GAN loss).
+
+    Args:
+        weight: lambda >= 0 of the class terms (``model.class_loss_weight``).
+
+    Raises:
+        ValueError: weight negative or not finite (naming ``model.class_loss_weight``).
+    """
+
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.weight) and self.weight >= 0):
+            raise ValueError(f"model.class_loss_weight must be a finite number >= 0 (AC-GAN's class loss weight; "
+                             f"paper: 1), got {self.weight}")
+
+    def _ce(self, logits: Tensor, labels: Tensor) -> Tensor:
+        return self.weight * F.cross_entropy(logits.float(), labels)
+
+    def d_terms(self, logits_real: Tensor, logits_fake: Tensor, labels: Tensor) -> dict[str, Tensor]:
+        """D's class terms from the classifier's logits (B, K) on the real batch and on the (detached) fakes, both
+        of classes ``labels`` (B,) int64: ``{"class_real": w CE_real, "class_fake": w CE_fake}`` (0-d each)."""
+        return {"class_real": self._ce(logits_real, labels), "class_fake": self._ce(logits_fake, labels)}
+
+    def g_terms(self, logits_fake: Tensor, labels: Tensor) -> dict[str, Tensor]:
+        """G's class term from the logits (B, K) on its fakes made for ``labels`` (B,): ``{"class": w CE}``."""
+        return {"class": self._ce(logits_fake, labels)}

@@ -34,7 +34,7 @@ from torch.nn import functional as F
 from torch.nn.utils.parametrizations import spectral_norm as sn
 
 from ganlab.models.base import Discriminator, Generator
-from ganlab.models.conditional import ConditionalBatchNorm2d, code_labels, make_codes, projection
+from ganlab.models.conditional import ConditionalBatchNorm2d, check_head, code_labels, make_codes, projection
 
 SUPPORTED_SIZES = (16, 32, 64)
 
@@ -208,20 +208,27 @@ class ResNetDiscriminator(Discriminator):
         num_classes: K > 0 makes a projection discriminator (``model.conditional=true``; Miyato & Koyama 2018,
             eq. 3): ``D(x, y) = head(phi(x)) + <V_y, phi(x)>`` with class embeddings ``embed`` = V (K x width,
             Xavier uniform as their code; spectral norm too when ``spectral_norm``). 0: unconditional.
+        class_head: with num_classes > 0, ``"projection"`` (above) or ``"acgan"``: an auxiliary classifier
+            ``classifier`` = dense (width -> K) on phi(x) beside the adversarial head (Odena et al. 2017, Sec. 3:
+            D gives "both a probability distribution over sources and a probability distribution over the class
+            labels"); then ``D(x, y) = head(phi(x))`` whatever y, and ``forward(x, y, class_logits=True)`` also
+            returns the class logits (B, K) (:class:`~ganlab.models.conditional.AuxiliaryClassLoss`).
 
     ``forward(x, y)`` takes the classes y (B,) int64; ``y=None`` (and always when unconditional) gives
     ``head(phi(x))``, the class-agnostic term (what monitors that hold no labels see).
 
     Raises:
-        ValueError: an image shape the model cannot judge, width < 1, num_classes < 0.
+        ValueError: an image shape the model cannot judge, width < 1, num_classes < 0, a class_head not in
+            :data:`~ganlab.models.conditional.CONDITIONAL_HEADS`.
     """
 
     def __init__(self, data_shape: Sequence[int], width: int = 128, spectral_norm: bool = False,
-                 in_channels: int | None = None, num_classes: int = 0) -> None:
+                 in_channels: int | None = None, num_classes: int = 0, class_head: str = "projection") -> None:
         super().__init__()
         _, s = check_image_shape(data_shape, width, "model.discriminator.width")
         if int(num_classes) < 0:
             raise ValueError(f"ResNetDiscriminator: num_classes must be >= 0 (0: unconditional), got {num_classes}")
+        self.class_head = check_head(class_head)
         self.num_classes = int(num_classes)
         self.in_channels, self.feature_dim = int(in_channels or data_shape[0]), int(width)
         self.spectral_norm = bool(spectral_norm)
@@ -231,7 +238,9 @@ class ResNetDiscriminator(Discriminator):
         blocks += [DBlock(width, width, down=False) for _ in range(2)]
         self.features = nn.Sequential(*blocks, SumPool())
         self.head = _xavier(nn.Linear(width, 1), 1.0)
-        if self.num_classes:
+        if self.num_classes and self.class_head == "acgan":
+            self.classifier = _xavier(nn.Linear(width, self.num_classes), 1.0)
+        elif self.num_classes:
             self.embed = nn.Embedding(self.num_classes, width)
             nn.init.xavier_uniform_(self.embed.weight)
         if self.spectral_norm:
@@ -239,9 +248,21 @@ class ResNetDiscriminator(Discriminator):
                 if isinstance(m, (nn.Conv2d, nn.Linear, nn.Embedding)):
                     sn(m)
 
-    def forward(self, x: Tensor, y: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, y: Tensor | None = None,
+                class_logits: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        """Scores (B,) of ``x`` (B, C, S, S) for classes ``y`` (B,); with ``class_logits`` (an ``acgan`` head
+        only), ``(scores (B,), class logits (B, K))`` from one pass.
+
+        Raises:
+            ValueError: ``class_logits`` asked of a D without an auxiliary classifier.
+        """
         f = self.features(x)  # (B, width)
         out = self.head(f).squeeze(1)  # (B,)
-        if y is None or not self.num_classes:
+        if class_logits:
+            if not hasattr(self, "classifier"):
+                raise ValueError("class logits asked of a discriminator without an auxiliary classifier; build it "
+                                 "with model.conditional=true model.conditional_head=acgan")
+            return out, self.classifier(f)
+        if y is None or not self.num_classes or self.class_head == "acgan":
             return out
         return out + projection(f, self.embed, y)

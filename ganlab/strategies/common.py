@@ -126,9 +126,10 @@ class AugmentedDiscriminator(nn.Module):
         super().__init__()
         self.inner, self.augment, self.strategy = inner, augment, strategy
 
-    def forward(self, x: Tensor, *labels: Tensor) -> Tensor:
-        """Score augmented ``x``; ``labels`` (a class-conditional D's classes (B,)) pass through unchanged."""
-        return self.inner(self.augment(x), *labels)
+    def forward(self, x: Tensor, *labels: Tensor, **kwargs: Any) -> Any:
+        """Score augmented ``x``; ``labels`` (a class-conditional D's classes (B,)) and keyword arguments
+        (``class_logits=True`` of an AC-GAN head) pass through unchanged."""
+        return self.inner(self.augment(x), *labels, **kwargs)
 
 
 def augment_discriminator(spec: Any, augment: Callable[[Tensor], Tensor], strategy: str) -> None:

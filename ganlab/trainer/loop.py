@@ -33,7 +33,7 @@ from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
-from ganlab.models.conditional import code_labels, grid_codes
+from ganlab.models.conditional import AuxiliaryClassLoss, code_labels, grid_codes
 from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -84,6 +84,10 @@ class Trainer:
         dist: this process's rank among the processes training together (:mod:`ganlab.distributed`);
             None: one process. Under several, G and D train inside DistributedDataParallel, each rank takes its
             slice of the seeded global batch, and only rank 0 writes files.
+        class_loss: AC-GAN's class loss (``model.conditional_head=acgan``): D has an auxiliary classifier
+            (``D(x, y, class_logits=True)`` gives its logits), D's loss gains ``class_real`` + ``class_fake`` and
+            G's ``class`` (:class:`~ganlab.models.conditional.AuxiliaryClassLoss`), and logged steps report D's
+            class accuracy on its real batch as ``D/class_accuracy_real``; None: no class loss.
     """
 
     def __init__(self, *, data: GANData, generator: nn.Module, discriminator: nn.Module, loss: AdversarialLoss,
@@ -91,7 +95,7 @@ class Trainer:
                  evaluator: Evaluator, run_dir: str | Path, cfg: TrainerConfig, seed: int,
                  logger: NullLogger | None = None, config: dict[str, Any] | None = None,
                  monitor: MonitorConfig | None = None, lr_schedules: dict[str, LRSchedule] | None = None,
-                 dist: Dist | None = None) -> None:
+                 dist: Dist | None = None, class_loss: AuxiliaryClassLoss | None = None) -> None:
         cfg.validate()
         self.dist = dist or SINGLE
         self.data, self.G, self.D, self.loss = data, generator, discriminator, loss
@@ -108,6 +112,8 @@ class Trainer:
         self.state = TrainState(generator, discriminator, opt_g, opt_d, step=0, log_text=self._log_text, loss=loss,
                                 lr=self.lr)
         self.num_classes = int(getattr(generator, "num_classes", 0))  # > 0: class-conditional (model.conditional)
+        self.class_loss = class_loss
+        self._class_accuracy: Tensor | None = None  # D's class accuracy on the latest D step's real batch (AC-GAN)
         self.fixed_z, self.grid_nrow = grid_codes(generator, cfg.grid_size,
                                                   torch.Generator(device=self.device).manual_seed(seed + 2))
         self.last_scores: dict[str, float] = {}
@@ -244,13 +250,25 @@ class Trainer:
         classes ``labels`` (B,) when the model is conditional."""
         return self.d_train(x) if labels is None else self.d_train(x, labels)
 
+    def _d_outputs(self, real: Tensor, fake: Tensor, labels: Tensor | None,
+                   accuracy: list[Tensor]) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+        """D's float32 scores (B,) of ``real`` and ``fake`` and, with an AC-GAN head, its class terms (the
+        auxiliary classifier's logits come from the same passes; their accuracy on ``real`` is appended to
+        ``accuracy``)."""
+        if self.class_loss is None or labels is None:
+            return self._score(real, labels).float(), self._score(fake, labels).float(), {}
+        d_real, logits_real = self.d_train(real, labels, class_logits=True)
+        d_fake, logits_fake = self.d_train(fake, labels, class_logits=True)
+        accuracy.append((logits_real.detach().argmax(1) == labels).float().mean())
+        return d_real.float(), d_fake.float(), self.class_loss.d_terms(logits_real, logits_fake, labels)
+
     def d_step(self) -> tuple[StepContext, dict[str, Tensor], UpdateFindings]:
         """One discriminator update on a fresh real batch (in ``trainer.accumulate`` micro-batches); returns (its
         context and loss terms, each for the whole batch, and the findings)."""
         idx = self.batcher.next()  # (world * B,) global sample indices, already on the device
         real = self.data.x[idx[self.dist.rows(self.cfg.batch_size)] if self.dist.active else idx]  # (B, *shape)
         z = self._codes(idx)  # (B, z_dim), or (B, z_dim + 1) [z | class] codes for the real batch's classes
-        micro, parts = self._micro(real, z), []
+        micro, parts, accuracy = self._micro(real, z), [], []
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
@@ -258,14 +276,17 @@ class Trainer:
             with self.health.autocast():
                 with torch.no_grad():
                     fake = self.G(z_i)
-                d_real, d_fake = self._score(real_i, labels).float(), self._score(fake, labels).float()  # (B/k,)
+                d_real, d_fake, class_terms = self._d_outputs(real_i, fake, labels, accuracy)  # (B/k,) each
                 ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake, labels)
-                terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(ctx) for s in self.strategies])
+                terms = self._sum_terms(self.loss.d_loss(d_real, d_fake),
+                                        [class_terms, *(s.d_terms(ctx) for s in self.strategies)])
             parts.append((ctx, terms))
             return _total(terms)
 
         found = self._update("D", self.D, self.state.opt_d, micro_loss)
         ctx, terms = self._merged(parts)
+        if accuracy:
+            self._class_accuracy = torch.stack(accuracy).mean()
         if not found.late:  # late: the previous update failed; its batch stays for the dump
             self.last_batch = {"real": ctx.real, "z": ctx.z, "fake": ctx.fake, "d_real": ctx.d_real,
                                "d_fake": ctx.d_fake, "terms": terms}
@@ -287,11 +308,9 @@ class Trainer:
             with self.health.autocast():
                 fake = self.g_train(z_i)
                 ctx = StepContext(self.state, real_i, fake, z_i, labels=code_labels(z_i) if self.num_classes else None)
-                critic: Any = ctx.critic  # a strategy may score the fakes differently (Strategy.g_discriminator)
-                for s in self.strategies:
-                    critic = s.g_discriminator(ctx, critic)
-                ctx.d_fake = critic(fake).float()
-                terms = self._sum_terms(self.loss.g_loss(ctx.d_fake), [s.g_terms(ctx) for s in self.strategies])
+                class_terms = self._score_fakes(ctx)  # sets ctx.d_fake
+                terms = self._sum_terms(self.loss.g_loss(ctx.d_fake),
+                                        [class_terms, *(s.g_terms(ctx) for s in self.strategies)])
             parts.append((ctx, terms))
             return _total(terms)
 
@@ -305,6 +324,23 @@ class Trainer:
             self.last_batch = {"real": real, "z": z, "fake": ctx.fake, "d_real": None, "d_fake": ctx.d_fake,
                                "terms": terms}
         return terms, found
+
+    def _score_fakes(self, ctx: StepContext) -> dict[str, Tensor]:
+        """Set ``ctx.d_fake`` (B,) float32, the scores of G's fakes in the G step, and return G's class terms.
+
+        Without a class loss the fakes go through the strategies' ``g_discriminator`` chain. With an AC-GAN head
+        D scores them and classifies them in one pass (strategies that replace that function are refused with
+        that head when the run is built: :func:`ganlab.build.check_conditional_model`).
+        """
+        if self.class_loss is None or ctx.labels is None:
+            critic: Any = ctx.critic  # a strategy may score the fakes differently (Strategy.g_discriminator)
+            for s in self.strategies:
+                critic = s.g_discriminator(ctx, critic)
+            ctx.d_fake = critic(ctx.fake).float()
+            return {}
+        d_fake, logits = ctx.discriminator(ctx.fake, ctx.labels, class_logits=True)
+        ctx.d_fake = d_fake.float()
+        return self.class_loss.g_terms(logits, ctx.labels)
 
     # ---------------------------------------------------------------- the run
     def train_step(self) -> StepResult:
@@ -407,6 +443,8 @@ class Trainer:
         scalars |= {"D/real": float(out.d_real.mean()), "D/fake": float(out.d_fake.mean()),
                     "grad_norm/D": self.health.last["D"].grad_norm, "grad_norm/G": self.health.last["G"].grad_norm,
                     **extra}
+        if self._class_accuracy is not None:  # AC-GAN: D's auxiliary classifier on the latest real batch
+            scalars["D/class_accuracy_real"] = float(self._class_accuracy)
         scalars |= {f"lr/{net}": lrs[0] for net, lrs in self.lr.applied.items()}  # this step's (first group's)
         bar.set_postfix(D=f"{scalars['loss/D/adv']:.3f}", G=f"{scalars['loss/G/adv']:.3f}", refresh=False)
         return scalars
