@@ -266,11 +266,13 @@ def class_count(data: GANData) -> int:
 
 
 def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = None,
-                  finished_ok: bool = False) -> Trainer:
+                  finished_ok: bool = False, score_baseline: bool = True) -> Trainer:
     """Build a ready-to-``fit`` :class:`Trainer` from a composed config (resumed when ``trainer.resume``).
 
     On resume the experiment's settings come from the checkpoint (see :mod:`ganlab.resume`), and
     ``trainer.steps`` must go beyond the checkpoint's step unless ``finished_ok`` (re-scoring a checkpoint).
+    ``score_baseline=False`` leaves the evaluator's held-out ``data/`` baseline unscored
+    (:meth:`~ganlab.metrics.evaluator.Evaluator.prepare_baseline` does it, or else the first evaluation).
     """
     check_config(cfg)
     ckpt = ckpt_io.load_checkpoint(cfg.trainer.resume) if cfg.trainer.get("resume") else None
@@ -328,7 +330,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     evaluator.dist = dist  # generation and embedding split between the ranks
     # a cached classifier or a trained one leave the same global RNG (D's augmentations draw from it)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        evaluator.prepare(data)  # every rank together: the embedder in turn, the reference embedded in shares
+        # every rank together: the embedder in turn, the reference embedded in shares
+        evaluator.prepare(data, baseline=score_baseline)
     if dist.rank > 0:  # each rank its own augmentation draws; rank 0 keeps the run's stream
         seed_everything(distributed.rank_seed(int(cfg.seed), dist.rank))
     trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=opt_g,

@@ -205,3 +205,38 @@ def test_a_non_finite_loss_stops_the_ensemble_naming_the_seed(tmp_path: Path) ->
     with pytest.raises(FloatingPointError, match=r"seed 4: a loss or D output is NaN/Inf at step 2 .*train seed=4 "
                                                  r"alone \(without trainer.ensemble\)"):
         ens._log({"loss/D/adv": torch.tensor([0.5, float("nan")]), "loss/G/adv": good}, 2)
+
+
+def test_members_scored_side_by_side_get_the_scores_of_one_after_another(tmp_path: Path, monkeypatch) -> None:
+    """trainer.ensemble_workers=2 scores the baselines and evaluations on two threads: the same metrics, bitwise."""
+    import threading
+
+    from ganlab.metrics.scorers import VendiScorer
+
+    where, vendi = [], VendiScorer.__call__
+
+    def recorded(self, batch):
+        where.append(threading.current_thread().name)
+        return vendi(self, batch)
+
+    monkeypatch.setattr(VendiScorer, "__call__", recorded)
+    run = [o for o in BASE if o != "~metrics.scorers.vendi"] + ["trainer.steps=4", "trainer.eval_every=2",
+                                                                 "trainer.ensemble=3", "seed=2"]
+    summaries, lines = {}, {}
+    for workers in (1, 2):
+        where.clear()
+        out = tmp_path / f"workers{workers}"
+        summaries[workers] = build_ensemble(compose_cfg(run + [f"trainer.ensemble_workers={workers}"]), out).fit()
+        lines[workers] = [(out / f"seed_{s}" / "metrics.jsonl").read_text() for s in (2, 3, 4)]
+        side = sum(name.startswith("ganlab-metrics") for name in where)  # each scored once: 3 baselines, 3 x 2 evals
+        assert len(where) == 9 and side == (0 if workers == 1 else 9)
+    assert summaries[1]["scores"] == summaries[2]["scores"] and "data/vendi" in summaries[2]["scores"]["3"]
+    strip = [[json.loads(x)["scores"] for x in text.splitlines()] for text in lines[1]]
+    assert strip == [[json.loads(x)["scores"] for x in text.splitlines()] for text in lines[2]]
+
+
+def test_ensemble_workers_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="trainer.ensemble_workers must be null .one per core. or a number of "
+                                         "threads >= 1, got 0"):
+        build_ensemble(compose_cfg(BASE + ["trainer.ensemble=2", "trainer.ensemble_workers=0"]),
+                       Path("/nonexistent/never"))

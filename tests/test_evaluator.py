@@ -117,3 +117,49 @@ def test_pixel_embedder_and_projector() -> None:
 def test_inception_without_weights_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="never downloads"):
         InceptionEmbedder(weights_path=str(tmp_path / "missing.pth")).prepare(digits())
+
+
+def _ring_evaluator() -> tuple[Evaluator, GANData]:
+    """The default mixture scorers (Vendi's RBF kernel included) on a small ring8, as a run builds them."""
+    from hydra.utils import instantiate
+    from tiny_config import compose_cfg
+
+    from ganlab.data import ring
+
+    cfg = compose_cfg(["dataset=ring8", "metrics.num_samples=300", "metrics.num_real=400", "seed=3"])
+    return instantiate(cfg.metrics), ring(num_samples=2000, holdout_samples=300, seed=3)
+
+
+def _spread_generator() -> nn.Module:
+    from ganlab.models import MLPGenerator
+
+    torch.manual_seed(0)
+    return MLPGenerator((2,), z_dim=4, hidden=(16, 16))
+
+
+def test_a_precomputed_result_is_the_evaluation_of_the_same_samples() -> None:
+    G, (ev, data) = _spread_generator(), _ring_evaluator()
+    want = _ring_evaluator()[0](G, data)  # scored in the evaluation itself
+    samples, finite = ev.generate(G)
+    assert bool(finite.all()) and samples.shape == (300, 2)
+    ev.precompute(samples, data)
+    ready = ev._ready[0][2]
+    got = ev(G, data)
+    assert got is ready and ev._ready == []  # handed over once, not scored again
+    assert got.scores == want.scores and "vendi" in got.scores and "data/vendi" in got.scores
+    ev.precompute(samples + 1.0, data)  # other samples: the evaluation scores its own
+    again = ev(G, data)
+    assert again is not ev._ready[0][2] and again.scores == want.scores
+
+
+def test_a_deferred_baseline_is_the_prepared_one() -> None:
+    (now, data), later = _ring_evaluator(), _ring_evaluator()[0]
+    now.prepare(data)
+    later.prepare(data, baseline=False)
+    assert later._baseline == {} and "data/vendi" in now._baseline
+    later.prepare_baseline()
+    assert later._baseline == now._baseline
+    unscored = _ring_evaluator()[0]
+    unscored.prepare(data, baseline=False)  # the first evaluation scores it
+    scores = unscored(_spread_generator(), data).scores
+    assert {k: v for k, v in scores.items() if k.startswith("data/")} == now._baseline

@@ -14,7 +14,8 @@ from omegaconf import DictConfig, open_dict
 
 from ganlab.build import build_trainer, check_config
 from ganlab.ensemble.check import check_ensemble
-from ganlab.ensemble.trainer import EnsembleTrainer
+from ganlab.ensemble.trainer import EnsembleTrainer, score_workers
+from ganlab.metrics.workers import WorkerPool
 
 log = logging.getLogger("ganlab")
 
@@ -37,7 +38,9 @@ def global_rng(device: torch.device) -> torch.Generator:
 
 def build_ensemble(cfg: DictConfig, run_dir: str | Path) -> EnsembleTrainer:
     """Check the config (:func:`~ganlab.ensemble.check.check_ensemble`, before any work), then build every member as
-    its single-seed run (``build_trainer``) and the ensemble over them.
+    its single-seed run (``build_trainer``) and the ensemble over them. The members' held-out ``data/`` baselines
+    (each one evaluation's work) are scored side by side on :func:`~ganlab.ensemble.trainer.score_workers` threads
+    after the builds: the same scores, as each is one member's evaluator on its own data.
 
     Raises:
         ValueError: a setting the ensemble or a single run refuses (the message names it).
@@ -47,9 +50,11 @@ def build_ensemble(cfg: DictConfig, run_dir: str | Path) -> EnsembleTrainer:
     seeds = [int(cfg.seed) + k for k in range(int(cfg.trainer.ensemble))]
     members, rngs = [], []
     for seed in seeds:
-        trainer = build_trainer(member_config(cfg, seed), Path(run_dir) / f"seed_{seed}")
+        trainer = build_trainer(member_config(cfg, seed), Path(run_dir) / f"seed_{seed}", score_baseline=False)
         members.append(trainer)
         rngs.append(global_rng(trainer.device))  # where the single run's global RNG stands when training starts
+    with WorkerPool(members[0].device, score_workers(cfg.trainer.get("ensemble_workers"), len(members))) as pool:
+        pool.map(lambda t: t.evaluator.prepare_baseline(), members)
     log.info("ensemble of %d seeds (%s) in %s/seed_<k>; no training-health monitor in an ensemble (NaN guard, "
              "gradient norms, collapse risk)", len(seeds), ", ".join(map(str, seeds)), run_dir)
     return EnsembleTrainer(members, rngs, Path(run_dir))

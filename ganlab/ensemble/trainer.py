@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -31,12 +32,27 @@ from tqdm import tqdm
 
 from ganlab.ensemble.stack import Stacked
 from ganlab.lr import LRRule
+from ganlab.metrics.workers import WorkerPool
 from ganlab.strategies.base import StepContext, TrainState
+from ganlab.strategies.ema import scored_generator
 from ganlab.strategies.wgan_gp import WGANGP, gradient_penalty
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
 
 log = logging.getLogger("ganlab")
+
+
+def score_workers(setting: int | None, size: int) -> int:
+    """Threads that score an ensemble's members side by side: ``trainer.ensemble_workers``, or when null one per
+    CPU core this process may use (``os.sched_getaffinity``), at most the ``size`` members. 1 (one after another)
+    when torch runs more than one intra-op thread (``threads`` > 1): the scorers split their work over those
+    threads there, and a worker's single thread could add up in another order than the single run's."""
+    if torch.get_num_threads() > 1:
+        return 1
+    if setting is not None:
+        return int(setting)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(size, cores))
 
 
 def stacked_optimiser(like: torch.optim.Optimizer, params: Any) -> torch.optim.Optimizer:
@@ -87,6 +103,7 @@ class EnsembleTrainer:
         first = members[0]
         self.members, self.rngs, self.run_dir, self.cfg = members, global_rngs, Path(run_dir), first.cfg
         self.size, self.seeds = len(members), [t.seed for t in members]
+        self.workers = score_workers(self.cfg.ensemble_workers, self.size)
         for t in members:
             t.start()  # strategies' on_start on each member (its EMA copy, written back at evaluations)
         self.G, self.D = Stacked([t.G for t in members]), Stacked([t.D for t in members])
@@ -175,6 +192,31 @@ class EnsembleTrainer:
             torch.set_rng_state(self.rngs[k].get_state())
         return t
 
+    def precompute_evaluations(self) -> None:
+        """Score every member's coming evaluation side by side on :attr:`workers` threads (one intra-op thread
+        each), before the members' trainers evaluate one after another: each member's samples are drawn as its
+        :meth:`~ganlab.trainer.loop.Trainer.evaluate` draws them and scored by its own evaluator
+        (:meth:`~ganlab.metrics.evaluator.Evaluator.precompute`), which then hands the result to that evaluation.
+        A member whose samples cannot be scored is left to its evaluation, which raises the single run's error."""
+        jobs = []
+        for k in range(self.size):
+            t = self.sync_member(k)
+            try:
+                with t._isolated_rng():
+                    jobs.append((t, t.evaluator.generate(scored_generator(t.state), warn=False)[0]))
+            except ValueError:  # fewer than 2 finite samples: evaluate() raises it with the run's context
+                continue
+
+        def score(job: tuple[Trainer, Tensor]) -> None:
+            t, samples = job
+            try:
+                t.evaluator.precompute(samples, t.data)
+            except ValueError:  # a scorer refused: evaluate() scores again and raises the single run's message
+                pass
+
+        with WorkerPool(self.members[0].device, self.workers) as pool:
+            pool.map(score, jobs)
+
     def _log(self, values: dict[str, Tensor], step: int) -> None:
         """Each member's scalars to its logger; a non-finite loss stops the ensemble, naming the seed."""
         host = {key: v.tolist() for key, v in values.items()}
@@ -201,6 +243,8 @@ class EnsembleTrainer:
             if step % cfg.log_every == 0 or step == cfg.steps:
                 self._log(out, step)
             evaluate, save = step % cfg.eval_every == 0 or step == cfg.steps, step % cfg.ckpt_every == 0
+            if evaluate and self.workers > 1:
+                self.precompute_evaluations()
             for k in range(self.size) if evaluate or save else ():
                 t = self.sync_member(k)
                 if evaluate:

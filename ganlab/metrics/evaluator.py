@@ -103,6 +103,8 @@ class Evaluator:
         self._prepared_for: int | None = None
         self._real: tuple[Tensor, Tensor] | None = None
         self._baseline: dict[str, float] = {}
+        self._baseline_due: tuple[Tensor, GANData] | None = None  # prepare(data, baseline=False): scored later
+        self._ready: list[tuple[Tensor, int, EvalResult]] = []  # precompute(): (samples, id(data), result)
         self.fits = ReferenceFits()  # k-means fits of the real reference, shared by scorers, alarm, projector
 
     @torch.no_grad()
@@ -140,8 +142,12 @@ class Evaluator:
             return None
         return self.dist.gather_rows(local, counts)
 
-    def prepare(self, data: GANData) -> None:
+    def prepare(self, data: GANData, baseline: bool = True) -> None:
         """Once per data set: prepare the embedder, embed the real reference, score the held-out baseline.
+
+        ``baseline=False`` leaves the baseline's scoring for :meth:`prepare_baseline` (the first evaluation does it
+        otherwise), so that an ensemble can score its members' baselines side by side
+        (:func:`ganlab.ensemble.run.build_ensemble`); the scores are the same.
 
         Under several processes rank 0 prepares the embedder first (it may train and cache a classifier), then the
         other ranks prepare theirs from that cache, so the ranks neither train it N times nor write one cache file
@@ -166,12 +172,32 @@ class Evaluator:
         self._predicted_skip, self._predicted_baseline = None, None
         self.fits.clear()
         self._prepared_for = id(data)
+        self._baseline, self._ready = {}, []
         held = data.holdout if data.holdout is not None else data.x
-        baseline = self.score(held[: self.num_samples], data)
-        self._held = (baseline.embeddings, baseline.labels)
-        self._baseline = {f"data/{k}": v for k, v in baseline.scores.items()}
+        self._baseline_due = (held[: self.num_samples], data)
+        if baseline:
+            self.prepare_baseline()
+
+    def prepare_baseline(self) -> None:
+        """Score the held-out real samples (the ``data/`` scores) if :meth:`prepare` left them to do; else no-op."""
+        if self._baseline_due is None:
+            return
+        held, data = self._baseline_due
+        result = self.score(held, data)
+        self._held = (result.embeddings, result.labels)
+        self._baseline = {f"data/{k}": v for k, v in result.scores.items()}
         if self.embedder.test_accuracy is not None:
             self._baseline["data/classifier_accuracy"] = float(self.embedder.test_accuracy)
+        self._baseline_due = None
+
+    def precompute(self, samples: Tensor, data: GANData) -> None:
+        """Score ``samples`` now and keep the result for the next :meth:`score` of the same samples (equal
+        element by element) on the same data set, which returns it instead of scoring again: an ensemble scores
+        its members' evaluations side by side before each member's trainer evaluates
+        (:meth:`ganlab.ensemble.trainer.EnsembleTrainer.precompute_evaluations`). Samples that differ are simply
+        scored again, so the scores never depend on this."""
+        result = self.score(samples, data)  # prepares first (which empties the list) on a new data set
+        self._ready.append((samples, id(data), result))
 
     @property
     def reference(self) -> tuple[Tensor, Tensor]:
@@ -207,6 +233,10 @@ class Evaluator:
         """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`)."""
         self.prepare(data)
         assert self._real is not None
+        for i, (done, data_id, result) in enumerate(self._ready):
+            if data_id == id(data) and done.shape == samples.shape and torch.equal(done, samples):
+                del self._ready[i]
+                return result
         batch = EvalBatch(samples=samples, embeddings=self._sharded(self.embedder, samples),
                           labels=self._sharded(self.embedder.mode_labels, samples),
                           real_embeddings=self._real[1], real_samples=self._real[0], data=data, fits=self.fits,
@@ -233,19 +263,10 @@ class Evaluator:
             ValueError: fewer than 2 generated samples are finite (nothing to score; G's outputs are broken).
         """
         self.prepare(data)
-        samples = self.sample(generator, self.num_samples, next(generator.parameters()).device)
-        finite = torch.isfinite(samples.flatten(1)).all(dim=1)  # (N,)
-        bad = len(samples) - int(finite.sum())
-        if bad:
-            log.warning("evaluation: %d of %d generated samples contain NaN or Inf; scoring the %d finite ones",
-                        bad, len(samples), len(samples) - bad)
-            samples = samples[finite]
-        if len(samples) < 2:
-            raise ValueError(f"evaluation: {bad} of {self.num_samples} generated samples contain NaN or Inf, "
-                             "fewer than 2 are finite; the generator's outputs are broken (check its weights "
-                             "for NaN, or train with monitor.nan_guard=true)")
+        self.prepare_baseline()
+        samples, finite = self.generate(generator)
         result = self.score(samples, data)
-        result.scores[NONFINITE_KEY] = float(bad)
+        result.scores[NONFINITE_KEY] = float(self.num_samples - len(samples))
         result.scores.update(self._baseline)
         k = int(getattr(generator, "num_classes", 0))
         if k:
@@ -299,6 +320,28 @@ class Evaluator:
         if self._predicted_baseline is None and self._held[1] is not None:
             self._predicted_baseline = {f"data/{key}": v for key, v in scores(*self._held).items()}  # type: ignore[arg-type]
         return scores(result.embeddings, result.labels) | (self._predicted_baseline or {})
+
+    def generate(self, generator: nn.Module, warn: bool = True) -> tuple[Tensor, Tensor]:
+        """The samples an evaluation scores: ``num_samples`` from the fixed codes (:meth:`sample`), those with a
+        NaN or Inf value left out (with a logged warning when ``warn``). Returns ``(finite samples
+        (M, *data_shape), finite mask (num_samples,))``.
+
+        Raises:
+            ValueError: fewer than 2 generated samples are finite (nothing to score; G's outputs are broken).
+        """
+        samples = self.sample(generator, self.num_samples, next(generator.parameters()).device)
+        finite = torch.isfinite(samples.flatten(1)).all(dim=1)  # (N,)
+        bad = len(samples) - int(finite.sum())
+        if bad:
+            if warn:
+                log.warning("evaluation: %d of %d generated samples contain NaN or Inf; scoring the %d finite ones",
+                            bad, len(samples), len(samples) - bad)
+            samples = samples[finite]
+        if len(samples) < 2:
+            raise ValueError(f"evaluation: {bad} of {self.num_samples} generated samples contain NaN or Inf, "
+                             "fewer than 2 are finite; the generator's outputs are broken (check its weights "
+                             "for NaN, or train with monitor.nan_guard=true)")
+        return samples, finite
 
     def _class_fit(self, c: int, real_c: Tensor) -> KMeansResult:
         """k-means (k-means++, 3 inits, the evaluator's seed) of class c's real reference embeddings, cached."""

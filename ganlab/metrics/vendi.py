@@ -16,11 +16,17 @@ from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_pe
 from ganlab.metrics.similarity import normalize_rows
 from ganlab.metrics.workers import WorkerPool
 
-__all__ = ["vendi_from_eigenvalues", "vendi_score"]
+__all__ = ["rbf_blocks", "vendi_from_eigenvalues", "vendi_score"]
 
 #: Largest N accepted by the RBF kernel, whose N x N float64 Gram matrix must be built
 #: (5,000 samples = 200 MB); subsample larger sets.
 DEFAULT_MAX_RBF_SAMPLES = 5_000
+
+#: RBF kernel entries below this are treated as 0 when the Gram matrix is split into diagonal blocks
+#: (:func:`rbf_blocks`). Weyl's inequality bounds the change of every eigenvalue of ``K / n`` by the spectral norm
+#: of the dropped part, ``<= n * NEGLIGIBLE_KERNEL / n = 1e-30``, 16 orders of magnitude below the rounding error of
+#: the dense float64 eigendecomposition itself (``~ n eps ||K / n|| ~ 1e-13`` at n = 2,500).
+NEGLIGIBLE_KERNEL = 1e-30
 
 
 def vendi_from_eigenvalues(eigenvalues: Tensor) -> float:
@@ -40,6 +46,39 @@ def vendi_from_eigenvalues(eigenvalues: Tensor) -> float:
     return float(torch.exp(entropy))
 
 
+def rbf_blocks(gram: Tensor, negligible: float = NEGLIGIBLE_KERNEL) -> list[Tensor]:
+    """The groups of samples that the kernel links: the connected components of the graph with an edge wherever
+    ``gram[i, j] >= negligible``, found breadth-first (one pass over the rows per level).
+
+    Every entry between two groups is below ``negligible``, so ``K`` is block diagonal up to those entries (after
+    permuting the samples) and its eigenvalues are the union of the blocks' eigenvalues (exactly so for a matrix
+    whose dropped entries are 0; see :data:`NEGLIGIBLE_KERNEL` for the bound otherwise). Samples of a 2-D mixture
+    form one group per covered mode at the default bandwidth (ring8's neighbouring modes are 1.53 apart, where the
+    kernel of bandwidth 0.06 is 1e-141), so their ``n^3`` eigendecomposition becomes a few ``(n / modes)^3`` ones.
+
+    Args:
+        gram: (N, N) symmetric kernel matrix with a positive diagonal.
+        negligible: the entry size below which two samples are not linked.
+
+    Returns:
+        The groups' sample indices, each a sorted (N_c,) int64 tensor, in the order of their first sample; together
+        they hold every index once.
+    """
+    linked = gram >= negligible
+    free = torch.ones(len(gram), dtype=torch.bool, device=gram.device)
+    groups = []
+    while bool(free.any()):
+        group = torch.zeros_like(free)
+        frontier = torch.zeros_like(free)
+        frontier[int(free.nonzero()[0])] = True
+        while bool(frontier.any()):
+            group |= frontier
+            frontier = linked[frontier].any(0) & ~group
+        free &= ~group
+        groups.append(group.nonzero().flatten())
+    return groups
+
+
 def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = None,
                 max_rbf_samples: int = DEFAULT_MAX_RBF_SAMPLES,
                 block_size: int = DEFAULT_BLOCK_SIZE) -> float:
@@ -52,7 +91,9 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
       ``D x D`` matrix ``X^T X / n``, so the smaller of the two (``min(N, D)^2`` entries) is
       built, in float64, by accumulating row blocks. Cost ``O(N D min(N, D))``.
     * ``"rbf"``: ``k(x, y) = exp(-||x - y||^2 / (2 bandwidth^2))``. This needs the full
-      ``N x N`` kernel (float64), so ``N`` is capped by ``max_rbf_samples``.
+      ``N x N`` kernel (float64), so ``N`` is capped by ``max_rbf_samples``. The kernel is split into the
+      diagonal blocks of the groups of samples it links (:func:`rbf_blocks`), each eigendecomposed alone: the same
+      eigenvalues (up to entries below :data:`NEGLIGIBLE_KERNEL`), at ``sum N_c^3`` instead of ``N^3`` cost.
 
     Args:
         x: Embeddings, shape ``(N, D)``, any device. For ``"cosine"`` no row may be all zero.
@@ -105,6 +146,10 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
             blk = pairwise_sq_dists(x64[s:s + rows], x64, sq[s:s + rows], sq)
             gram[s:s + rows] = blk.mul_(-0.5 / bandwidth ** 2).exp_()
         gram.fill_diagonal_(1.0)
+        groups = rbf_blocks(gram)
+        if len(groups) > 1:
+            lam = [torch.linalg.eigvalsh(gram[g][:, g] / n) for g in groups]
+            return vendi_from_eigenvalues(torch.cat(lam))
     else:
         raise ValueError(f"unknown kernel {kernel!r}; use 'cosine' or 'rbf'")
     return vendi_from_eigenvalues(torch.linalg.eigvalsh(gram / n))

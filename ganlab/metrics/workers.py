@@ -22,16 +22,27 @@ class WorkerPool:
     the cores (10x measured on 2 busy cores). Like scikit-learn's ``prange``, this pool gives
     each of ``torch.get_num_threads()`` workers whole blocks, run serially in that thread
     (``torch.set_num_threads(1)`` is thread-local for OpenMP/MKL; the process default is
-    restored), so a pass has one synchronisation point. Off CPU, or with one thread, work
+    restored), so a pass has one synchronisation point. Off CPU, or with one worker, work
     runs inline. Threads live only inside the ``with`` block.
+
+    Args:
+        device: where the work runs (off CPU: inline).
+        workers: worker threads (default ``torch.get_num_threads()``); e.g. an ensemble scores its members on
+            ``trainer.ensemble_workers`` threads while it trains on one.
+
+    Raises:
+        ValueError: ``workers`` below 1.
     """
 
-    def __init__(self, device: torch.device) -> None:
-        self.workers = torch.get_num_threads() if device.type == "cpu" else 1
+    def __init__(self, device: torch.device, workers: int | None = None) -> None:
+        if workers is not None and workers < 1:
+            raise ValueError(f"a worker pool needs at least 1 worker, got {workers}")
+        self.workers = (workers or torch.get_num_threads()) if device.type == "cpu" else 1
         self.pool: ThreadPoolExecutor | None = None
 
     def __enter__(self) -> WorkerPool:
         if self.workers > 1:
+            before = torch.get_num_threads()
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ganlab-metrics")
             barrier = threading.Barrier(self.workers + 1)  # forces one thread per task
 
@@ -43,7 +54,7 @@ class WorkerPool:
             barrier.wait()
             for f in futures:
                 f.result()
-            torch.set_num_threads(self.workers)  # the workers' call also set the process default
+            torch.set_num_threads(before)  # the workers' call also set the process default
         return self
 
     def __exit__(self, *exc: object) -> None:

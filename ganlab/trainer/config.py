@@ -37,6 +37,7 @@ class TrainerConfig:
     dist_timeout_s: float = 600.0  # seconds a collective may wait before the run fails naming the rank
     sync_batchnorm: bool = False  # under trainer.distributed: batch-norm statistics over all ranks (CUDA only)
     ensemble: int | None = None  # S >= 2: seeds seed..seed+S-1 in one process, vectorised (ganlab.ensemble)
+    ensemble_workers: int | None = None  # threads scoring an ensemble's members side by side (null: one per core)
 
     def validate(self) -> None:
         """Raise ValueError naming the key when a count is not positive or the precision is unknown."""
@@ -53,6 +54,10 @@ class TrainerConfig:
                              f"is a multiple of {self.accumulate}")
         if self.ensemble is not None and (isinstance(self.ensemble, bool) or int(self.ensemble) < 1):
             raise ValueError(f"trainer.ensemble must be null or a number of seeds >= 1, got {self.ensemble!r}")
+        workers = self.ensemble_workers
+        if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
+            raise ValueError(f"trainer.ensemble_workers must be null (one per core) or a number of threads >= 1, "
+                             f"got {workers!r}")
         for key in ("progress", "projector", "compile", "channels_last", "distributed", "sync_batchnorm"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"trainer.{key} must be true or false, got {getattr(self, key)!r}")

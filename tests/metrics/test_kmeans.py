@@ -183,3 +183,22 @@ def test_shared_helpers_are_still_importable_from_kmeans():
     for name in ("DEFAULT_BLOCK_SIZE", "pairwise_sq_dists", "rows_per_block", "validate_embeddings"):
         assert getattr(km, name) is getattr(blocks, name)
     assert km.WorkerPool is workers.WorkerPool
+
+
+def test_a_pool_of_given_workers_runs_them_with_one_thread_each_and_restores_the_caller() -> None:
+    import threading
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with WorkerPool(torch.device("cpu"), workers=2) as pool:
+            assert torch.get_num_threads() == 1  # the caller's count, not the workers'
+            seen = pool.map(lambda _: (threading.current_thread().name, torch.get_num_threads()), range(4))
+        assert {n for _, n in seen} == {1} and all(name.startswith("ganlab-metrics") for name, _ in seen)
+        assert torch.get_num_threads() == 1
+        with WorkerPool(torch.device("cpu"), workers=1) as pool:
+            assert pool.map(lambda _: threading.current_thread().name, [0]) == [threading.current_thread().name]
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ValueError, match="at least 1 worker, got 0"):
+        WorkerPool(torch.device("cpu"), workers=0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ganlab.metrics.vendi import vendi_from_eigenvalues, vendi_score
+from ganlab.metrics.vendi import rbf_blocks, vendi_from_eigenvalues, vendi_score
 
 
 def _explicit(k: np.ndarray) -> float:
@@ -71,3 +71,27 @@ def test_vendi_from_eigenvalues():
 def test_rejects_bad_input(x, kwargs, match):
     with pytest.raises(ValueError, match=match):
         vendi_score(x, **kwargs)
+
+
+def test_rbf_blocks_follow_links_transitively():
+    # bandwidth 1: k(0, 8) = exp(-32) links, k(0, 16) = exp(-128) < 1e-30 does not, but 8 links both; 100 is alone
+    x = torch.tensor([[0.0], [8.0], [16.0], [100.0]], dtype=torch.float64)
+    gram = torch.exp(-torch.cdist(x, x) ** 2 / 2)
+    assert [g.tolist() for g in rbf_blocks(gram)] == [[0, 1, 2], [3]]
+    assert [g.tolist() for g in rbf_blocks(gram, negligible=1e-10)] == [[0], [1], [2], [3]]  # exp(-32) < 1e-10
+
+
+def test_rbf_on_separated_modes_splits_per_mode_and_matches_the_dense_kernel():
+    """ring8 at the scorer's bandwidth (3 std = 0.06): one block per mode, the dense eigenvalues' Vendi score."""
+    rng = np.random.default_rng(2)
+    angles = 2 * np.pi * np.arange(8) / 8
+    mode = rng.integers(0, 8, 400)
+    x = 2 * np.stack([np.cos(angles), np.sin(angles)], 1)[mode] + 0.02 * rng.standard_normal((400, 2))
+    sq = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    kernel = np.exp(-sq / (2 * 0.06**2))
+    groups = rbf_blocks(torch.from_numpy(kernel))
+    assert len(groups) == 8 and sorted(torch.cat(groups).tolist()) == list(range(400))
+    assert all(len(set(mode[g.numpy()])) == 1 for g in groups)  # each block is one mode's samples
+    want = _explicit(kernel)
+    assert vendi_score(torch.from_numpy(x), "rbf", bandwidth=0.06) == pytest.approx(want, rel=1e-12)
+    assert 12.0 < want < 20.0  # about 2 per mode: a mode of std 0.02 is not one point at bandwidth 0.06
