@@ -353,7 +353,7 @@ def check_modes(strategies: Iterable[Strategy | type[Strategy]], modes: Iterable
         for mode in modes:
             reason = s.refuses[mode]
             if reason:
-                fix = {**FIXES, **(fixes or {})}[mode].format(name=s.name)
+                fix = {**FIXES, **(fixes or {})}[mode].replace("{name}", s.name)  # any other brace stays as it is
                 raise ValueError(MESSAGES[mode].format(name=s.name, reason=reason, fix=fix))
 
 

@@ -47,8 +47,8 @@ def test_a_subclass_keeps_its_parents_refusals_and_changes_its_own() -> None:
     with pytest.raises(ValueError, match="^strategy frozen_everywhere does not run under trainer.distributed=true: it "
                                          r"keeps one rank's statistics. .*remove frozen_everywhere from strategy"):
         check_modes([FrozenEverywhere], [Mode.DISTRIBUTED])
-    with pytest.raises(ValueError, match="the way out"):
-        check_modes([FrozenEverywhere], [Mode.DISTRIBUTED], {Mode.DISTRIBUTED: "the way out for {name}"})
+    with pytest.raises(ValueError, match=r"statistics. the way out for frozen_everywhere: \{seed\}=7$"):
+        check_modes([FrozenEverywhere], [Mode.DISTRIBUTED], {Mode.DISTRIBUTED: "the way out for {name}: {seed}=7"})
 
 
 def test_the_ensemble_refuses_a_new_strategy_from_the_config() -> None:
