@@ -1,34 +1,41 @@
 """What ``trainer.ensemble=S`` can train, checked on the composed config before anything is built.
 
 Supported: 2-D Gaussian mixtures (``dataset=ring8``, ``dataset=grid25``), the MLP generator with the MLP or maxout
-discriminator (``model=mlp``, ``model=pacgan_mlp``), any adversarial loss, Adam/AdamW/SGD, and the strategies in
-:data:`SUPPORTED_STRATEGIES` (none = the plain GAN). Everything else is refused with a message that says why and
-what to run instead (the seeds as separate jobs of a sweep).
+discriminator (``model=mlp``, ``model=pacgan_mlp``), any adversarial loss, Adam/AdamW/SGD, and the strategies whose
+``refuses`` lets them run in :attr:`~ganlab.strategies.base.Mode.ENSEMBLE` (:func:`supported_strategies`; none = the
+plain GAN). Everything else is refused with a message that says why and what to run instead (the seeds as separate
+jobs of a sweep).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-#: Strategies that run vectorised: each acts through ``configure`` (built per member), a loss term that is a mean
-#: over samples, or ``after_step`` on the stacked weights (see :mod:`ganlab.ensemble.trainer`).
-SUPPORTED_STRATEGIES = ("pacgan", "minibatch_stddev", "r1", "wgan_gp", "ema")
-
-#: Why the other strategies are refused (a strategy missing here gets the generic reason).
-WHY_NOT = {
-    "unrolled": "it copies D and steps the copy inside every generator update, one run at a time",
-    "rollback": "it restores one run's earlier checkpoint after an evaluation, which the others do not share",
-    "d_lr_damping": "it sets one run's D learning rate from that run's own D outputs during training",
-    "ada": "it augments images with random draws from one run's global RNG", "diffaugment": "it augments images",
-    "spectral_norm": "its power iteration updates parametrised weights in place, which is not vectorised yet",
-}
+import ganlab.strategies
+from ganlab.strategies.base import Mode, Strategy, check_modes
 
 _MIXTURES = {"ganlab.data.ring", "ganlab.data.grid", "ganlab.data.mixtures.ring", "ganlab.data.mixtures.grid"}
 _GENERATORS = {"ganlab.models.MLPGenerator", "ganlab.models.mlp.MLPGenerator"}
 _DISCRIMINATORS = {"ganlab.models.MLPDiscriminator", "ganlab.models.mlp.MLPDiscriminator",
                    "ganlab.models.MaxoutDiscriminator", "ganlab.models.maxout.MaxoutDiscriminator"}
+
+
+def supported_strategies() -> list[str]:
+    """Names of the shipped strategies (every module of :mod:`ganlab.strategies`) that run in the ensemble, sorted."""
+    for module in pkgutil.iter_modules(ganlab.strategies.__path__):
+        importlib.import_module(f"{ganlab.strategies.__name__}.{module.name}")
+    classes, todo = [], [Strategy]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith(f"{ganlab.strategies.__name__}.") and cls.refuses[Mode.ENSEMBLE] is None:
+            classes.append(cls.name)
+    return sorted(set(classes))
 
 
 def separate_jobs_advice(cfg: DictConfig) -> str:
@@ -48,7 +55,8 @@ def check_ensemble(cfg: DictConfig) -> None:
 
     Raises:
         ValueError: ``trainer.ensemble`` below 1; data that are not a 2-D mixture; a model other than the MLP
-            generator with the MLP or maxout discriminator; a strategy outside :data:`SUPPORTED_STRATEGIES`;
+            generator with the MLP or maxout discriminator; a strategy whose ``refuses`` names the ensemble
+            (:func:`~ganlab.strategies.base.check_modes`);
             ``trainer.accumulate`` != 1, ``trainer.precision`` != 32, ``trainer.compile=true``,
             ``trainer.distributed=true``, ``trainer.resume``,
             ``monitor.clip`` or ``monitor.hard_limit`` set. Each message names the setting and what to do.
@@ -65,11 +73,9 @@ def check_ensemble(cfg: DictConfig) -> None:
     if g not in _GENERATORS or d not in _DISCRIMINATORS:
         raise ValueError(f"trainer.ensemble trains model=mlp or model=pacgan_mlp (an MLP generator with an MLP or "
                          f"maxout discriminator), not {g} with {d}; {advice}")
-    for name in (cfg.get("strategy") or {}):
-        if name not in SUPPORTED_STRATEGIES:
-            why = WHY_NOT.get(name, "it is not vectorised yet")
-            raise ValueError(f"strategy {name} cannot run in trainer.ensemble: {why}. The ensemble supports the "
-                             f"plain GAN and strategy=[{','.join(SUPPORTED_STRATEGIES)}] (any of them); {advice}")
+    classes = [get_class(node._target_) for node in (cfg.get("strategy") or {}).values()]
+    fix = f"The ensemble supports the plain GAN and strategy=[{','.join(supported_strategies())}] (any of them); "
+    check_modes(classes, [Mode.ENSEMBLE], {Mode.ENSEMBLE: fix + advice})
     refused = {"trainer.accumulate": (cfg.trainer.get("accumulate", 1) != 1, "1"),
                "trainer.precision": (str(cfg.trainer.get("precision", "32")) != "32", "32"),
                "trainer.compile": (bool(cfg.trainer.get("compile", False)), "false"),

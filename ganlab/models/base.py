@@ -26,7 +26,8 @@ class Generator(nn.Module):
 
     def sample_z(self, n: int, generator: torch.Generator | None = None, device: torch.device | None = None) -> Tensor:
         """Standard normal latent codes, shape (n, z_dim), drawn from ``generator`` when given."""
-        device = device if device is not None else next(self.parameters()).device
+        if device is None:  # the generator's device, where randn must draw anyway (cheaper than walking the modules)
+            device = generator.device if generator is not None else next(self.parameters()).device
         return torch.randn(n, self.z_dim, generator=generator, device=device)
 
 

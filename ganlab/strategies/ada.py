@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ganlab.strategies.base import GANSpec, StepContext, Strategy, TrainState
+from ganlab.strategies.base import GANSpec, Mode, StepContext, Strategy, TrainState
 from ganlab.strategies.common import augment_discriminator
 
 _LUMA = torch.tensor([1.0, 1.0, 1.0, 0.0]) / math.sqrt(3.0)
@@ -159,6 +159,7 @@ class ADA(Strategy):
     """
 
     name = "ada"
+    refuses = {Mode.ENSEMBLE: "it augments images with random draws from one run's global RNG"}
 
     def __init__(self, target: float = 0.6, interval: int = 4, speed_kimg: float = 500.0,
                  initial_p: float = 0.0) -> None:

@@ -26,7 +26,9 @@ object that carries what it may read or change: ``spec`` before training, the li
 
 Class attributes (facts about the method, never set per instance): ``name``, and ``replaces``, the parts of
 the GAN a strategy takes over, from the fixed set :class:`Part` (checked when the class is created): two
-selected strategies that replace the same part are refused before training by :func:`check_compatible`.
+selected strategies that replace the same part are refused before training by :func:`check_compatible`; and
+``refuses``, why the method cannot train in a :class:`Mode` (``trainer.distributed``, ``model.conditional``,
+``trainer.ensemble``), one reason per mode, read by the one checker :func:`check_modes` before anything is built.
 ``double_backward`` is a property (it may depend on the instance's settings): True when a loss term
 differentiates a gradient, which ``torch.compile`` cannot.
 """
@@ -34,9 +36,10 @@ differentiates a gradient, which ``torch.compile`` cannot.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import torch
@@ -187,21 +190,43 @@ class Part(StrEnum):
     G_EMA = "g_ema"                              # the averaged copy of G (state.g_ema)
 
 
+class Mode(StrEnum):
+    """Ways of training that a strategy may be unable to take part in (keys of ``Strategy.refuses``)."""
+
+    DISTRIBUTED = "distributed"  # trainer.distributed=true: one process per device, each hook on its rank's slice
+    CONDITIONAL = "conditional"  # model.conditional=true: G and D take class labels
+    ENSEMBLE = "ensemble"        # trainer.ensemble=S: S seeds vectorised in one process (ganlab.ensemble)
+
+
+#: What a strategy that declares nothing about a mode gets: the ensemble is opt-in (a strategy runs there only once
+#: it is shown to run vectorised, see :mod:`ganlab.ensemble.trainer`), the other modes opt-out.
+DEFAULT_REFUSALS: Mapping[Mode, str | None] = MappingProxyType(
+    {Mode.DISTRIBUTED: None, Mode.CONDITIONAL: None, Mode.ENSEMBLE: "it is not vectorised yet"})
+
+#: Each mode's refusal: the strategy's name and reason, then the way out (``{fix}``; :data:`FIXES` by default).
+MESSAGES = {Mode.DISTRIBUTED: "strategy {name} does not run under trainer.distributed=true: {reason}. {fix}",
+            Mode.CONDITIONAL: "strategy {name!r} cannot train a class-conditional model: {reason}. {fix}",
+            Mode.ENSEMBLE: "strategy {name} cannot run in trainer.ensemble: {reason}. {fix}"}
+FIXES = {Mode.DISTRIBUTED: "Train it in one process (trainer.distributed=false), or remove {name} from strategy=[...]",
+         Mode.CONDITIONAL: "Drop it from strategy=[...], or set model.conditional=false",
+         Mode.ENSEMBLE: "Drop trainer.ensemble and train the seeds as separate runs, or remove {name} from "
+                        "strategy=[...]"}
+
+
 class Strategy:
     """Base class of anti-collapse strategies; every hook is a no-op here. See the module docstring.
 
     Raises:
-        ValueError: at class creation, when ``replaces`` names something that is not a :class:`Part`.
+        ValueError: at class creation, when ``replaces`` names something that is not a :class:`Part`, or
+            ``refuses`` a mode that is not a :class:`Mode` or a reason that is not a string or None.
     """
 
     name: ClassVar[str] = "strategy"
     replaces: ClassVar[frozenset[Part]] = frozenset()
-    #: Under ``trainer.distributed``: None when the strategy works with one process per device (each rank runs its
-    #: hooks on its own slice of the batch; ``after_d_step`` sees the whole global batch), else why it cannot (the
-    #: run is refused before training with this reason; :func:`check_distributed`).
-    ddp_refusal: ClassVar[str | None] = None
-    #: Why the method cannot train a class-conditional model (``model.conditional=true``), or "" when it can.
-    not_conditional: ClassVar[str] = ""
+    #: Why the method cannot train in a :class:`Mode`, per mode: a reason (a clause after "cannot ...: ") refuses it
+    #: there before anything is built (:func:`check_modes`), None lets it run. A class lists only the modes it
+    #: changes; the others keep its parent's entries (from :data:`DEFAULT_REFUSALS` at the base).
+    refuses: ClassVar[Mapping[Mode, str | None]] = DEFAULT_REFUSALS
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -210,6 +235,7 @@ class Strategy:
         except ValueError as err:
             raise ValueError(f"strategy {cls.name!r}: replaces={set(cls.replaces)} names an unknown part; "
                              f"allowed: {sorted(p.value for p in Part)}") from err
+        cls.refuses = _merged_refusals(cls)
 
     @property
     def double_backward(self) -> bool:
@@ -282,19 +308,6 @@ def check_compatible(strategies: Sequence[Strategy]) -> None:
             owner[part] = s.name
 
 
-def check_conditional(strategies: Sequence[Strategy]) -> None:
-    """Refuse, before anything is built, strategies that cannot train a class-conditional model.
-
-    Raises:
-        ValueError: a strategy whose ``not_conditional`` gives a reason; the message names it, the reason and the
-            two ways out (drop the strategy, or train unconditionally).
-    """
-    for s in strategies:
-        if s.not_conditional:
-            raise ValueError(f"strategy {s.name!r} cannot train a class-conditional model: {s.not_conditional}. "
-                             f"Drop it from strategy=[...], or set model.conditional=false")
-
-
 def with_optim_kwargs(factory: Callable[..., torch.optim.Optimizer],
                       **kwargs: Any) -> Callable[..., torch.optim.Optimizer]:
     """Return ``factory`` with keyword arguments (e.g. ``lr``, ``betas``) overridden; None values are ignored."""
@@ -302,14 +315,61 @@ def with_optim_kwargs(factory: Callable[..., torch.optim.Optimizer],
     return functools.partial(factory, **kwargs) if kwargs else factory
 
 
-def check_distributed(strategies: Sequence[Strategy]) -> None:
-    """Refuse, before anything is built, strategies that cannot train with one process per device.
+def _merged_refusals(cls: type[Strategy]) -> Mapping[Mode, str | None]:
+    """``cls.refuses``: its parent's entries updated with those ``cls`` declares, checked (see :class:`Strategy`)."""
+    for legacy in ("ddp_refusal", "not_conditional"):
+        if legacy in vars(cls):
+            raise ValueError(f"strategy {cls.name!r}: {legacy} was replaced by refuses = {{Mode.<mode>: reason}} "
+                             f"(modes: {', '.join(m.value for m in Mode)})")
+    parent = next(b.refuses for b in cls.__mro__[1:] if "refuses" in vars(b))
+    own = vars(cls).get("refuses", {})
+    try:
+        merged = {**parent, **{Mode(m): r for m, r in own.items()}}
+    except ValueError as err:
+        raise ValueError(f"strategy {cls.name!r}: refuses={dict(own)} names an unknown mode; allowed: "
+                         f"{[m.value for m in Mode]}") from err
+    bad = {m.value: r for m, r in merged.items() if r is not None and not (isinstance(r, str) and r)}
+    if bad:
+        raise ValueError(f"strategy {cls.name!r}: refuses={bad} must map each mode to a non-empty reason or None")
+    return MappingProxyType(merged)
+
+
+def check_modes(strategies: Iterable[Strategy | type[Strategy]], modes: Iterable[Mode | str],
+                fixes: Mapping[Mode, str] | None = None) -> None:
+    """Refuse, before anything is built, the first strategy that cannot train in one of ``modes``.
+
+    Args:
+        strategies: instances or classes (their ``refuses`` is a class attribute).
+        modes: the modes the run uses, e.g. ``[Mode.DISTRIBUTED]``.
+        fixes: a way out per mode in place of :data:`FIXES` (e.g. the ensemble's exact sweep); ``{name}`` is the
+            strategy's name.
 
     Raises:
-        ValueError: a strategy with a :attr:`Strategy.ddp_refusal`; the message names it and says why.
+        ValueError: a strategy whose ``refuses`` gives a reason for one of ``modes``; the message (:data:`MESSAGES`)
+            names the strategy, the mode, the reason and the way out. An unknown mode is a ValueError too.
     """
+    modes = [Mode(m) for m in modes]
     for s in strategies:
-        if s.ddp_refusal:
-            raise ValueError(f"strategy {s.name} does not run under trainer.distributed=true: {s.ddp_refusal}. "
-                             f"Train it in one process (trainer.distributed=false), or remove {s.name} from "
-                             "strategy=[...]")
+        for mode in modes:
+            reason = s.refuses[mode]
+            if reason:
+                fix = {**FIXES, **(fixes or {})}[mode].replace("{name}", s.name)  # any other brace stays as it is
+                raise ValueError(MESSAGES[mode].format(name=s.name, reason=reason, fix=fix))
+
+
+def check_distributed(strategies: Iterable[Strategy | type[Strategy]]) -> None:
+    """``check_modes(strategies, [Mode.DISTRIBUTED])``: refuse what cannot run with one process per device.
+
+    Raises:
+        ValueError: as :func:`check_modes`.
+    """
+    check_modes(strategies, [Mode.DISTRIBUTED])
+
+
+def check_conditional(strategies: Iterable[Strategy | type[Strategy]]) -> None:
+    """``check_modes(strategies, [Mode.CONDITIONAL])``: refuse what cannot train a class-conditional model.
+
+    Raises:
+        ValueError: as :func:`check_modes`.
+    """
+    check_modes(strategies, [Mode.CONDITIONAL])

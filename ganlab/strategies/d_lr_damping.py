@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ganlab.strategies.base import GANSpec, StepContext, Strategy, TrainState
+from ganlab.strategies.base import GANSpec, Mode, StepContext, Strategy, TrainState
 from ganlab.strategies.common import LRAdjust
 
 MODES = ("static", "adaptive")
@@ -41,6 +41,7 @@ class DLRDamping(Strategy):
     """
 
     name = "d_lr_damping"
+    refuses = {Mode.ENSEMBLE: "it sets one run's D learning rate from that run's own D outputs during training"}
 
     def __init__(self, mode: str = "static", factor: float = 0.5, signal: str = "accuracy",
                  decision_threshold: float = 0.0, high: float = 0.8, low: float = 0.65, window: int = 100,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.strategies.base import GANSpec, Strategy
+from ganlab.strategies.base import GANSpec, Mode, Strategy
 from ganlab.strategies.common import augment_discriminator
 
 POLICIES = ("color", "translation", "cutout")
@@ -133,6 +133,7 @@ class DiffAugment(Strategy):
     """
 
     name = "diffaugment"
+    refuses = {Mode.ENSEMBLE: "it augments images"}
 
     def __init__(self, policy: str = "color,translation,cutout", translation_ratio: float = 0.125,
                  cutout_ratio: float = 0.5) -> None:

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
-from ganlab.strategies.base import Part, Strategy, TrainState
+from ganlab.strategies.base import Mode, Part, Strategy, TrainState
 
 
 @torch.no_grad()
@@ -75,6 +75,7 @@ class EMA(Strategy):
 
     name = "ema"
     replaces = frozenset({Part.G_EMA})
+    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
 
     def __init__(self, beta: float = 0.999, bn_batches: int = 16, bn_batch_size: int = 256, bn_seed: int = 0) -> None:
         if not 0 <= beta < 1:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ganlab.strategies.base import GANSpec, Part, Strategy
+from ganlab.strategies.base import GANSpec, Mode, Part, Strategy
 from ganlab.strategies.common import head_owner, install_head
 
 
@@ -76,6 +76,7 @@ class MinibatchStdDev(Strategy):
 
     name = "minibatch_stddev"
     replaces = frozenset({Part.DISCRIMINATOR_HEAD})
+    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
 
     def __init__(self, group_size: int = 4) -> None:
         if int(group_size) < 1:

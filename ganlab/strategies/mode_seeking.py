@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ganlab.strategies.base import StepContext, Strategy
+from ganlab.strategies.base import Mode, StepContext, Strategy
 
 
 def mode_seeking_ratio(fake: Tensor, z: Tensor) -> Tensor:
@@ -43,8 +43,8 @@ class ModeSeeking(Strategy):
     """
 
     name = "mode_seeking"
-    not_conditional = ("its latent distance |z1 - z2| would count the class index that a conditional code "
-                       "[z | class] carries")
+    refuses = {Mode.CONDITIONAL: "its latent distance |z1 - z2| would count the class index that a conditional "
+                                 "code [z | class] carries"}
 
     def __init__(self, weight: float = 1.0, eps: float = 1e-5) -> None:
         if weight < 0 or not eps > 0:

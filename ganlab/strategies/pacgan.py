@@ -13,7 +13,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
-from ganlab.strategies.base import GANSpec, Part, Strategy
+from ganlab.strategies.base import GANSpec, Mode, Part, Strategy
 from ganlab.strategies.common import AugmentedDiscriminator
 
 
@@ -66,8 +66,9 @@ class PacGAN(Strategy):
 
     name = "pacgan"
     replaces = frozenset({Part.DISCRIMINATOR_INPUT})
-    not_conditional = ("it packs m samples into one D input, and a projection D scores one class per input "
-                       "(the m samples of a pack may belong to different classes)")
+    refuses = {Mode.CONDITIONAL: "it packs m samples into one D input, and a projection D scores one class per input "
+                                 "(the m samples of a pack may belong to different classes)",
+               Mode.ENSEMBLE: None}
 
     def __init__(self, m: int = 2) -> None:
         if int(m) < 2:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from torch import Tensor
 
-from ganlab.strategies.base import StepContext, Strategy
+from ganlab.strategies.base import Mode, StepContext, Strategy
 from ganlab.strategies.common import input_gradient
 
 
@@ -42,6 +42,7 @@ class R1(Strategy):
     """
 
     name = "r1"
+    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
 
     def __init__(self, gamma: float = 1.0) -> None:
         if gamma < 0:

@@ -25,7 +25,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from ganlab.strategies.base import GANSpec, Strategy, TrainState
+from ganlab.strategies.base import GANSpec, Mode, Strategy, TrainState
 
 
 def take_snapshot(state: TrainState) -> dict[str, Any]:
@@ -65,6 +65,8 @@ class Rollback(Strategy):
     """
 
     name = "rollback"
+    refuses = {Mode.ENSEMBLE: "it restores one run's earlier checkpoint after an evaluation, which the others do "
+                              "not share"}
 
     def __init__(self, mode: str = "periodic", period: int = 1000, lag: int = 200,
                  coverage_keys: Sequence[str] = ("modes_covered", "clusters_covered"), min_drop: float = 1.0,

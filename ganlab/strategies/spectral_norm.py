@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torch.nn.utils.parametrizations import _SpectralNorm, spectral_norm
 
-from ganlab.strategies.base import GANSpec, Strategy
+from ganlab.strategies.base import GANSpec, Mode, Strategy
 
 #: The layers normalised; ``nn.Embedding`` is a projection D's class embedding V (Miyato & Koyama 2018 normalise it
 #: too, in their code), absent from unconditional models.
@@ -55,6 +55,8 @@ class SpectralNorm(Strategy):
     """
 
     name = "spectral_norm"
+    refuses = {Mode.ENSEMBLE: "its power iteration updates parametrised weights in place, which is not vectorised "
+                              "yet"}
 
     def __init__(self, n_power_iterations: int = 1) -> None:
         if int(n_power_iterations) < 1:

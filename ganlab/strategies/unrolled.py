@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 
 from ganlab.losses import AdversarialLoss
-from ganlab.strategies.base import Part, StepContext, Strategy
+from ganlab.strategies.base import Mode, Part, StepContext, Strategy
 
 
 class Unrolled(Strategy):
@@ -37,11 +37,12 @@ class Unrolled(Strategy):
     """
 
     name = "unrolled"
-    ddp_refusal = ("its look-ahead copy of D takes k optimiser steps on each rank's own batch, so the ranks' "
-                   "surrogate critics, and the G gradients DDP averages, would come from one unrolled game per "
-                   "rank, not from one unrolled D of the whole batch")
     replaces = frozenset({Part.G_DISCRIMINATOR})
-    not_conditional = "its look-ahead copy of D scores the fakes without their class labels"
+    refuses = {Mode.DISTRIBUTED: "its look-ahead copy of D takes k optimiser steps on each rank's own batch, so the "
+                                 "ranks' surrogate critics, and the G gradients DDP averages, would come from one "
+                                 "unrolled game per rank, not from one unrolled D of the whole batch",
+               Mode.CONDITIONAL: "its look-ahead copy of D scores the fakes without their class labels",
+               Mode.ENSEMBLE: "it copies D and steps the copy inside every generator update, one run at a time"}
 
     def __init__(self, k: int = 5, optimizer: str = "adam", lr: float | None = None, second_order: bool = True) -> None:
         if int(k) < 1 or optimizer not in ("adam", "sgd") or (lr is not None and not lr > 0):

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from ganlab.losses import WassersteinLoss
 from ganlab.models.base import has_batch_norm
-from ganlab.strategies.base import GANSpec, Part, StepContext, Strategy, with_optim_kwargs
+from ganlab.strategies.base import GANSpec, Mode, Part, StepContext, Strategy, with_optim_kwargs
 from ganlab.strategies.common import input_gradient
 
 
@@ -68,6 +68,7 @@ class WGANGP(Strategy):
 
     name = "wgan_gp"
     replaces = frozenset({Part.LOSS})
+    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
 
     def __init__(self, lambda_gp: float = 10.0, n_critic: int = 5, lr: float | None = 1e-4,
                  betas: Sequence[float] | None = (0.0, 0.9)) -> None:

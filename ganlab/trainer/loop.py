@@ -51,6 +51,11 @@ def _total(terms: dict[str, Tensor]) -> Tensor:
     return functools.reduce(operator.add, terms.values())
 
 
+def _float32(t: Tensor) -> Tensor:
+    """``t.float()``, skipping the call (a dispatch per use, per update) when ``t`` is float32 already."""
+    return t if t.dtype == torch.float32 else t.float()
+
+
 @dataclass
 class StepResult:
     """One generator step (:meth:`Trainer.train_step`): the last D update's and the G update's loss terms and
@@ -134,6 +139,7 @@ class Trainer:
         self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
         self._last_idx: Tensor | None = None      # the latest D step's sample indices (their classes: the G step's)
+        self._d_params: list[nn.Parameter] | None = None  # D's parameters, for freezing them in the G step
 
     # ---------------------------------------------------------------- one D update and one G update
     def _global(self, ctx: StepContext) -> StepContext:
@@ -171,30 +177,36 @@ class Trainer:
         """
         k = self.cfg.accumulate
         scaler = self.health.scalers[net]
+        fp16 = scaler.is_enabled()  # otherwise the scaler's calls would pass through: they are skipped
         opt.zero_grad(set_to_none=True)
-        total: Tensor | None = None  # the whole batch's loss: the sum of the micro-batches' loss / k
+        losses = []
         for i in range(k):
             loss = micro_loss(i) if k == 1 else micro_loss(i) / k
-            scaler.scale(loss).backward()
-            total = loss.detach() if total is None else total + loss.detach()
-        assert total is not None
-        scaler.unscale_(opt)  # the monitor and the clipping see the true gradients
+            (scaler.scale(loss) if fp16 else loss).backward()
+            losses.append(loss)
+        # the whole batch's loss: the sum of the micro-batches' loss / k (the monitor detaches it if it must)
+        total = losses[0] if k == 1 else functools.reduce(operator.add, [loss.detach() for loss in losses])
+        if fp16:
+            scaler.unscale_(opt)  # the monitor and the clipping see the true gradients
         found = self.health.inspect(net, module, opt, total)
         if not found.apply:
             opt.zero_grad(set_to_none=True)
-            scaler.update()
+            if fp16:
+                scaler.update()
             return found
         if self.health.cfg.clip is not None and found.finite:
             torch.nn.utils.clip_grad_norm_(module.parameters(), float(self.health.cfg.clip))
-        if found.found_inf is None:
-            scaler.step(opt)  # under fp16 the scaler skips the step when a gradient is inf/NaN
-        else:  # deferred read: the fused kernel skips a non-finite update on the device (as under a GradScaler)
+        if found.found_inf is not None:  # deferred read: the fused kernel skips a non-finite update on the device
             opt.found_inf = found.found_inf  # type: ignore[attr-defined]
             try:
                 opt.step()
             finally:
                 del opt.found_inf  # type: ignore[attr-defined]
-        scaler.update()
+        elif fp16:
+            scaler.step(opt)  # the scaler skips the step when a gradient is inf/NaN
+            scaler.update()
+        else:
+            opt.step()
         self.health.record(found, opt)
         return found
 
@@ -256,7 +268,7 @@ class Trainer:
         auxiliary classifier's logits come from the same passes; their accuracy on ``real`` is appended to
         ``accuracy``)."""
         if self.class_loss is None or labels is None:
-            return self._score(real, labels).float(), self._score(fake, labels).float(), {}
+            return _float32(self._score(real, labels)), _float32(self._score(fake, labels)), {}
         d_real, logits_real = self.d_train(real, labels, class_logits=True)
         d_fake, logits_fake = self.d_train(fake, labels, class_logits=True)
         accuracy.append((logits_real.detach().argmax(1) == labels).float().mean())
@@ -314,11 +326,11 @@ class Trainer:
             parts.append((ctx, terms))
             return _total(terms)
 
-        self.D.requires_grad_(False)
+        self._d_requires_grad(False)
         try:
             found = self._update("G", self.G, self.state.opt_g, micro_loss)
         finally:
-            self.D.requires_grad_(True)
+            self._d_requires_grad(True)
         ctx, terms = self._merged(parts)
         if not found.late:
             self.last_batch = {"real": real, "z": z, "fake": ctx.fake, "d_real": None, "d_fake": ctx.d_fake,
@@ -336,11 +348,19 @@ class Trainer:
             critic: Any = ctx.critic  # a strategy may score the fakes differently (Strategy.g_discriminator)
             for s in self.strategies:
                 critic = s.g_discriminator(ctx, critic)
-            ctx.d_fake = critic(ctx.fake).float()
+            ctx.d_fake = _float32(critic(ctx.fake))
             return {}
         d_fake, logits = ctx.discriminator(ctx.fake, ctx.labels, class_logits=True)
         ctx.d_fake = d_fake.float()
         return self.class_loss.g_terms(logits, ctx.labels)
+
+    def _d_requires_grad(self, flag: bool) -> None:
+        """``self.D.requires_grad_(flag)`` over D's parameters listed once (at the first G step, after the
+        strategies' ``on_start``): walking D's module tree twice per step costs more than the toggles themselves."""
+        if self._d_params is None:
+            self._d_params = list(self.D.parameters())
+        for p in self._d_params:
+            p.requires_grad_(flag)
 
     # ---------------------------------------------------------------- the run
     def train_step(self) -> StepResult:
