@@ -40,7 +40,8 @@ def test_predicted_class_scores_hand_worked() -> None:
     Class 0: 1 of 2 clusters; every pair identical (fraction 1); precision 1 (the copy is a real point); recall
     1/8 (the fakes' 3-NN radius is 0, so only the real point they copy lies in a fake's ball). Class 1: 2 clusters;
     pairs with cosine > 0.9 are those inside one square (6 + 6 of 28 = 3/7: across the squares the angle is
-    about 90 degrees); precision = recall = 1. Class 2: its 2 samples sit in one cluster; the rest NaN.
+    about 90 degrees); precision = recall = 1. Class 2: its 2 samples sit in one cluster; no other key (2 samples
+    define no 3-NN score; every value stays finite).
     """
     fake = torch.cat([REAL[[0]].expand(6, 2), REAL[8:16], REAL[[20, 21]], torch.zeros(1, 2)])
     predicted = torch.tensor([0] * 6 + [1] * 8 + [2] * 2 + [5])
@@ -52,7 +53,8 @@ def test_predicted_class_scores_hand_worked() -> None:
     assert out["pred_class/1/high_similarity_fraction"] == pytest.approx(3 / 7)
     assert out["pred_class/1/precision"] == out["pred_class/1/recall"] == 1.0
     assert out["pred_class/2/clusters_covered"] == 1.0
-    assert all(math.isnan(out[f"pred_class/2/{k}"]) for k in ("high_similarity_fraction", "precision", "recall"))
+    assert not any(f"pred_class/2/{k}" in out for k in ("high_similarity_fraction", "precision", "recall"))
+    assert all(math.isfinite(v) for v in out.values())
     # mean and worst over the classes with a value: clusters [1, 2, 1]; similarity [1, 3/7]; recall [1/8, 1]
     assert out["pred_class/mean/clusters_covered"] == pytest.approx(4 / 3)
     assert out["pred_class/worst/clusters_covered"] == 1.0
@@ -68,7 +70,8 @@ def test_a_class_g_never_makes_covers_no_cluster() -> None:
     fake = torch.cat([REAL[:8], REAL[8:16]])  # classes 0 and 1 only
     out = predicted_class_scores(fake, torch.arange(2).repeat_interleave(8), REAL, REAL_Y, 3, square_centres)
     assert out["pred_class/2/clusters_covered"] == 0.0 and out["pred_class/worst/clusters_covered"] == 0.0
-    assert math.isnan(out["pred_class/2/recall"]) and out["pred_class/worst/recall"] == 1.0
+    assert out["pred_class/2/recall"] == 0.0 and out["pred_class/worst/recall"] == 0.0  # none of class 2 recalled
+    assert "pred_class/2/precision" not in out and out["pred_class/worst/precision"] == 1.0
     with pytest.raises(ValueError, match="class 2: per-class scores need more than 5 real samples of each class, "
                                          "got 2; raise metrics.num_real"):
         predicted_class_scores(fake, torch.arange(2).repeat_interleave(8), REAL[:18], REAL_Y[:18], 3, square_centres)
@@ -107,7 +110,8 @@ def test_the_evaluator_scores_an_unconditional_g_by_predicted_class(caplog: pyte
     assert scores["pred_class/1/clusters_covered"] == 1.0 and scores["pred_class/1/high_similarity_fraction"] == 1.0
     assert scores["pred_class/1/precision"] == 1.0  # a real sample lies in its own k-NN ball
     assert scores["pred_class/0/clusters_covered"] == scores["pred_class/worst/clusters_covered"] == 0.0
-    assert math.isnan(scores["pred_class/0/recall"])
+    assert scores["pred_class/0/recall"] == 0.0 and "pred_class/0/precision" not in scores
+    assert all(math.isfinite(v) for v in scores.values())
     assert not any(k.startswith(("class/", "data/class/")) or "class_accuracy" in k for k in scores)
     # the baseline: 90 held-out real samples grouped by their predicted classes fill every cluster of each class
     assert scores["data/pred_class/worst/clusters_covered"] == 5.0

@@ -22,8 +22,10 @@ labels"; only when that classifier predicts the data's own classes), and class c
 samples of class c as above. ``class_accuracy`` does not apply (the group *is* defined by the classifier's label)
 and is omitted. The ``pred_`` prefix says the classes are predicted; a conditional G's ``class/...`` keys use the
 requested ones. The groups are not balanced: a class G rarely makes may hold too few samples to score. Such a
-class (at most :data:`K_PR` + 2 samples) gets ``clusters_covered`` from the samples it has (0 when none) and NaN
-for the other scores, and the mean and worst of a score are taken over the classes that have a value. The same
+class (at most :data:`K_PR` + 2 samples) gets ``clusters_covered`` from the samples it has (0 when none), ``recall``
+0 when it has no sample at all (none of the class's real samples is recalled), and no key for the scores that
+its few samples do not define (every logged value stays finite); the mean and worst of a score are taken over the
+classes that have a value. The same
 grouping of held-out real samples by their predicted classes gives the ``data/pred_class/...`` baseline.
 """
 
@@ -142,9 +144,10 @@ def predicted_class_scores(fake: Tensor, predicted: Tensor, real: Tensor, real_c
         else:  # too few samples labelled c to score them; the clusters they reach still count
             covered = cluster_scores(real_c, fake_c, fit_c.centers.shape[0], fit=fit_c)["clusters_covered"] \
                 if len(fake_c) else 0
-            scores = {"clusters_covered": float(covered), "high_similarity_fraction": math.nan,
-                      "precision": math.nan, "recall": math.nan}
+            scores = {"clusters_covered": float(covered)}
+            if not len(fake_c):  # G never makes class c: none of its real samples is recalled
+                scores["recall"] = 0.0
         for key, value in scores.items():
             out[f"pred_class/{c}/{key}"] = value
             per.setdefault(key, []).append(value)
-    return out | summary(per, "pred_class")
+    return out | {k: v for k, v in summary(per, "pred_class").items() if not math.isnan(v)}
