@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from joblib import Parallel, delayed
@@ -151,11 +152,19 @@ def main() -> None:
         Parallel(n_jobs=args.jobs)(delayed(run_one)(args.out, d, r, s, args.steps, args.chunk, args.eval_every)
                                    for d, r, s in jobs)
     records = merged(collect(args.out) if (args.out / "runs").is_dir() else [], args.merge)
-    write_csv(args.out / "curve.csv", records)
-    finals = [r for r in records if r["step"] == args.steps]
-    write_csv(args.out / "trials.csv", finals)
-    text = table(finals, args.steps)
-    (args.out / "table.md").write_text(text + "\n")
+    write_tables(args.out, records, args.steps, table)
+
+
+def write_tables(out: Path, records: list[dict[str, object]], steps: int,
+                 table_of: Callable[[list[dict[str, object]], int], str]) -> None:
+    """``out/curve.csv`` (every evaluation), ``out/trials.csv`` (the evaluations at ``steps``) and
+    ``out/table.md`` (``table_of(those, steps)``, also printed); ``out`` is made if missing."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "curve.csv", records)
+    finals = [r for r in records if r["step"] == steps]
+    write_csv(out / "trials.csv", finals)
+    text = table_of(finals, steps)
+    (out / "table.md").write_text(text + "\n")
     print(text)
 
 

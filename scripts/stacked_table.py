@@ -23,7 +23,7 @@ import argparse
 from pathlib import Path
 
 from joblib import Parallel, delayed
-from pacgan_table import mean_se, write_csv  # scripts/ is on sys.path when a script in it runs
+from pacgan_table import mean_se, write_tables  # scripts/ is on sys.path when a script in it runs
 from rollback_study import curve, train
 
 BASE = ["dataset=stacked_digits", "dataset.num_samples=128000", "dataset.holdout_samples=26000", "model=dcgan",
@@ -66,12 +66,7 @@ def main() -> None:
     rows = [r for row, s in jobs for r in curve(args.out / "runs" / f"{row}_s{s}", row=row, seed=s,
                                                 keys=("modes_covered", "kl_uniform"),
                                                 data_keys=("modes_covered", "kl_uniform"))]
-    write_csv(args.out / "curve.csv", rows)
-    finals = [r for r in rows if r["step"] == args.steps]
-    write_csv(args.out / "trials.csv", finals)
-    text = table(finals, args.steps)
-    (args.out / "table.md").write_text(text + "\n")
-    print(text)
+    write_tables(args.out, rows, args.steps, table)
 
 
 if __name__ == "__main__":
