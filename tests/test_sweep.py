@@ -70,6 +70,7 @@ def test_sweep_summary_lists_every_job(basic: Path) -> None:
     assert "| ring8 [plain] | 2 |" in summary and "| ring8 [wgan_gp] | 2 |" in summary
 
 
+@pytest.mark.slow  # ~30 s: 4 more jobs; the joblib launcher itself also runs in tests/test_data.py (a multirun)
 def test_joblib_launcher_gives_the_same_scores(basic: Path) -> None:
     parallel = sweep(basic.parent, "joblib", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
     assert "Joblib.Parallel(n_jobs=2" in (parallel / "stdout.txt").read_text()
