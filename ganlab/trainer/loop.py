@@ -183,9 +183,9 @@ class Trainer:
         for i in range(k):
             loss = micro_loss(i) if k == 1 else micro_loss(i) / k
             (scaler.scale(loss) if fp16 else loss).backward()
-            losses.append(loss)
+            losses.append(loss if k == 1 else loss.detach())  # k > 1: no micro-batch's graph is kept alive
         # the whole batch's loss: the sum of the micro-batches' loss / k (the monitor detaches it if it must)
-        total = losses[0] if k == 1 else functools.reduce(operator.add, [loss.detach() for loss in losses])
+        total = functools.reduce(operator.add, losses)
         if fp16:
             scaler.unscale_(opt)  # the monitor and the clipping see the true gradients
         found = self.health.inspect(net, module, opt, total)
@@ -272,7 +272,7 @@ class Trainer:
         d_real, logits_real = self.d_train(real, labels, class_logits=True)
         d_fake, logits_fake = self.d_train(fake, labels, class_logits=True)
         accuracy.append((logits_real.detach().argmax(1) == labels).float().mean())
-        return d_real.float(), d_fake.float(), self.class_loss.d_terms(logits_real, logits_fake, labels)
+        return _float32(d_real), _float32(d_fake), self.class_loss.d_terms(logits_real, logits_fake, labels)
 
     def d_step(self) -> tuple[StepContext, dict[str, Tensor], UpdateFindings]:
         """One discriminator update on a fresh real batch (in ``trainer.accumulate`` micro-batches); returns (its
@@ -351,7 +351,7 @@ class Trainer:
             ctx.d_fake = _float32(critic(ctx.fake))
             return {}
         d_fake, logits = ctx.discriminator(ctx.fake, ctx.labels, class_logits=True)
-        ctx.d_fake = d_fake.float()
+        ctx.d_fake = _float32(d_fake)
         return self.class_loss.g_terms(logits, ctx.labels)
 
     def _d_requires_grad(self, flag: bool) -> None:
