@@ -11,7 +11,7 @@ computed here from the regularized incomplete beta function (tested against ``sc
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -91,11 +91,12 @@ def welch_t_test(mean1: float, std1: float, n1: int, mean2: float, std2: float, 
 
 
 def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = 10_000,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (Efron & Tibshirani 1993, "An Introduction to the Bootstrap",
-    Sec. 13.3): the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the means of ``resamples``
-    resamples of ``values`` with replacement. The generator is seeded with ``seed`` on every call, so a cell's
-    interval is the same from run to run and whatever else is in the table.
+                 seed: int = 0, statistic: Callable[..., np.ndarray] = np.mean) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean, or of another ``statistic`` (called as ``statistic(a, axis=1)``
+    on the (resamples, n) resampled values, e.g. ``np.median``) (Efron & Tibshirani 1993, "An Introduction to the
+    Bootstrap", Sec. 13.3): the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the statistic of
+    ``resamples`` resamples of ``values`` with replacement. The generator is seeded with ``seed`` on every call, so
+    a cell's interval is the same from run to run and whatever else is in the table.
 
     With one value the interval is that value; with a handful of seeds it is narrower than the population's
     (the bootstrap cannot see spread the seeds did not show).
@@ -104,6 +105,6 @@ def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = 
     if x.size == 0:
         raise ValueError("bootstrap_ci needs at least one value")
     rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    stats = statistic(x[rng.integers(0, x.size, size=(resamples, x.size))], axis=1)
+    low, high = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
     return float(low), float(high)

@@ -72,3 +72,14 @@ def test_bootstrap_interval_is_deterministic_and_holds_the_mean() -> None:
     # two values: the resampled means are a, (a+b)/2, b with chances 1/4, 1/2, 1/4, so the 2.5 % and 97.5 %
     # quantiles are a and b themselves
     assert bootstrap_ci([1.0, 2.0]) == (1.0, 2.0)
+
+
+def test_bootstrap_interval_of_another_statistic() -> None:
+    """``statistic=np.median`` (bench_loop.py's interval of the median round ratio) on [1, 2, 3, 4]: a resample's
+    median is 1 exactly when it holds at least three 1s, P = 13/256 = 5.1 % > 2.5 % (4 at the top likewise), so the
+    95 % interval is [1, 4]; its mean is 1 only for four 1s, P = 1/256 = 0.4 %, so the mean's interval lies inside."""
+    import numpy as np
+
+    assert bootstrap_ci([1.0, 2.0, 3.0, 4.0], statistic=np.median) == (1.0, 4.0)
+    low, high = bootstrap_ci([1.0, 2.0, 3.0, 4.0])
+    assert 1.0 < low < high < 4.0

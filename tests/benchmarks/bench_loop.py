@@ -84,6 +84,7 @@ from _common import (
 )
 
 from ganlab.build import build_trainer  # noqa: E402
+from ganlab.compare_stats import bootstrap_ci  # noqa: E402
 
 AA = "plain again (A/A control)"  # the plain loop timed as a second variant: the noise floor of the overheads
 GANLAB_DIR = Path(sys.modules["ganlab.build"].__file__).resolve().parent
@@ -135,15 +136,12 @@ def overrides(kind: str, args: argparse.Namespace, device: torch.device) -> list
 
 
 def bootstrap_median_ci(xs: list[float], level: float = 0.95, resamples: int = 4000, seed: int = 0) -> list[float]:
-    """Percentile-bootstrap interval [lo, hi] of the median of ``xs`` (Efron & Tibshirani 1993, ch. 13): the
-    ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the medians of ``resamples`` resamples of ``xs`` drawn
-    with replacement (fixed ``seed``: the same data give the same interval). NaNs for fewer than 2 values."""
+    """Percentile-bootstrap interval [lo, hi] of the median of ``xs``
+    (:func:`ganlab.compare_stats.bootstrap_ci` with ``statistic=np.median``; fixed ``seed``: the same data give the
+    same interval). NaNs for fewer than 2 values."""
     if len(xs) < 2:
         return [float("nan"), float("nan")]
-    arr = np.asarray(xs, dtype=np.float64)
-    idx = np.random.default_rng(seed).integers(0, len(arr), size=(resamples, len(arr)))
-    lo, hi = np.quantile(np.median(arr[idx], axis=1), [(1 - level) / 2, (1 + level) / 2])
-    return [float(lo), float(hi)]
+    return list(bootstrap_ci(xs, level, resamples, seed, statistic=np.median))
 
 
 def quartiles(xs: list[float]) -> list[float]:
