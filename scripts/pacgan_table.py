@@ -139,14 +139,18 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=50000)
     ap.add_argument("--chunk", type=int, default=10000)
     ap.add_argument("--eval-every", type=int, default=5000)
-    ap.add_argument("--trials", type=int, default=5)
-    ap.add_argument("--first-trial", type=int, default=0, help="seed of the first trial (to add trials to a table)")
+    ap.add_argument("--trials", type=int, default=5, help="trials run: seeds --first-trial, ..., --trials - 1")
+    ap.add_argument("--first-trial", type=int, default=0,
+                    help="seed of the first trial (to add trials: --first-trial 3 --trials 5 runs seeds 3, 4)")
     ap.add_argument("--datasets", nargs="+", default=["ring", "grid"], choices=["ring", "grid"])
     ap.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("docs/results/pacgan_table"))
     ap.add_argument("--merge", type=Path, nargs="*", default=[], help="curve.csv files of earlier tables to add")
     args = ap.parse_args()
+    if args.jobs > 0 and not 0 <= args.first_trial < args.trials:
+        ap.error(f"--first-trial {args.first_trial} --trials {args.trials} runs no trial: trials are the seeds "
+                 f"--first-trial, ..., --trials - 1 (e.g. --first-trial 3 --trials 5 runs seeds 3 and 4)")
     jobs = [(d, r, s) for s in range(args.first_trial, args.trials) for d in args.datasets for r in args.rows]
     if args.jobs > 0:
         Parallel(n_jobs=args.jobs)(delayed(run_one)(args.out, d, r, s, args.steps, args.chunk, args.eval_every)
