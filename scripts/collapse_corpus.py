@@ -2,7 +2,7 @@
 independent coverage evaluation at every evaluation step, the risk signals at every monitored step and the
 run's own scores.
 
-Usage (from the repository root; resumable: finished runs are skipped)::
+Usage (from the repository root; resumable: a run with a part file or a row in the committed ``runs.csv`` is skipped)::
 
     OMP_NUM_THREADS=1 nice -n 10 python scripts/collapse_corpus.py [--jobs 2] [--only NAME ...]
 
@@ -204,17 +204,41 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def committed() -> dict[str, dict[str, list[dict[str, str]]]]:
+    """The runs already in the committed CSVs (run name -> its ``summary``, ``evals`` and ``signals`` rows, as
+    strings), so that a later session adds runs without re-running the corpus (the part files are not committed)."""
+    if not (OUT / "runs.csv").is_file():
+        return {}
+    runs: dict[str, dict[str, list[dict[str, str]]]] = {}
+    with open(OUT / "runs.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            runs[row["name"]] = {"summary": [row], "evals": [], "signals": []}
+    for name in ("evals", "signals"):
+        with open(OUT / f"{name}.csv", newline="") as f:
+            for row in csv.DictReader(f):
+                runs[row["run"]][name].append(row)
+    return runs
+
+
 def write_csvs() -> None:
-    """Merge the finished runs' part files into runs.csv, evals.csv and signals.csv (sorted by run)."""
-    parts = [json.loads(p.read_text()) for p in sorted((OUT / "parts").glob("*.json"))]
-    for name, rows in (("runs", [p["summary"] for p in parts]), ("evals", [r for p in parts for r in p["evals"]]),
-                       ("signals", [r for p in parts for r in p["signals"]])):
+    """Merge the finished runs' part files and the committed runs without one into runs.csv, evals.csv and
+    signals.csv (sorted by run; a part file replaces a committed run of the same name). Each file is written to a
+    temporary name and then renamed, so an interrupted merge leaves the committed CSVs as they were."""
+    parts = {p.stem: json.loads(p.read_text()) for p in sorted((OUT / "parts").glob("*.json"))}
+    old = committed()
+    names = sorted(set(parts) | set(old))
+    merged = [parts[n] if n in parts else {"summary": old[n]["summary"][0], "evals": old[n]["evals"],
+                                           "signals": old[n]["signals"]} for n in names]
+    for name, rows in (("runs", [p["summary"] for p in merged]), ("evals", [r for p in merged for r in p["evals"]]),
+                       ("signals", [r for p in merged for r in p["signals"]])):
         keys = list(dict.fromkeys(k for r in rows for k in r))
-        with open(OUT / f"{name}.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=keys)
+        tmp = OUT / f".{name}.csv.tmp"
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys, lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
-    print(f"{len(parts)} runs -> {OUT}/{{runs,evals,signals}}.csv")
+        os.replace(tmp, OUT / f"{name}.csv")
+    print(f"{len(merged)} runs ({len(parts)} from part files) -> {OUT}/{{runs,evals,signals}}.csv")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -228,7 +252,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.list:
         print("\n".join(f"{r['name']}: {' '.join(r['overrides'])}" for r in grid))
         return
-    todo = [r for r in grid if not (OUT / "parts" / f"{r['name']}.json").exists()]
+    done = set(committed())  # runs in the committed CSVs count as finished
+    todo = [r for r in grid if r["name"] not in done and not (OUT / "parts" / f"{r['name']}.json").exists()]
     print(f"{len(grid)} runs in the grid, {len(grid) - len(todo)} finished, {len(todo)} to run", flush=True)
     from joblib import Parallel, delayed
 
