@@ -6,6 +6,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -23,12 +24,18 @@ from ganlab.metrics.directions import higher_is_better, score_directions
 from ganlab.trainer.interrupt import TrainingInterrupted
 
 log = logging.getLogger("ganlab")
+#: Score keys of one class (``class/3/recall``, ``pred_class/0/clusters_covered``), left out of the end-of-run table.
+PER_CLASS = re.compile(r"^(pred_)?class/\d+/")
 
 
 def format_scores(scores: dict[str, float]) -> str:
     """A table: one row per score with the model's value beside the data baseline (``data/<score>``, "-" when
-    none) and the better direction (higher / lower), in the scorers' order (:mod:`ganlab.metrics.directions`)."""
+    none) and the better direction (higher / lower), in the scorers' order (:mod:`ganlab.metrics.directions`).
+    Scores of single classes (``class/<c>/...``, ``pred_class/<c>/...``) are left to ``metrics.json``: the table
+    keeps their ``mean`` and ``worst`` rows and ends with one line counting the rest."""
     names = [k for k in scores if not k.startswith("data/")]
+    per_class = [k for k in names if PER_CLASS.match(k)]
+    names = [k for k in names if not PER_CLASS.match(k)]
     order = {k: i for i, k in enumerate(score_directions())}
     names.sort(key=lambda k: (order.get(k, len(order)), k))
     width = max([len(k) for k in names] + [5])
@@ -38,6 +45,8 @@ def format_scores(scores: dict[str, float]) -> str:
         data = scores.get(f"data/{k}")
         data_cell = f"{data:>10.4g}" if data is not None else f"{'-':>10}"
         lines.append(f"  {k:<{width}}  {scores[k]:>10.4g}  {data_cell}  {direction[higher_is_better(k)]}")
+    if per_class:
+        lines.append(f"  (+ {len(per_class)} scores of single classes in metrics.json)")
     return "\n".join(lines)
 
 

@@ -77,6 +77,16 @@ def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
                                   "  fd                    3.2           -  lower"]
 
 
+def test_end_of_run_table_leaves_single_classes_to_metrics_json() -> None:
+    from ganlab.train import format_scores
+
+    table = format_scores({"class/mean/recall": 0.5, "data/class/mean/recall": 0.9, "class/0/recall": 0.4,
+                           "class/10/recall": 0.6, "pred_class/3/precision": 0.7, "pred_class/worst/precision": 0.2})
+    assert [line.split()[0] for line in table.splitlines()[1:-1]] == ["class/mean/recall", "pred_class/worst/precision"]
+    assert table.splitlines()[1].split()[1:3] == ["0.5", "0.9"]
+    assert table.splitlines()[-1] == "  (+ 3 scores of single classes in metrics.json)"
+
+
 def test_the_printed_tensorboard_command_names_an_existing_program(tmp_path) -> None:
     import shlex
     import shutil
