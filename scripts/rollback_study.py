@@ -67,12 +67,13 @@ CANDIDATES = {
 }
 
 
-def train(folder: Path, overrides: list[str]) -> None:
-    """One ``ganlab.train`` run into ``folder``; skipped when its ``metrics.json`` exists."""
+def train(folder: Path, overrides: list[str], cheap: bool = True) -> None:
+    """One ``ganlab.train`` run into ``folder`` (with the :data:`CHEAP` scorer set unless ``cheap`` is False);
+    skipped when its ``metrics.json`` exists."""
     if (folder / "metrics.json").is_file():
         return
     cmd = [sys.executable, "-m", "ganlab.train", *overrides, "logger=none", "trainer.progress=false",
-           "trainer.projector=false", "threads=1", *CHEAP, f"hydra.run.dir={folder}"]
+           "trainer.projector=false", "threads=1", *(CHEAP if cheap else []), f"hydra.run.dir={folder}"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     folder.mkdir(parents=True, exist_ok=True)
