@@ -291,6 +291,26 @@ def test_tiny_conditional_run_writes_per_class_scores_and_a_class_per_row_grid(m
     assert pic.size == (3 * tile + 2, 10 * tile + 2)  # one row per class, nrow samples each
 
 
+@pytest.mark.slow
+def test_the_fashion_mnist_dcgan_preset_trains_class_conditional(tmp_path: Path) -> None:
+    """``ganlab-train experiment=fashion_mnist_dcgan model.conditional=true`` for 10 steps (widths shrunk to 8):
+    a conditional G and a projection D on Fashion-MNIST's 10 classes, scored per class."""
+    from ganlab.data import images as images_mod
+
+    if not Path(images_mod.DEBIAN_FASHION_MNIST).exists():
+        pytest.skip("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)")
+    cfg = compose_cfg(["experiment=fashion_mnist_dcgan", "model.conditional=true", "model.generator.width=8",
+                       "model.discriminator.width=8", "trainer.steps=10", "trainer.eval_every=10",
+                       "trainer.ckpt_every=10", "logger=none", "threads=1"])
+    trainer = build_trainer(cfg, tmp_path)
+    assert isinstance(trainer.G, DCGANGenerator) and trainer.G.num_classes == 10 and hasattr(trainer.D, "embed")
+    metrics = trainer.fit()
+    saved = json.loads((tmp_path / "metrics.json").read_text())["scores"]
+    assert metrics["step"] == 10 and saved == metrics["scores"]
+    assert all(f"class/{c}/class_accuracy" in saved for c in [*range(10), "worst", "mean"])
+    assert 0.0 <= saved["class/worst/class_accuracy"] <= saved["class/mean/class_accuracy"] <= 1.0
+
+
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("strategies", ["[r1,wgan_gp,diffaugment,ema]",
                                         "[ada,spectral_norm,ttur,d_lr_damping,minibatch_stddev,rollback]"])
