@@ -221,9 +221,9 @@ def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool
     strategy replaces the function that scores G's fakes (the AC-GAN head scores and classifies them in one pass).
 
     Raises:
-        ValueError: a model without class-conditional layers (naming its classes and model=resnet, which has
-            them), a strategy that cannot train one (:func:`~ganlab.strategies.base.check_conditional`), or a bad
-            head setting (:func:`class_loss`).
+        ValueError: a model without class-conditional layers (naming its classes and model=resnet and
+            model=dcgan, which have them), a strategy that cannot train one
+            (:func:`~ganlab.strategies.base.check_conditional`), or a bad head setting (:func:`class_loss`).
     """
     acgan = class_loss(cfg) is not None
     if not bool(cfg.model.get("conditional", False)):
@@ -235,8 +235,8 @@ def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool
         params = inspect.signature(get_class(target)).parameters
         if "num_classes" not in params or (acgan and net == "discriminator" and "class_head" not in params):
             raise ValueError(f"model.conditional=true needs class-conditional layers, which {target} does not have; "
-                             "use model=resnet (conditional batch norm in G, projection or AC-GAN head in D), or set "
-                             "model.conditional=false")
+                             "use model=resnet or model=dcgan (conditional batch norm in G, projection or AC-GAN head "
+                             "in D), or set model.conditional=false")
     check_conditional(strategies)
     replacing = [s.name for s in strategies if Part.G_DISCRIMINATOR in s.replaces]
     if acgan and replacing:

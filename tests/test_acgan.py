@@ -1,23 +1,29 @@
 """The AC-GAN head (model.conditional_head=acgan; Odena et al. 2017): D's auxiliary classifier, the class loss terms
-of D and G and their wiring in the loop, the strategies that train it and those refused, and the settings' checks."""
+of D and G and their wiring in the loop, the strategies that train it and those refused, and the settings' checks.
+The head's and the loop's tests run for model=resnet and model=dcgan."""
 
 import math
 from pathlib import Path
 
 import pytest
 import torch
+from test_conditional import MODELS, make_d
 from tiny_config import RecordingLogger, compose_cfg
 from torch.nn import functional as F
 from torch.nn.utils.parametrize import is_parametrized
 
 from ganlab.build import build_trainer, check_conditional_model, check_config
-from ganlab.models import ResNetDiscriminator
 from ganlab.models.conditional import AuxiliaryClassLoss, code_labels
 from ganlab.strategies.base import Part, Strategy
 
 TINY_ACGAN = ["dataset=digits", "model=resnet", "model.conditional=true", "model.conditional_head=acgan",
               "dataset.image_size=16", "model.generator.width=8", "model.discriminator.width=8",
               "model.generator.z_dim=8", "logger=none", "threads=1", "trainer.grid_size=20"]
+
+
+def tiny_acgan(model: str) -> list[str]:
+    """TINY_ACGAN for ``model=<model>``."""
+    return [f"model={model}" if o == "model=resnet" else o for o in TINY_ACGAN]
 
 
 # ---------------------------------------------------------------- the loss and the head
@@ -38,27 +44,30 @@ def test_class_terms_are_the_cross_entropy_worked_by_hand() -> None:
             AuxiliaryClassLoss(bad)
 
 
-def test_acgan_discriminator_scores_ignore_the_class_and_classify_in_one_pass() -> None:
+@pytest.mark.parametrize("model", MODELS)
+def test_acgan_discriminator_scores_ignore_the_class_and_classify_in_one_pass(model: str) -> None:
     torch.manual_seed(0)
-    d = ResNetDiscriminator((1, 16, 16), width=8, num_classes=3, class_head="acgan")
+    d = make_d(model, num_classes=3, class_head="acgan")
+    d.eval()  # DCGAN's D has batch norm: running statistics, so every pass sees x alike
     x = torch.randn(4, 1, 16, 16)
     score, logits = d(x, torch.tensor([0, 1, 2, 0]), class_logits=True)
-    assert not hasattr(d, "embed") and logits.shape == (4, 3)
+    assert not hasattr(d, "embed") and logits.shape == (4, 3) and d.classifier.in_features == d.feature_dim
     assert torch.equal(score, d(x)) and torch.equal(d(x, torch.tensor([2, 2, 2, 2])), d(x))  # no projection term
     assert torch.equal(logits, d.classifier(d.features(x)))
     with pytest.raises(ValueError, match="without an auxiliary classifier; build it with model.conditional=true "
                                          "model.conditional_head=acgan"):
-        ResNetDiscriminator((1, 16, 16), width=8, num_classes=3)(x, class_logits=True)
+        make_d(model, num_classes=3)(x, class_logits=True)
     with pytest.raises(ValueError, match="model.conditional_head='aux' is not a conditional discriminator head; "
                                          "use one of projection, acgan"):
-        ResNetDiscriminator((1, 16, 16), width=8, num_classes=3, class_head="aux")
+        make_d(model, num_classes=3, class_head="aux")
 
 
 # ---------------------------------------------------------------- the loop
-def test_the_loops_class_terms_are_the_cross_entropy_of_ds_logits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("model", MODELS)
+def test_the_loops_class_terms_are_the_cross_entropy_of_ds_logits(model: str, tmp_path: Path) -> None:
     """The terms of one D step and one G step against F.cross_entropy of the logits D's classifier gave in them
     (read by a hook): real logits with the real batch's classes, fake logits with the classes G was asked for."""
-    trainer = build_trainer(compose_cfg([*TINY_ACGAN, "model.class_loss_weight=0.5"]), tmp_path)
+    trainer = build_trainer(compose_cfg([*tiny_acgan(model), "model.class_loss_weight=0.5"]), tmp_path)
     seen: list[torch.Tensor] = []
     trainer.D.classifier.register_forward_hook(lambda m, i, out: seen.append(out.detach()))
     ctx, d_terms, found = trainer.d_step()
@@ -74,10 +83,12 @@ def test_the_loops_class_terms_are_the_cross_entropy_of_ds_logits(tmp_path: Path
     assert torch.equal(code_labels(trainer.last_batch["z"]), y)  # G's fakes were made for the same classes
 
 
-@pytest.mark.parametrize("strategies", ["[]", "[r1,wgan_gp,diffaugment,ema]",
-                                        "[ada,spectral_norm,ttur,d_lr_damping,minibatch_stddev,rollback]"])
-def test_acgan_trains_with_the_strategies_that_apply(strategies: str, tmp_path: Path) -> None:
-    cfg = compose_cfg([*TINY_ACGAN, f"strategy={strategies}", "trainer.steps=2", "trainer.eval_every=2"])
+@pytest.mark.parametrize("model,strategies", [
+    ("resnet", "[]"), ("resnet", "[r1,wgan_gp,diffaugment,ema]"),
+    ("resnet", "[ada,spectral_norm,ttur,d_lr_damping,minibatch_stddev,rollback]"),
+    ("dcgan", "[]"), ("dcgan", "[ada,spectral_norm,ttur,d_lr_damping,minibatch_stddev,rollback]")])
+def test_acgan_trains_with_the_strategies_that_apply(model: str, strategies: str, tmp_path: Path) -> None:
+    cfg = compose_cfg([*tiny_acgan(model), f"strategy={strategies}", "trainer.steps=2", "trainer.eval_every=2"])
     trainer = build_trainer(cfg, tmp_path)
     trainer.logger = logger = RecordingLogger()
     metrics = trainer.fit()
@@ -90,8 +101,9 @@ def test_acgan_trains_with_the_strategies_that_apply(strategies: str, tmp_path: 
         assert is_parametrized(classifier, "weight")
 
 
-def test_the_projection_default_has_no_class_terms(tmp_path: Path) -> None:
-    trainer = build_trainer(compose_cfg([*TINY_ACGAN, "model.conditional_head=projection"]), tmp_path)
+@pytest.mark.parametrize("model", MODELS)
+def test_the_projection_default_has_no_class_terms(model: str, tmp_path: Path) -> None:
+    trainer = build_trainer(compose_cfg([*tiny_acgan(model), "model.conditional_head=projection"]), tmp_path)
     _, d_terms, _ = trainer.d_step()
     assert trainer.class_loss is None and set(d_terms) == {"adv"} and hasattr(trainer.D, "embed")
 

@@ -1,5 +1,7 @@
-"""Class conditioning for the ResNet pair: conditional batch norm in G, a projection discriminator or an auxiliary
-classifier (AC-GAN) head in D, and the class codes that carry a requested class through every ``G(code)`` call.
+"""Class conditioning for the ResNet and DCGAN pairs: conditional batch norm in G, a projection discriminator or an
+auxiliary classifier (AC-GAN) head in D, and the class codes that carry a requested class through every ``G(code)``
+call. :class:`ConditionalGenerator` and :class:`ConditionalDiscriminator` hold what both pairs share: the codes, the
+class heads and D's ``forward(x, y, class_logits)``.
 
 A conditional generator's latent *code* is ``[z | y]``, shape (B, z_dim + 1): the noise z ~ N(0, I) followed by the
 requested class y in {0, ..., K - 1}, stored as a float (exact for K < 2**24). Every place that draws codes with
@@ -10,11 +12,14 @@ monitor, ``ganlab-sample``) thus conditions G without knowing about classes; :fu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+
+from ganlab.models.base import Discriminator, Generator
 
 #: The class heads a conditional D may have (``model.conditional_head``): the projection discriminator
 #: (Miyato & Koyama 2018) or an auxiliary classifier (AC-GAN, Odena et al. 2017).
@@ -99,6 +104,109 @@ def projection(features: Tensor, embed: nn.Embedding, y: Tensor) -> Tensor:
         y: (B,) int64 classes.
     """
     return (embed(y) * features).sum(dim=1)
+
+
+def check_num_classes(num_classes: int, who: str) -> int:
+    """``num_classes`` as an int when >= 0 (0: unconditional).
+
+    Raises:
+        ValueError: num_classes < 0, naming ``who`` (the model's class).
+    """
+    if int(num_classes) < 0:
+        raise ValueError(f"{who}: num_classes must be >= 0 (0: unconditional), got {num_classes}")
+    return int(num_classes)
+
+
+class ConditionalGenerator(Generator):
+    """A generator that is class-conditional when ``num_classes`` K > 0 (set by the subclass): its codes are
+    ``[z | y]`` (B, z_dim + 1) (:func:`make_codes`); with K = 0 they are z (B, z_dim) as for any :class:`Generator`.
+    """
+
+    num_classes: int = 0
+
+    def sample_z(self, n: int, generator: torch.Generator | None = None, device: torch.device | None = None,
+                 labels: Tensor | None = None) -> Tensor:
+        """Latent codes: z (n, z_dim) ~ N(0, I); a conditional G's codes ``[z | y]`` (n, z_dim + 1) with the classes
+        ``labels`` (n,) int, or classes drawn uniformly from ``generator`` after z when None.
+
+        Raises:
+            ValueError: ``labels`` given to an unconditional G, or not of shape (n,).
+        """
+        z = super().sample_z(n, generator, device)
+        if not self.num_classes:
+            if labels is not None:
+                raise ValueError("sample_z: class labels given to an unconditional generator "
+                                 "(set model.conditional=true to train a class-conditional one)")
+            return z
+        if labels is None:
+            labels = torch.randint(self.num_classes, (n,), generator=generator, device=z.device)
+        if labels.shape != (n,):  # their range is checked once, on the data (no host sync per step here)
+            raise ValueError(f"sample_z: class labels of shape {tuple(labels.shape)} for {n} codes; give ({n},)")
+        return make_codes(z, labels)
+
+    def split_codes(self, code: Tensor) -> tuple[Tensor, Tensor | None]:
+        """(z (B, z_dim), classes y (B,) int64) of a conditional G's codes (B, z_dim + 1); ``(code, None)``
+        unchecked for an unconditional G.
+
+        Raises:
+            ValueError: a conditional G's codes not of shape (B, z_dim + 1), saying how to make them.
+        """
+        if not self.num_classes:
+            return code, None
+        if code.dim() != 2 or code.shape[1] != self.z_dim + 1:
+            raise ValueError(f"a conditional generator takes codes [z | class] of shape (B, {self.z_dim + 1}), got "
+                             f"{tuple(code.shape)}; make them with G.sample_z(n, labels=...)")
+        return code[:, :-1], code_labels(code)
+
+
+class ConditionalDiscriminator(Discriminator):
+    """A discriminator that is class-conditional when ``num_classes`` K > 0: a projection head (Miyato & Koyama
+    2018, eq. 3) ``D(x, y) = head(phi(x)) + <V_y, phi(x)>`` with class embeddings ``embed`` = V (K x feature_dim,
+    Xavier uniform as their code), or an ``acgan`` head: an auxiliary classifier ``classifier`` = dense
+    (feature_dim -> K) on phi(x) beside the adversarial head (Odena et al. 2017, Sec. 3), and then
+    ``D(x, y) = head(phi(x))`` whatever y. ``y=None`` (and always when unconditional) gives ``head(phi(x))``, the
+    class-agnostic term (what monitors that hold no labels see).
+
+    Subclasses call :meth:`set_classes` before building layers (it only checks) and :meth:`add_class_layers` once
+    ``features``, ``head`` and ``feature_dim`` exist, so an unconditional D draws the same initial weights as before.
+    """
+
+    num_classes: int = 0
+    class_head: str = "projection"
+
+    def set_classes(self, num_classes: int, class_head: str) -> None:
+        """Check and store K and the head; raises ValueError for K < 0 or a head not in :data:`CONDITIONAL_HEADS`."""
+        self.num_classes = check_num_classes(num_classes, type(self).__name__)
+        self.class_head = check_head(class_head)
+
+    def add_class_layers(self, init: Callable[[nn.Linear], nn.Module] | None = None) -> None:
+        """With K > 0, ``classifier`` (acgan; ``init`` applied to it after its default PyTorch initialisation) or
+        ``embed`` (projection; Xavier uniform) over ``feature_dim``; nothing (and no random draws) when K = 0."""
+        if self.num_classes and self.class_head == "acgan":
+            classifier = nn.Linear(self.feature_dim, self.num_classes)
+            self.classifier = init(classifier) if init is not None else classifier
+        elif self.num_classes:
+            self.embed = nn.Embedding(self.num_classes, self.feature_dim)
+            nn.init.xavier_uniform_(self.embed.weight)
+
+    def forward(self, x: Tensor, y: Tensor | None = None,
+                class_logits: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        """Scores (B,) of ``x`` (B, *data_shape) for classes ``y`` (B,) int64; with ``class_logits`` (an ``acgan``
+        head only), ``(scores (B,), class logits (B, K))`` from one pass.
+
+        Raises:
+            ValueError: ``class_logits`` asked of a D without an auxiliary classifier.
+        """
+        f = self.features(x)  # (B, feature_dim)
+        out = self.head(f).squeeze(1)  # (B,)
+        if class_logits:
+            if not hasattr(self, "classifier"):
+                raise ValueError("class logits asked of a discriminator without an auxiliary classifier; build it "
+                                 "with model.conditional=true model.conditional_head=acgan")
+            return out, self.classifier(f)
+        if y is None or not self.num_classes or self.class_head == "acgan":
+            return out
+        return out + projection(f, self.embed, y)
 
 
 def grid_codes(generator: nn.Module, grid_size: int, gen: torch.Generator) -> tuple[Tensor, int]:

@@ -33,8 +33,12 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torch.nn.utils.parametrizations import spectral_norm as sn
 
-from ganlab.models.base import Discriminator, Generator
-from ganlab.models.conditional import ConditionalBatchNorm2d, check_head, code_labels, make_codes, projection
+from ganlab.models.conditional import (
+    ConditionalBatchNorm2d,
+    ConditionalDiscriminator,
+    ConditionalGenerator,
+    check_num_classes,
+)
 
 SUPPORTED_SIZES = (16, 32, 64)
 
@@ -122,7 +126,7 @@ class DBlock(nn.Module):
         return h + (F.avg_pool2d(sc, 2) if self.down else sc)
 
 
-class ResNetGenerator(Generator):
+class ResNetGenerator(ConditionalGenerator):
     """SNGAN's ResNet generator (Miyato et al. 2018, Table 4a): z (B, z_dim) -> (B, C, S, S) in [-1, 1].
 
     Args:
@@ -143,44 +147,18 @@ class ResNetGenerator(Generator):
         c, s = check_image_shape(data_shape, width, "model.generator.width")
         if int(z_dim) < 1:
             raise ValueError(f"model.generator.z_dim must be positive, got {z_dim}")
-        if int(num_classes) < 0:
-            raise ValueError(f"ResNetGenerator: num_classes must be >= 0 (0: unconditional), got {num_classes}")
+        self.num_classes = k = check_num_classes(num_classes, "ResNetGenerator")
         self.z_dim, self.data_shape, self.width = int(z_dim), (c, s, s), int(width)
-        self.num_classes = k = int(num_classes)
         self.dense = _xavier(nn.Linear(self.z_dim, 16 * self.width), 1.0)
         self.blocks = nn.Sequential(*(GBlock(self.width, self.width, k) for _ in range(int(math.log2(s // 4)))))
         out_bn = ConditionalBatchNorm2d(self.width, k) if k else nn.BatchNorm2d(self.width)
         self.out = nn.Sequential(out_bn, nn.ReLU(), _conv(self.width, c, 3, 1.0), nn.Tanh())
 
-    def sample_z(self, n: int, generator: torch.Generator | None = None, device: torch.device | None = None,
-                 labels: Tensor | None = None) -> Tensor:
-        """Latent codes: z (n, z_dim) ~ N(0, I); a conditional G's codes ``[z | y]`` (n, z_dim + 1) with the classes
-        ``labels`` (n,) int, or classes drawn uniformly from ``generator`` after z when None.
-
-        Raises:
-            ValueError: ``labels`` given to an unconditional G, or not of shape (n,).
-        """
-        z = super().sample_z(n, generator, device)
-        if not self.num_classes:
-            if labels is not None:
-                raise ValueError("sample_z: class labels given to an unconditional generator "
-                                 "(set model.conditional=true to train a class-conditional one)")
-            return z
-        if labels is None:
-            labels = torch.randint(self.num_classes, (n,), generator=generator, device=z.device)
-        if labels.shape != (n,):  # their range is checked once, on the data (no host sync per step here)
-            raise ValueError(f"sample_z: class labels of shape {tuple(labels.shape)} for {n} codes; give ({n},)")
-        return make_codes(z, labels)
-
-    def forward(self, z: Tensor) -> Tensor:
-        if not self.num_classes:
-            h = self.dense(z).view(z.shape[0], self.width, 4, 4)
+    def forward(self, code: Tensor) -> Tensor:
+        z, y = self.split_codes(code)  # y None: unconditional
+        h = self.dense(z).view(z.shape[0], self.width, 4, 4)
+        if y is None:
             return self.out(self.blocks(h))  # (B, C, S, S)
-        if z.dim() != 2 or z.shape[1] != self.z_dim + 1:
-            raise ValueError(f"a conditional generator takes codes [z | class] of shape (B, {self.z_dim + 1}), got "
-                             f"{tuple(z.shape)}; make them with G.sample_z(n, labels=...)")
-        y = code_labels(z)
-        h = self.dense(z[:, :-1]).view(z.shape[0], self.width, 4, 4)
         for block in self.blocks:
             h = block(h, y)
         return self.out[1:](self.out[0](h, y))  # (B, C, S, S)
@@ -193,7 +171,7 @@ class SumPool(nn.Module):
         return torch.sum(F.relu(x), dim=(2, 3))
 
 
-class ResNetDiscriminator(Discriminator):
+class ResNetDiscriminator(ConditionalDiscriminator):
     """SNGAN's ResNet discriminator (Miyato et al. 2018, Table 4c): (B, C, S, S) -> features (B, width) -> (B,).
 
     ``features`` = optimised block (pools), log2(S / 8) - 1 down blocks, 2 blocks without pooling, ReLU, global sum
@@ -226,10 +204,7 @@ class ResNetDiscriminator(Discriminator):
                  in_channels: int | None = None, num_classes: int = 0, class_head: str = "projection") -> None:
         super().__init__()
         _, s = check_image_shape(data_shape, width, "model.discriminator.width")
-        if int(num_classes) < 0:
-            raise ValueError(f"ResNetDiscriminator: num_classes must be >= 0 (0: unconditional), got {num_classes}")
-        self.class_head = check_head(class_head)
-        self.num_classes = int(num_classes)
+        self.set_classes(num_classes, class_head)
         self.in_channels, self.feature_dim = int(in_channels or data_shape[0]), int(width)
         self.spectral_norm = bool(spectral_norm)
         downs = int(math.log2(s // 8))  # pool to 8 x 8
@@ -238,31 +213,8 @@ class ResNetDiscriminator(Discriminator):
         blocks += [DBlock(width, width, down=False) for _ in range(2)]
         self.features = nn.Sequential(*blocks, SumPool())
         self.head = _xavier(nn.Linear(width, 1), 1.0)
-        if self.num_classes and self.class_head == "acgan":
-            self.classifier = _xavier(nn.Linear(width, self.num_classes), 1.0)
-        elif self.num_classes:
-            self.embed = nn.Embedding(self.num_classes, width)
-            nn.init.xavier_uniform_(self.embed.weight)
+        self.add_class_layers(lambda m: _xavier(m, 1.0))  # K > 0: embed (projection) or classifier (acgan)
         if self.spectral_norm:
             for m in self.modules():
                 if isinstance(m, (nn.Conv2d, nn.Linear, nn.Embedding)):
                     sn(m)
-
-    def forward(self, x: Tensor, y: Tensor | None = None,
-                class_logits: bool = False) -> Tensor | tuple[Tensor, Tensor]:
-        """Scores (B,) of ``x`` (B, C, S, S) for classes ``y`` (B,); with ``class_logits`` (an ``acgan`` head
-        only), ``(scores (B,), class logits (B, K))`` from one pass.
-
-        Raises:
-            ValueError: ``class_logits`` asked of a D without an auxiliary classifier.
-        """
-        f = self.features(x)  # (B, width)
-        out = self.head(f).squeeze(1)  # (B,)
-        if class_logits:
-            if not hasattr(self, "classifier"):
-                raise ValueError("class logits asked of a discriminator without an auxiliary classifier; build it "
-                                 "with model.conditional=true model.conditional_head=acgan")
-            return out, self.classifier(f)
-        if y is None or not self.num_classes or self.class_head == "acgan":
-            return out
-        return out + projection(f, self.embed, y)
