@@ -203,15 +203,34 @@ def class_loss(cfg: DictConfig) -> AuxiliaryClassLoss | None:
 
     Raises:
         ValueError: a head not in :data:`~ganlab.models.conditional.CONDITIONAL_HEADS` (listing them), ``acgan``
-            with ``model.conditional=false``, or a negative weight; each names the key.
+            with ``model.conditional=false``, ``model.conditional`` not true or false (:func:`is_conditional`),
+            or a weight that is not a number or is negative; each names the key.
     """
     head = check_head(str(cfg.model.get("conditional_head", "projection")))
+    conditional = is_conditional(cfg)
     if head != "acgan":
         return None
-    if not bool(cfg.model.get("conditional", False)):
+    if not conditional:
         raise ValueError("model.conditional_head=acgan is the discriminator head of a class-conditional model; set "
                          "model.conditional=true as well (or drop model.conditional_head for an unconditional run)")
-    return AuxiliaryClassLoss(float(cfg.model.get("class_loss_weight", 1.0)))
+    weight = cfg.model.get("class_loss_weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ValueError(f"model.class_loss_weight must be a number (AC-GAN's class loss weight; paper: 1), "
+                         f"got {weight!r}")
+    return AuxiliaryClassLoss(float(weight))
+
+
+def is_conditional(cfg: DictConfig) -> bool:
+    """``model.conditional`` (false when absent).
+
+    Raises:
+        ValueError: a value other than true or false (``model.conditional=no`` is the string 'no', which Python
+            reads as true), naming the key and the two values.
+    """
+    value = cfg.model.get("conditional", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"model.conditional must be true or false, got {value!r}")
+    return value
 
 
 def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool:
@@ -226,7 +245,7 @@ def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool
             (:func:`~ganlab.strategies.base.check_conditional`), or a bad head setting (:func:`class_loss`).
     """
     acgan = class_loss(cfg) is not None
-    if not bool(cfg.model.get("conditional", False)):
+    if not is_conditional(cfg):
         return False
     from hydra.utils import get_class
 
