@@ -346,6 +346,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None) \
         if dist.main else NullLogger()  # only rank 0 writes
     evaluator = make(cfg.metrics)
+    if conditional:  # the per-class scores' sample counts, before the embedder is prepared and before training
+        evaluator.check_class_counts(data, classes["num_classes"])
     evaluator.dist = dist  # generation and embedding split between the ranks
     # a cached classifier or a trained one leave the same global RNG (D's augmentations draw from it)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
