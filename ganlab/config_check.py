@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import types
 import typing
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,9 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
 from ganlab.config_schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
+
+#: Both spellings of a union: ``Optional[int]`` (typing.Union) and ``int | None`` (types.UnionType, PEP 604).
+UNIONS = (typing.Union, types.UnionType)
 
 
 class ConfigError(ValueError):
@@ -45,7 +49,7 @@ def did_you_mean(word: str, choices: Sequence[str], prefix: str = "") -> str:
 def type_name(annotation: Any) -> str:
     """An annotation in words: ``int`` -> "an integer", ``Optional[List[float]]`` -> "a list of numbers or null"."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Union and type(None) in args:
+    if origin in UNIONS and type(None) in args:
         rest = [a for a in args if a is not type(None)]
         return f"{type_name(rest[0]) if len(rest) == 1 else 'a value'} or null"
     if origin is list:
@@ -249,7 +253,7 @@ def _strict_bools(overrides: Sequence[str]) -> None:
     for line in overrides:
         key, _, value = line.lstrip("+~").partition("=")
         annotation = schema_at(key) if value and not key.startswith("hydra") else None
-        optional = typing.get_origin(annotation) is typing.Union and type(None) in typing.get_args(annotation)
+        optional = typing.get_origin(annotation) in UNIONS and type(None) in typing.get_args(annotation)
         if optional:
             annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
         allowed = {"true", "false"} | ({"null"} if optional else set())

@@ -65,6 +65,14 @@ def test_a_word_for_an_integer_names_the_key() -> None:
     assert refused("trainer.steps=null") == "trainer.steps=null: trainer.steps must be an integer, got null"
 
 
+
+def test_an_optional_setting_written_with_a_bar_says_its_type() -> None:
+    """``int | None`` (PEP 604) annotations were answered "must be a value" (only ``Optional[int]`` was read)."""
+    assert refused("trainer.ensemble=two") == (
+        "trainer.ensemble=two: trainer.ensemble must be an integer or null, got 'two'")
+    assert refused("monitor.clip=abc") == "monitor.clip=abc: monitor.clip must be a number or null, got 'abc'"
+    check_command_line(["trainer.ensemble=2", "monitor.clip=1.0"])  # the types named, followed
+
 def test_a_typo_gets_did_you_mean_and_no_plus_advice() -> None:
     answer = f"trainer.step is not a setting of trainer; did you mean trainer.steps? trainer takes: {TRAINER_KEYS}"
     assert refused("trainer.step=10") == f"trainer.step=10: {answer}"

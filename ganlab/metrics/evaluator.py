@@ -73,6 +73,9 @@ class Evaluator:
     unconditional G on labelled data gets the ``pred_class/...`` scores (``predicted_classes``), with their
     ``data/pred_class/...`` baseline on the held-out samples of the ``data/`` baseline, grouped the same way.
 
+    Raises (constructor): ValueError naming the ``metrics.*`` key: a count that is not an integer or is too small,
+    ``predicted_classes`` not true or false.
+
     Attribute ``dist`` (:class:`~ganlab.distributed.Dist`, set by the trainer's builder; one process by
     default): under several processes each rank generates and embeds its contiguous share of the rows
     (:func:`shares`) and the shares are gathered, so every rank scores the same samples a one-process run
@@ -84,6 +87,11 @@ class Evaluator:
     def __init__(self, num_samples: int = 2500, num_real: int = 10_000, scorers: Mapping[str, Scorer] | None = None,
                  embedder: Embedder | None = None, batch_size: int = 1000, seed: int = 0,
                  class_clusters: int = 10, class_tau: float = 0.9, predicted_classes: bool = True) -> None:
+        for key, value in (("num_samples", num_samples), ("num_real", num_real), ("class_clusters", class_clusters)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"metrics.{key} must be an integer, got {value!r}")
+        if not isinstance(predicted_classes, bool):  # 'no' (a string) would read as true
+            raise ValueError(f"metrics.predicted_classes must be true or false, got {predicted_classes!r}")
         if num_samples <= 1 or num_real <= 1:
             raise ValueError("metrics.num_samples and metrics.num_real must be at least 2, "
                              f"got {num_samples}, {num_real}")
