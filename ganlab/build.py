@@ -19,7 +19,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab import distributed
-from ganlab.config_check import check_typed
+from ganlab.config_check import check_target_values, check_typed
 from ganlab.config_groups import check_group_nodes
 from ganlab.data.base import GANData
 from ganlab.distributed import seed_everything
@@ -86,6 +86,7 @@ def check_config(cfg: DictConfig) -> None:
     positive learning rates and loop counts, the conditional D head (:func:`class_loss`). Raises ValueError naming
     the key."""
     check_typed(cfg)
+    check_target_values(cfg)  # the untyped nodes' plain values against their _target_'s annotations
     for net in ("generator", "discriminator"):
         lr = OmegaConf.select(cfg, f"optim.{net}.lr")
         if lr is not None and not float(lr) > 0:

@@ -283,3 +283,51 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
                     return  # Hydra's own message says it
                 raise ConfigError(message) from err
         check_typed(cfg)
+
+
+#: Untyped nodes built from a ``_target_`` (no schema): :func:`check_target_values` checks their plain values.
+TARGET_NODES = ("dataset", "model.generator", "model.discriminator", "loss", "metrics", "metrics.embedder")
+
+
+def _fits(value: Any, annotation: Any) -> bool | None:
+    """Whether ``value`` fits a plain ``bool``/``int``/``float`` annotation (optionally ``| None``); None when the
+    annotation is something else (not checked)."""
+    if typing.get_origin(annotation) in UNIONS:
+        rest = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(rest) != 1 or len(rest) == len(typing.get_args(annotation)):
+            return None
+        return True if value is None else _fits(value, rest[0])
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation in (int, float):
+        return not isinstance(value, bool) and isinstance(value, (int, float) if annotation is float else int)
+    return None
+
+
+def check_target_values(cfg: DictConfig) -> None:
+    """The true/false, integer and number settings of the untyped nodes :data:`TARGET_NODES` and
+    ``metrics.scorers.*`` against their ``_target_``'s annotations, before anything is built: ``model.generator.width
+    =abc`` failed inside Hydra's instantiation with a TypeError, and a word for a true/false setting read as true.
+
+    Raises:
+        ConfigError: naming the key, the type its ``_target_`` takes and the value given.
+    """
+    scorers = OmegaConf.select(cfg, "metrics.scorers")
+    paths = [*TARGET_NODES, *(f"metrics.scorers.{k}" for k in (scorers or {}))]
+    for path in paths:
+        node = OmegaConf.select(cfg, path)
+        target = node.get("_target_") if isinstance(node, DictConfig) else None
+        try:
+            obj = get_object(target) if isinstance(target, str) else None
+            hints = typing.get_type_hints(obj.__init__ if inspect.isclass(obj) else obj) if obj else {}
+        except Exception:  # noqa: BLE001 - an unimportable target or unresolvable hints: Hydra reports it when building
+            continue
+        for key in node:
+            if key not in hints or str(key).startswith("_"):
+                continue
+            try:
+                value = node[key]
+            except Exception:  # noqa: BLE001 - an interpolation that needs the run (${hydra:...}): not checked here
+                continue
+            if not OmegaConf.is_config(value) and _fits(value, hints[key]) is False:
+                raise ConfigError(f"{path}.{key} must be {type_name(hints[key])}, got {value!r}")
