@@ -267,7 +267,7 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
 
     Raises:
         ConfigError: a true/false setting typed otherwise, a composition error explained by :func:`explain`, or
-            one of :func:`check_typed`.
+            one of :func:`check_typed` or :func:`check_target_values`.
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -283,6 +283,7 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
                     return  # Hydra's own message says it
                 raise ConfigError(message) from err
         check_typed(cfg)
+        check_target_values(cfg)
 
 
 #: Untyped nodes built from a ``_target_`` (no schema): :func:`check_target_values` checks their plain values.

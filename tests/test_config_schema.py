@@ -89,7 +89,13 @@ def test_untyped_nodes_values_are_checked_against_their_targets(overrides: list[
     against the ``_target_``'s annotations by check_config, before anything is built."""
     with pytest.raises(ConfigError, match=message):
         check_config(compose_cfg(overrides))
+    assert refused(*overrides) == message  # ganlab-train's check before Hydra starts
     check_config(compose_cfg([*overrides[:-1], advice]))  # the type named, followed
+
+
+def test_untyped_values_of_a_sweep_are_checked_before_any_job() -> None:
+    assert refused("model=dcgan", "dataset=digits", "model.generator.width=8,abc", multirun=True) == (
+        "model.generator.width must be an integer, got 'abc'")
 
 
 @pytest.mark.slow  # ~30 s: one composition per option
