@@ -19,7 +19,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab import distributed
-from ganlab.config_check import check_typed
+from ganlab.config_check import check_target_values, check_typed
 from ganlab.config_groups import check_group_nodes
 from ganlab.data.base import GANData
 from ganlab.distributed import seed_everything
@@ -86,6 +86,7 @@ def check_config(cfg: DictConfig) -> None:
     positive learning rates and loop counts, the conditional D head (:func:`class_loss`). Raises ValueError naming
     the key."""
     check_typed(cfg)
+    check_target_values(cfg)  # the untyped nodes' plain values against their _target_'s annotations
     for net in ("generator", "discriminator"):
         lr = OmegaConf.select(cfg, f"optim.{net}.lr")
         if lr is not None and not float(lr) > 0:
@@ -203,15 +204,34 @@ def class_loss(cfg: DictConfig) -> AuxiliaryClassLoss | None:
 
     Raises:
         ValueError: a head not in :data:`~ganlab.models.conditional.CONDITIONAL_HEADS` (listing them), ``acgan``
-            with ``model.conditional=false``, or a negative weight; each names the key.
+            with ``model.conditional=false``, ``model.conditional`` not true or false (:func:`is_conditional`),
+            or a weight that is not a number or is negative; each names the key.
     """
     head = check_head(str(cfg.model.get("conditional_head", "projection")))
+    conditional = is_conditional(cfg)
     if head != "acgan":
         return None
-    if not bool(cfg.model.get("conditional", False)):
+    if not conditional:
         raise ValueError("model.conditional_head=acgan is the discriminator head of a class-conditional model; set "
                          "model.conditional=true as well (or drop model.conditional_head for an unconditional run)")
-    return AuxiliaryClassLoss(float(cfg.model.get("class_loss_weight", 1.0)))
+    weight = cfg.model.get("class_loss_weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ValueError(f"model.class_loss_weight must be a number (AC-GAN's class loss weight; paper: 1), "
+                         f"got {weight!r}")
+    return AuxiliaryClassLoss(float(weight))
+
+
+def is_conditional(cfg: DictConfig) -> bool:
+    """``model.conditional`` (false when absent).
+
+    Raises:
+        ValueError: a value other than true or false (``model.conditional=no`` is the string 'no', which Python
+            reads as true), naming the key and the two values.
+    """
+    value = cfg.model.get("conditional", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"model.conditional must be true or false, got {value!r}")
+    return value
 
 
 def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool:
@@ -226,7 +246,7 @@ def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool
             (:func:`~ganlab.strategies.base.check_conditional`), or a bad head setting (:func:`class_loss`).
     """
     acgan = class_loss(cfg) is not None
-    if not bool(cfg.model.get("conditional", False)):
+    if not is_conditional(cfg):
         return False
     from hydra.utils import get_class
 
@@ -327,6 +347,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None) \
         if dist.main else NullLogger()  # only rank 0 writes
     evaluator = make(cfg.metrics)
+    if conditional:  # the per-class scores' sample counts, before the embedder is prepared and before training
+        evaluator.check_class_counts(data, classes["num_classes"])
     evaluator.dist = dist  # generation and embedding split between the ranks
     # a cached classifier or a trained one leave the same global RNG (D's augmentations draw from it)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):

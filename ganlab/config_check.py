@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import types
 import typing
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,9 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
 from ganlab.config_schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
+
+#: Both spellings of a union: ``Optional[int]`` (typing.Union) and ``int | None`` (types.UnionType, PEP 604).
+UNIONS = (typing.Union, types.UnionType)
 
 
 class ConfigError(ValueError):
@@ -45,7 +49,7 @@ def did_you_mean(word: str, choices: Sequence[str], prefix: str = "") -> str:
 def type_name(annotation: Any) -> str:
     """An annotation in words: ``int`` -> "an integer", ``Optional[List[float]]`` -> "a list of numbers or null"."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is typing.Union and type(None) in args:
+    if origin in UNIONS and type(None) in args:
         rest = [a for a in args if a is not type(None)]
         return f"{type_name(rest[0]) if len(rest) == 1 else 'a value'} or null"
     if origin is list:
@@ -249,7 +253,7 @@ def _strict_bools(overrides: Sequence[str]) -> None:
     for line in overrides:
         key, _, value = line.lstrip("+~").partition("=")
         annotation = schema_at(key) if value and not key.startswith("hydra") else None
-        optional = typing.get_origin(annotation) is typing.Union and type(None) in typing.get_args(annotation)
+        optional = typing.get_origin(annotation) in UNIONS and type(None) in typing.get_args(annotation)
         if optional:
             annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
         allowed = {"true", "false"} | ({"null"} if optional else set())
@@ -263,7 +267,7 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
 
     Raises:
         ConfigError: a true/false setting typed otherwise, a composition error explained by :func:`explain`, or
-            one of :func:`check_typed`.
+            one of :func:`check_typed` or :func:`check_target_values`.
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -279,3 +283,52 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
                     return  # Hydra's own message says it
                 raise ConfigError(message) from err
         check_typed(cfg)
+        check_target_values(cfg)
+
+
+#: Untyped nodes built from a ``_target_`` (no schema): :func:`check_target_values` checks their plain values.
+TARGET_NODES = ("dataset", "model.generator", "model.discriminator", "loss", "metrics", "metrics.embedder")
+
+
+def _fits(value: Any, annotation: Any) -> bool | None:
+    """Whether ``value`` fits a plain ``bool``/``int``/``float`` annotation (optionally ``| None``); None when the
+    annotation is something else (not checked)."""
+    if typing.get_origin(annotation) in UNIONS:
+        rest = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(rest) != 1 or len(rest) == len(typing.get_args(annotation)):
+            return None
+        return True if value is None else _fits(value, rest[0])
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation in (int, float):
+        return not isinstance(value, bool) and isinstance(value, (int, float) if annotation is float else int)
+    return None
+
+
+def check_target_values(cfg: DictConfig) -> None:
+    """The true/false, integer and number settings of the untyped nodes :data:`TARGET_NODES` and
+    ``metrics.scorers.*`` against their ``_target_``'s annotations, before anything is built: ``model.generator.width
+    =abc`` failed inside Hydra's instantiation with a TypeError, and a word for a true/false setting read as true.
+
+    Raises:
+        ConfigError: naming the key, the type its ``_target_`` takes and the value given.
+    """
+    scorers = OmegaConf.select(cfg, "metrics.scorers")
+    paths = [*TARGET_NODES, *(f"metrics.scorers.{k}" for k in (scorers or {}))]
+    for path in paths:
+        node = OmegaConf.select(cfg, path)
+        target = node.get("_target_") if isinstance(node, DictConfig) else None
+        try:
+            obj = get_object(target) if isinstance(target, str) else None
+            hints = typing.get_type_hints(obj.__init__ if inspect.isclass(obj) else obj) if obj else {}
+        except Exception:  # noqa: BLE001 - an unimportable target or unresolvable hints: Hydra reports it when building
+            continue
+        for key in node:
+            if key not in hints or str(key).startswith("_"):
+                continue
+            try:
+                value = node[key]
+            except Exception:  # noqa: BLE001 - an interpolation that needs the run (${hydra:...}): not checked here
+                continue
+            if not OmegaConf.is_config(value) and _fits(value, hints[key]) is False:
+                raise ConfigError(f"{path}.{key} must be {type_name(hints[key])}, got {value!r}")

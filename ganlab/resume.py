@@ -64,10 +64,25 @@ def adopt_checkpoint_config(cfg: DictConfig, saved: dict[str, Any], explicit: se
         if typed and key in RESOURCE_KEYS:
             continue
         if typed:
-            raise ValueError(f"trainer.resume continues a run whose {key} was {old_c!r}, but the command sets "
-                             f"{', '.join(typed)} to something else; drop that override to continue the same "
-                             "experiment, or start a new run without trainer.resume")
+            raise ValueError(f"trainer.resume continues a run whose {_changed(saved_cfg, cfg, key, typed)}; drop that "
+                             "override to continue the same experiment, or start a new run without trainer.resume")
         with open_dict(cfg):
             OmegaConf.update(cfg, key, old_c, merge=False)
         adopted.append(key)
     return adopted
+
+
+def _changed(saved: DictConfig, cfg: DictConfig, key: str, typed: list[str]) -> str:
+    """``"<key> was <saved>, but the command sets ..."``: the typed keys below ``key`` with their saved and typed
+    values (``model.conditional was True, but the command sets model.conditional=False``), not all of ``key``'s
+    node; a typed group (``dataset=grid25``) names the node's saved value."""
+    def plain(node: Any) -> Any:
+        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+    if key in typed:
+        return f"{key} was {plain(OmegaConf.select(saved, key))!r}, but the command sets {key} to something else"
+    pairs = [(t, plain(OmegaConf.select(saved, t, default=None)), plain(OmegaConf.select(cfg, t, default=None)))
+             for t in typed]
+    pairs = [(t, was, now) for t, was, now in pairs if was != now] or pairs
+    return (", ".join(f"{t} was {was!r}" for t, was, _ in pairs) + ", but the command sets "
+            + " ".join(f"{t}={now!r}" for t, _, now in pairs))

@@ -36,7 +36,7 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
-from ganlab.build import build_strategies, class_count, load_data, make, resolve_device
+from ganlab.build import build_strategies, class_count, is_conditional, load_data, make, resolve_device
 from ganlab.data.base import GANData
 from ganlab.evaluate import checkpoint_command, overrides_tag
 from ganlab.models.base import eval_mode
@@ -168,7 +168,7 @@ def load_generator(ckpt: dict[str, Any], device: torch.device, ema: bool = True)
     """
     cfg = OmegaConf.create(ckpt["config"])
     data = load_data(cfg, device)
-    classes = {"num_classes": class_count(data)} if cfg.model.get("conditional", False) else {}
+    classes = {"num_classes": class_count(data)} if is_conditional(cfg) else {}
     G = make(cfg.model.generator, data_shape=data.sample_shape, **classes).to(device)
     use_ema = ema and ckpt.get("g_ema") is not None
     G.load_state_dict(ckpt["g_ema"] if use_ema else ckpt["generator"])

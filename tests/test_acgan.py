@@ -140,3 +140,24 @@ def test_bad_head_settings_are_refused_before_any_work(tmp_path: Path) -> None:
         check_config(compose_cfg([*TINY_ACGAN, "model.conditional=false"]))
     check_config(compose_cfg(TINY_ACGAN))  # the advice: conditional=true with the acgan head
     check_config(compose_cfg([*TINY_ACGAN, "model.conditional=false", "model.conditional_head=projection"]))
+
+
+@pytest.mark.parametrize("value", ["no", "off", "yes", "1", "0", "'false'"])
+def test_model_conditional_takes_only_true_or_false(value: str) -> None:
+    """``model.conditional=no`` is the string 'no', which Python reads as true: it trained a conditional model.
+    Anything but true/false is refused before any work, for either head; the advice (true or false) composes."""
+    for head in ("projection", "acgan"):
+        cfg = compose_cfg([*TINY_ACGAN, f"model.conditional_head={head}", f"model.conditional={value}"])
+        with pytest.raises(ValueError, match="model.conditional must be true or false, got '?"):
+            check_config(cfg)
+        with pytest.raises(ValueError, match="model.conditional must be true or false"):
+            check_conditional_model(cfg, [])
+    assert not check_conditional_model(compose_cfg([*TINY_ACGAN, "model.conditional_head=projection",
+                                                    "model.conditional=false"]), [])
+    assert check_conditional_model(compose_cfg(TINY_ACGAN), [])
+
+
+def test_a_class_loss_weight_that_is_not_a_number_is_refused_naming_the_key() -> None:
+    with pytest.raises(ValueError, match="model.class_loss_weight must be a number .*got 'abc'"):
+        check_config(compose_cfg([*TINY_ACGAN, "model.class_loss_weight=abc"]))  # was: could not convert ... 'abc'
+    check_config(compose_cfg([*TINY_ACGAN, "model.class_loss_weight=2"]))  # an integer is a number

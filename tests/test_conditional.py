@@ -253,6 +253,41 @@ def test_evaluator_samples_balanced_and_scores_one_image_per_class() -> None:
     assert scores2["class/mean/class_accuracy"] == pytest.approx(2 / 3)
 
 
+
+def test_too_few_samples_per_class_are_refused_before_any_work_naming_a_value_that_works() -> None:
+    """3 classes; the per-class scores need 6 samples of each (K_PR + 3). 17 // 3 = 5 generated samples a class
+    crashed the first evaluation after training (``k must be ... got k=0``); now refused up front, and 18 works."""
+    templates, x, y = three_class_images(600, 0)
+    _, hx, hy = three_class_images(300, 1)
+    data = GANData("three", x, labels=y, num_modes=3, holdout=hx, holdout_labels=hy)
+
+    def evaluator(num_samples: int, num_real: int) -> Evaluator:
+        return Evaluator(num_samples=num_samples, num_real=num_real, scorers={}, batch_size=40, class_clusters=5,
+                         embedder=TemplateEmbedder(templates))
+
+    with pytest.raises(ValueError, match="3 classes on metrics.num_samples / 3 = 5 generated samples, and the "
+                                         "per-class scores need at least 6: set metrics.num_samples=18 or more"):
+        evaluator(17, 600).check_class_counts(data, 3)
+    evaluator(18, 600).check_class_counts(data, 3)  # the advice
+    ev = evaluator(18, 600)
+    g = OneImagePerClass(x[:3])
+    assert ev(g, data).scores["class/worst/precision"] == 1.0  # and the advised value scores every class
+    small = evaluator(18, 9)  # 9 reference samples of 3 classes: some class has fewer than 6
+    with pytest.raises(ValueError, match=r"class \d has \d of the metrics.num_real=9 real reference samples, and "
+                                         "the per-class scores need at least 6; set metrics.num_real=600 "):
+        small.check_class_counts(data, 3)
+    evaluator(18, 600).check_class_counts(data, 3)
+    few = GANData("few", x, labels=y, num_modes=3, holdout=hx[:12], holdout_labels=torch.tensor([0] * 6 + [1] * 5 +
+                                                                                              [2]))
+    with pytest.raises(ValueError, match="class 2 has 1 held-out samples for the data baseline"):
+        evaluator(18, 600).check_class_counts(few, 3)
+    rare = GANData("rare", x[:305], labels=torch.tensor([0] * 150 + [1] * 150 + [2] * 5), num_modes=3, holdout=hx,
+                   holdout_labels=hy)  # 5 training samples of class 2: no num_real is enough
+    with pytest.raises(ValueError, match="class 2 has only 5 training samples, so data set 'rare' cannot be scored "
+                                         "per class: use one with at least 6 of each class, or set "
+                                         "model.conditional=false"):
+        evaluator(18, 305).check_class_counts(rare, 3)
+
 def test_class_scores_worst_and_mean_hand_worked() -> None:
     real = torch.cat([torch.randn(40, 2, generator=torch.Generator().manual_seed(0)) + 10 * c for c in range(2)])
     real_y = torch.arange(2).repeat_interleave(40)
@@ -350,6 +385,12 @@ def test_the_refusals_advice_works(tmp_path: Path) -> None:
     build_trainer(compose_cfg([*TINY_COND, "strategy=[pacgan]", "model.conditional=false"]), tmp_path / "a")
     build_trainer(compose_cfg([*TINY_COND, "strategy=[r1]"]), tmp_path / "b")  # pacgan dropped
 
+
+
+def test_build_refuses_too_few_samples_per_class_before_training(tmp_path: Path) -> None:
+    """metrics.num_samples=50 for 10 digit classes: 5 a class; the first evaluation after training raised."""
+    with pytest.raises(ValueError, match="set metrics.num_samples=60 or more"):
+        build_trainer(compose_cfg([*TINY_COND, "metrics.num_samples=50"]), tmp_path)
 
 def test_a_model_without_class_layers_is_refused_naming_both_that_have_them(tmp_path: Path) -> None:
     mlp = ["dataset=digits", "model.conditional=true", "logger=none", "threads=1", "trainer.grid_size=20"]

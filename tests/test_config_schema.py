@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
-from ganlab.build import build_trainer, make
+from ganlab.build import build_trainer, check_config, make
 from ganlab.config_check import ConfigError, check_command_line
 from ganlab.config_schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
 from ganlab.health.detector import DetectorConfig
@@ -64,6 +64,49 @@ def test_a_word_for_an_integer_names_the_key() -> None:
     assert refused("trainer.steps=abc") == "trainer.steps=abc: trainer.steps must be an integer, got 'abc'"
     assert refused("trainer.steps=null") == "trainer.steps=null: trainer.steps must be an integer, got null"
 
+
+
+def test_an_optional_setting_written_with_a_bar_says_its_type() -> None:
+    """``int | None`` (PEP 604) annotations were answered "must be a value" (only ``Optional[int]`` was read)."""
+    assert refused("trainer.ensemble=two") == (
+        "trainer.ensemble=two: trainer.ensemble must be an integer or null, got 'two'")
+    assert refused("monitor.clip=abc") == "monitor.clip=abc: monitor.clip must be a number or null, got 'abc'"
+    check_command_line(["trainer.ensemble=2", "monitor.clip=1.0"])  # the types named, followed
+
+
+@pytest.mark.parametrize(("overrides", "message", "advice"), [
+    (["model=dcgan", "dataset=digits", "model.generator.width=abc"],  # was: Hydra's TypeError, a FAILED folder
+     "model.generator.width must be an integer, got 'abc'", "model.generator.width=16"),
+    (["model=resnet", "dataset=digits", "model.discriminator.spectral_norm=no"],  # was: 'no' switched it on
+     "model.discriminator.spectral_norm must be true or false, got 'no'", "model.discriminator.spectral_norm=false"),
+    (["dataset=grid25", "dataset.std=x"], "dataset.std must be a number, got 'x'", "dataset.std=0.1"),
+    (["model=dcgan", "dataset=digits", "dataset.image_size=2.5"], "dataset.image_size must be an integer, got 2.5",
+     "dataset.image_size=16"),
+])
+def test_untyped_nodes_values_are_checked_against_their_targets(overrides: list[str], message: str,
+                                                                 advice: str) -> None:
+    """dataset, model.*, loss, metrics nodes have no schema; their true/false, integer and number keys are checked
+    against the ``_target_``'s annotations by check_config, before anything is built."""
+    with pytest.raises(ConfigError, match=message):
+        check_config(compose_cfg(overrides))
+    assert refused(*overrides) == message  # ganlab-train's check before Hydra starts
+    check_config(compose_cfg([*overrides[:-1], advice]))  # the type named, followed
+
+
+def test_untyped_values_of_a_sweep_are_checked_before_any_job() -> None:
+    assert refused("model=dcgan", "dataset=digits", "model.generator.width=8,abc", multirun=True) == (
+        "model.generator.width must be an integer, got 'abc'")
+
+
+@pytest.mark.slow  # ~30 s: one composition per option
+def test_every_shipped_option_passes_the_target_value_check() -> None:
+    """No false alarm on the YAML as shipped: every option of the untyped groups and every experiment."""
+    from ganlab.config_check import check_target_values
+
+    for group in ("dataset", "model", "loss", "metrics/embedder", "experiment"):
+        for f in sorted((Path(CONFIG_DIR) / group).glob("*.yaml")):
+            images = ["dataset=digits"] if group == "model" and f.stem in ("dcgan", "resnet") else []
+            check_target_values(compose_cfg([f"{group}={f.stem}", *images], tiny=False))
 
 def test_a_typo_gets_did_you_mean_and_no_plus_advice() -> None:
     answer = f"trainer.step is not a setting of trainer; did you mean trainer.steps? trainer takes: {TRAINER_KEYS}"

@@ -163,3 +163,22 @@ def test_a_deferred_baseline_is_the_prepared_one() -> None:
     unscored.prepare(data, baseline=False)  # the first evaluation scores it
     scores = unscored(_spread_generator(), data).scores
     assert {k: v for k, v in scores.items() if k.startswith("data/")} == now._baseline
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("metrics.predicted_classes=no", "metrics.predicted_classes must be true or false, got 'no'"),
+    ("metrics.predicted_classes=1", "metrics.predicted_classes must be true or false, got 1"),
+    ("metrics.num_samples=abc", "metrics.num_samples must be an integer, got 'abc'"),
+    ("metrics.num_real=2.5", "metrics.num_real must be an integer, got 2.5"),
+    ("metrics.class_clusters=ten", "metrics.class_clusters must be an integer, got 'ten'"),
+])
+def test_metrics_settings_of_the_wrong_type_are_refused_naming_the_key(override: str, message: str) -> None:
+    """``metrics.predicted_classes=no`` (a string, truthy) kept the pred_class/ scores on; ``num_samples=abc`` failed
+    in Hydra's wrapper with "'<=' not supported between instances of 'str' and 'int'"."""
+    from tiny_config import compose_cfg
+
+    from ganlab.build import make
+
+    with pytest.raises(ValueError, match=message):
+        make(compose_cfg([override]).metrics)
+    assert make(compose_cfg(["metrics.predicted_classes=false"]).metrics).predicted_classes is False  # the advice

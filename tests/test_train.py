@@ -159,6 +159,11 @@ def test_resume_refuses_a_typed_change_of_experiment(tmp_path: Path) -> None:
     saved = torch.load(tmp_path / "first" / "checkpoints" / "last.pt", weights_only=True)["config"]
     with pytest.raises(ValueError, match="whose dataset was"):
         adopt_checkpoint_config(compose_cfg(["dataset=grid25"]), saved, explicit={"dataset"})
+    # a key inside a node: its saved and typed values, not the whole node (was: whose model was {...the dict...})
+    with pytest.raises(ValueError, match=r"whose model.generator.z_dim was 16, but the command sets "
+                                         r"model.generator.z_dim=4; drop that override"):
+        adopt_checkpoint_config(compose_cfg(["model.generator.z_dim=4"]), saved,
+                                explicit={"model.generator.z_dim", "trainer.steps"})
     with pytest.raises(ValueError, match="trainer.steps=4 is not beyond the checkpoint's step 4"):
         build_trainer(compose_cfg(["logger=none", "trainer.steps=4", f"trainer.resume={tmp_path / 'first'}"]),
                       tmp_path / "again")

@@ -73,6 +73,9 @@ class Evaluator:
     unconditional G on labelled data gets the ``pred_class/...`` scores (``predicted_classes``), with their
     ``data/pred_class/...`` baseline on the held-out samples of the ``data/`` baseline, grouped the same way.
 
+    Raises (constructor): ValueError naming the ``metrics.*`` key: a count that is not an integer or is too small,
+    ``predicted_classes`` not true or false.
+
     Attribute ``dist`` (:class:`~ganlab.distributed.Dist`, set by the trainer's builder; one process by
     default): under several processes each rank generates and embeds its contiguous share of the rows
     (:func:`shares`) and the shares are gathered, so every rank scores the same samples a one-process run
@@ -84,6 +87,11 @@ class Evaluator:
     def __init__(self, num_samples: int = 2500, num_real: int = 10_000, scorers: Mapping[str, Scorer] | None = None,
                  embedder: Embedder | None = None, batch_size: int = 1000, seed: int = 0,
                  class_clusters: int = 10, class_tau: float = 0.9, predicted_classes: bool = True) -> None:
+        for key, value in (("num_samples", num_samples), ("num_real", num_real), ("class_clusters", class_clusters)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"metrics.{key} must be an integer, got {value!r}")
+        if not isinstance(predicted_classes, bool):  # 'no' (a string) would read as true
+            raise ValueError(f"metrics.predicted_classes must be true or false, got {predicted_classes!r}")
         if num_samples <= 1 or num_real <= 1:
             raise ValueError("metrics.num_samples and metrics.num_real must be at least 2, "
                              f"got {num_samples}, {num_real}")
@@ -162,8 +170,7 @@ class Evaluator:
             self.dist.barrier()  # a no-op in one process
         for scorer in self.scorers.values():  # refuse a scorer that cannot score these data before any scoring
             scorer.check(data, self.embedder)
-        gen = torch.Generator().manual_seed(self.seed)
-        idx = torch.randperm(len(data), generator=gen)[: self.num_real].to(data.x.device)
+        idx = self._reference_index(data).to(data.x.device)
         real = data.x[idx]
         self._real = (real, self._sharded(self.embedder, real))
         self._real_classes = data.labels[idx] if data.labels is not None else None
@@ -177,6 +184,45 @@ class Evaluator:
         self._baseline_due = (held[: self.num_samples], data)
         if baseline:
             self.prepare_baseline()
+
+    def _reference_index(self, data: GANData) -> Tensor:
+        """The indices (num_real,) of ``data``'s samples in the real reference (seeded by the evaluator's seed)."""
+        gen = torch.Generator().manual_seed(self.seed)
+        return torch.randperm(len(data), generator=gen)[: self.num_real]
+
+    def check_class_counts(self, data: GANData, num_classes: int) -> None:
+        """Before any work: a class-conditional G's per-class scores (:meth:`per_class`, :meth:`class_baseline`)
+        need more than :data:`~ganlab.metrics.per_class.K_PR` + 2 samples of each of the ``num_classes`` classes
+        among the ``num_samples`` generated ones (balanced: at least ``num_samples // K`` each), the ``num_real``
+        reference samples and the held-out samples of the data baseline. Needs labelled ``data``.
+
+        Raises:
+            ValueError: naming the setting to raise (``metrics.num_samples``, ``metrics.num_real``) and a value that
+                gives enough, or the class with too few held-out samples.
+        """
+        need, k = K_PR + 3, num_classes
+        assert data.labels is not None
+        if self.num_samples // k < need:
+            raise ValueError(f"model.conditional=true scores each of the {k} classes on metrics.num_samples / {k} = "
+                             f"{self.num_samples // k} generated samples, and the per-class scores need at least "
+                             f"{need}: set metrics.num_samples={need * k} or more")
+        ref = torch.bincount(data.labels[self._reference_index(data)].long().cpu(), minlength=k)[:k]
+        if int(ref.min()) < need:
+            total = torch.bincount(data.labels.long().cpu(), minlength=k)[:k]
+            c = int(ref.argmin())
+            more = f"set metrics.num_real={len(data)} (all {len(data)} training samples)" if int(total.min()) >= need \
+                else (f"class {int(total.argmin())} has only {int(total.min())} training samples, so data set "
+                      f"{data.name!r} cannot be scored per class: use one with at least {need} of each class, or set "
+                      "model.conditional=false")
+            raise ValueError(f"model.conditional=true: class {c} has {int(ref[c])} of the metrics.num_real="
+                             f"{self.num_real} real reference samples, and the per-class scores need at least {need}; "
+                             f"{more}")
+        held = data.holdout_labels if data.holdout_labels is not None else data.labels
+        counts = torch.bincount(held.long().cpu(), minlength=k)[:k]
+        if int(counts.min()) < need:
+            raise ValueError(f"model.conditional=true: class {int(counts.argmin())} has {int(counts.min())} held-out "
+                             f"samples for the data baseline, and the per-class scores need at least {need}; give "
+                             "that class more samples (or hold out more of the data set)")
 
     def prepare_baseline(self) -> None:
         """Score the held-out real samples (the ``data/`` scores) if :meth:`prepare` left them to do; else no-op."""
