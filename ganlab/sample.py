@@ -199,8 +199,10 @@ def paths_figure(data: GANData, paths: Tensor, title: str) -> Any:
     return fig
 
 
-def write_pictures(G: nn.Module, data: GANData, s: SampleSettings, out: Path, title: str) -> None:
-    """``grid.png`` and ``interpolation.png`` in ``out`` (see the module docstring)."""
+def write_pictures(G: nn.Module, data: GANData, s: SampleSettings, out: Path, title: str) -> dict[str, Any]:
+    """``grid.png`` and ``interpolation.png`` in ``out`` (see the module docstring); returns what the grid holds:
+    ``grid_samples`` (``n``, or K x ``nrow`` for a G of K classes), ``classes`` (K, 0 when unconditional) and
+    ``path_classes`` (each interpolation path's class; empty when unconditional)."""
     gen = torch.Generator().manual_seed(s.seed)
     it = s.interpolation
     k = int(getattr(G, "num_classes", 0))
@@ -219,6 +221,7 @@ def write_pictures(G: nn.Module, data: GANData, s: SampleSettings, out: Path, ti
         save_figure_png(scatter_figure(data.x[:2500], samples, means, title=title), out / "grid.png")
         paths = path_samples.reshape(it.paths, it.steps, -1)
         save_figure_png(paths_figure(data, paths, f"{title}, {it.method} paths"), out / "interpolation.png")
+    return {"grid_samples": len(grid_z), "classes": k, "path_classes": [c % k for c in range(it.paths)] if k else []}
 
 
 def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
@@ -240,9 +243,9 @@ def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> d
     out = Path(s.out).expanduser() if s.out else \
         ckpt_path.parent.parent / "sample" / (ckpt_path.stem + overrides_tag(overrides))
     title = f"{data.name}, step {int(ckpt['step'])}, {which}"
-    write_pictures(G, data, s, out, title)
+    drawn = write_pictures(G, data, s, out, title)
     record = {"checkpoint": str(ckpt_path.resolve()), "step": int(ckpt["step"]), "generator": which,
-              "seed": s.seed, "data": data.name, "files": ["grid.png", "interpolation.png"],
+              "seed": s.seed, "data": data.name, "files": ["grid.png", "interpolation.png"], **drawn,
               "overrides": list(overrides or []), "settings": asdict(s)}
     ckpt_io.atomic_write_text(out / "sample.json", json.dumps(record, indent=2))
     log.info("wrote %s, %s and %s", out / "grid.png", out / "interpolation.png", out / "sample.json")

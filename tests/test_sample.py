@@ -76,6 +76,7 @@ def test_a_run_gives_a_grid_an_interpolation_strip_and_its_record(digits_run: Pa
     record = json.loads((out / "sample.json").read_text())
     assert record["checkpoint"] == str((digits_run / "checkpoints" / "last.pt").resolve())
     assert (record["step"], record["generator"], record["seed"]) == (10, "G", 0)  # no EMA in this run
+    assert (record["grid_samples"], record["classes"], record["path_classes"]) == (12, 0, [])
     first = (out / "grid.png").read_bytes()
     sample.sample_checkpoint(digits_run, small)
     assert (out / "grid.png").read_bytes() == first  # same settings, same picture
