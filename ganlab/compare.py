@@ -50,7 +50,10 @@ HEADLINE: dict[str, tuple[str, ...]] = {
     "mixture": ("modes_covered", "hq_fraction", "reverse_kl", "clusters_covered", "recall", "coverage",
                 "high_similarity_fraction", "ndb_fraction"),
     "image": ("fd", "modes_covered", "clusters_covered", "precision", "recall", "coverage",
-              "high_similarity_fraction", "ndb_fraction"),
+              "high_similarity_fraction", "ndb_fraction",
+              # collapse inside a class (labelled images): by requested class for a conditional G, by predicted
+              # class for an unconditional one (shown only when the runs have them)
+              "class/worst/clusters_covered", "class/mean/class_accuracy", "pred_class/worst/clusters_covered"),
 }
 
 #: Significance level of the best mark (two-sided Welch's t-test of the best row against the runner-up).

@@ -188,6 +188,11 @@ def test_headline_keys_per_kind_of_data() -> None:
     assert headline_keys(summary) == ["fd", "modes_covered", "clusters_covered", "precision", "recall", "coverage",
                                       "high_similarity_fraction", "ndb_fraction"]
     assert headline_keys({"a": {"vendi": (1.0, 0.0, 1)}}) == ["vendi"]  # none of the headline: every score
+    per_class = ["class/0/clusters_covered", "class/mean/clusters_covered", "class/worst/clusters_covered",
+                 "class/mean/class_accuracy", "pred_class/worst/clusters_covered", "pred_class/3/recall"]
+    summary = {"cond": {k: (1.0, 0.0, 1) for k in ["fd", "modes_covered", *per_class]}}
+    assert headline_keys(summary) == ["fd", "modes_covered", "class/worst/clusters_covered",
+                                      "class/mean/class_accuracy", "pred_class/worst/clusters_covered"]
 
 
 def test_an_override_that_varies_makes_its_own_row(tmp_path: Path) -> None:
