@@ -37,6 +37,7 @@ from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
 from ganlab.build import build_strategies, class_count, is_conditional, load_data, make, resolve_device
+from ganlab.config_check import did_you_mean
 from ganlab.data.base import GANData
 from ganlab.evaluate import checkpoint_command, overrides_tag
 from ganlab.models.base import eval_mode
@@ -98,7 +99,9 @@ def load_settings(overrides: list[str]) -> SampleSettings:
     for o in overrides:
         key = o.split("=", 1)[0].strip()
         if "=" not in o or key not in valid:
-            raise ValueError(f"{o!r}: overrides are key=value with a key of conf/sample.yaml: {', '.join(valid)}")
+            hint = did_you_mean(key, valid) if "=" in o else ""
+            raise ValueError(f"{o!r}: overrides are key=value with a key of conf/sample.yaml: {', '.join(valid)}"
+                             f"{hint}")
     try:
         cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
     except Exception as err:  # omegaconf's ValidationError: a value of the wrong type

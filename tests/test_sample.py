@@ -52,7 +52,9 @@ def test_settings_are_checked_before_anything_is_loaded(tmp_path: Path) -> None:
                        (["n=abc"], "could not be converted"), (["n=0"], "n must be at least 1"),
                        (["truncation=-1"], "truncation must be positive"),
                        (["interpolation.steps=1"], "interpolation.steps must be at least 2"),
-                       (["interpolation.method=cubic"], "one of slerp, lerp")):
+                       (["interpolation.method=cubic"], "one of slerp, lerp"),
+                       (["nrows=4"], "; did you mean nrow[?]$"),
+                       (["interpolation.step=4"], "did you mean interpolation.steps[?]$")):
         with pytest.raises(ValueError, match=match):
             sample.sample_checkpoint(tmp_path / "no-such-run", bad)  # the settings fail first, not the path
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
