@@ -45,7 +45,14 @@ from ganlab.models.conditional import make_codes
 from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
 from ganlab.strategies.base import Part
 from ganlab.trainer import checkpoint as ckpt_io
-from ganlab.trainer.visuals import image_grid, save_figure_png, save_grid_png, scatter_figure
+from ganlab.trainer.visuals import (
+    GRID_MIN_WIDTH,
+    image_grid,
+    label_grid,
+    save_figure_png,
+    save_grid_png,
+    scatter_figure,
+)
 
 log = logging.getLogger("ganlab")
 
@@ -216,9 +223,14 @@ def write_pictures(G: nn.Module, data: GANData, s: SampleSettings, out: Path, ti
         grid_z = make_codes(grid_z, torch.arange(k).repeat_interleave(s.nrow))
         path_z = make_codes(path_z, (torch.arange(it.paths) % k).repeat_interleave(it.steps))
     samples, path_samples = generate(G, grid_z), generate(G, path_z)
-    if data.is_image:
-        save_grid_png(image_grid(samples, nrow=s.nrow), out / "grid.png")
-        save_grid_png(image_grid(path_samples, nrow=it.steps), out / "interpolation.png")
+    if data.is_image:  # captioned and at least GRID_MIN_WIDTH px wide, as the training grids
+        rows = f", rows: classes 0-{k - 1}" if k else ""
+        classes = f", rows: classes 0-{it.paths - 1}" if it.paths <= k else f", row p: class p mod {k}"
+        paths = f", {it.method} paths" + (classes if k else "")
+        save_grid_png(label_grid(image_grid(samples, nrow=s.nrow, min_width=GRID_MIN_WIDTH), title + rows),
+                      out / "grid.png")
+        save_grid_png(label_grid(image_grid(path_samples, nrow=it.steps, min_width=GRID_MIN_WIDTH), title + paths),
+                      out / "interpolation.png")
     else:
         means = data.mixture.means if data.mixture is not None else None
         save_figure_png(scatter_figure(data.x[:2500], samples, means, title=title), out / "grid.png")

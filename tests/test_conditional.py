@@ -323,7 +323,8 @@ def test_tiny_conditional_run_writes_per_class_scores_and_a_class_per_row_grid(m
     assert grid.size[0] >= 2 * tile and (grid.size[1] - 24 - 2) % 10 == 0
     record = sample_checkpoint(tmp_path, ["nrow=3", f"out={tmp_path / 'pics'}"])
     pic = Image.open(Path(record["out"]) / "grid.png")
-    assert pic.size == (3 * tile + 2, 10 * tile + 2)  # one row per class, nrow samples each
+    big = 11 * 16 + 2  # 16 px upscaled x11, the smallest factor giving 3 columns >= 512 px; + 2 px padding
+    assert pic.size == (3 * big + 2, 24 + 10 * big + 2)  # caption strip, then one row per class, nrow samples each
     assert (record["grid_samples"], record["classes"]) == (30, 10)  # K x nrow drawn, not settings.n (64)
     assert record["path_classes"] == [0, 1, 2, 3, 4, 5, 6, 7]  # the 8 default paths: class p mod K
 

@@ -72,9 +72,10 @@ def test_a_run_gives_a_grid_an_interpolation_strip_and_its_record(digits_run: Pa
     assert sample.main([str(digits_run), *small]) == 0
     out = digits_run / "sample" / f"last{overrides_tag(small)}"
     assert str(out) in capsys.readouterr().out
-    # 8x8 digits are shown as 32x32 tiles with 2 px padding: 4 x 3 tiles, and 5 steps x 3 paths
-    assert _png_size(out / "grid.png") == (4 * 34 + 2, 3 * 34 + 2)
-    assert _png_size(out / "interpolation.png") == (5 * 34 + 2, 3 * 34 + 2)
+    # 8x8 digits upscaled by the smallest integer making the grid >= 512 px wide (4 columns: x16, 5 columns: x13),
+    # 2 px padding, a 24 px caption strip on top: 4 x 3 tiles, and 5 steps x 3 paths
+    assert _png_size(out / "grid.png") == (4 * 130 + 2, 24 + 3 * 130 + 2)
+    assert _png_size(out / "interpolation.png") == (5 * 106 + 2, 24 + 3 * 106 + 2)
     record = json.loads((out / "sample.json").read_text())
     assert record["checkpoint"] == str((digits_run / "checkpoints" / "last.pt").resolve())
     assert (record["step"], record["generator"], record["seed"]) == (10, "G", 0)  # no EMA in this run
