@@ -219,14 +219,15 @@ def write_pictures(G: nn.Module, data: GANData, s: SampleSettings, out: Path, ti
     grid_z = latent_codes(k * s.nrow if k else s.n, G.z_dim, s.truncation, gen)
     ends = latent_codes(2 * it.paths, G.z_dim, s.truncation, gen)
     path_z = interpolate(ends[: it.paths], ends[it.paths:], it.steps, it.method).reshape(-1, G.z_dim)
+    path_classes = torch.arange(it.paths) % k if k else torch.zeros(0, dtype=torch.long)
     if k:  # one class a grid row; one class a path
         grid_z = make_codes(grid_z, torch.arange(k).repeat_interleave(s.nrow))
-        path_z = make_codes(path_z, (torch.arange(it.paths) % k).repeat_interleave(it.steps))
+        path_z = make_codes(path_z, path_classes.repeat_interleave(it.steps))
     samples, path_samples = generate(G, grid_z), generate(G, path_z)
     if data.is_image:  # captioned and at least GRID_MIN_WIDTH px wide, as the training grids
-        rows = f", rows: classes 0-{k - 1}" if k else ""
-        classes = f", rows: classes 0-{it.paths - 1}" if it.paths <= k else f", row p: class p mod {k}"
-        paths = f", {it.method} paths" + (classes if k else "")
+        rows, paths = (f", rows: classes 0-{k - 1}" if k else ""), f", {it.method} paths"
+        if k:
+            paths += f", rows: classes 0-{it.paths - 1}" if it.paths <= k else f", row p: class p mod {k}"
         save_grid_png(label_grid(image_grid(samples, nrow=s.nrow, min_width=GRID_MIN_WIDTH), title + rows),
                       out / "grid.png")
         save_grid_png(label_grid(image_grid(path_samples, nrow=it.steps, min_width=GRID_MIN_WIDTH), title + paths),
@@ -236,7 +237,7 @@ def write_pictures(G: nn.Module, data: GANData, s: SampleSettings, out: Path, ti
         save_figure_png(scatter_figure(data.x[:2500], samples, means, title=title), out / "grid.png")
         paths = path_samples.reshape(it.paths, it.steps, -1)
         save_figure_png(paths_figure(data, paths, f"{title}, {it.method} paths"), out / "interpolation.png")
-    return {"grid_samples": len(grid_z), "classes": k, "path_classes": [c % k for c in range(it.paths)] if k else []}
+    return {"grid_samples": len(grid_z), "classes": k, "path_classes": path_classes.tolist()}
 
 
 def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:

@@ -50,6 +50,15 @@ def cell(rows: list[dict[str, object]], key: str) -> str:
     return mean_se(values)
 
 
+def cells(rows: list[dict[str, object]], prefix: str, base: str, no_accuracy: str) -> list[str]:
+    """One table line's cells from the scores ``<base>fd``, ``<base>modes_covered`` and ``<base><prefix>/...``
+    (``base`` "" for the model, "data/" for its baseline); ``no_accuracy`` stands in for the class accuracy of the
+    ``pred_class`` grouping, which has none."""
+    overall = [cell(rows, f"{base}{k}") for k in ("fd", "modes_covered")]
+    return overall + [no_accuracy if s == "class_accuracy" and prefix == "pred_class"
+                      else cell(rows, f"{base}{prefix}/{agg}/{s}") for s, agg in PER_CLASS]
+
+
 def table(finals: list[dict[str, object]], steps: int) -> str:
     """Markdown: one line per row (mean +- standard error over seeds), each followed by its data baseline
     (held-out real images grouped the same way: true classes for ``class/``, predicted ones for ``pred_class/``)."""
@@ -60,12 +69,7 @@ def table(finals: list[dict[str, object]], steps: int) -> str:
         if not mine:
             continue
         grouping = "requested class" if prefix == "class" else "predicted class"
-        ours = [cell(mine, k) for k in ("fd", "modes_covered")]
-        ours += ["- (1 by construction)" if s == "class_accuracy" and prefix == "pred_class"
-                 else cell(mine, f"{prefix}/{agg}/{s}") for s, agg in PER_CLASS]
-        data = [cell(mine, f"data/{k}") for k in ("fd", "modes_covered")]
-        data += ["-" if s == "class_accuracy" and prefix == "pred_class"
-                 else cell(mine, f"data/{prefix}/{agg}/{s}") for s, agg in PER_CLASS]
+        ours, data = cells(mine, prefix, "", "- (1 by construction)"), cells(mine, prefix, "data/", "-")
         lines.append(f"| {title} | {grouping} | {len(mine)} | {steps:,} | " + " | ".join(ours) + " |")
         lines.append(f"| data baseline of that row | {grouping} | {len(mine)} | - | " + " | ".join(data) + " |")
     return "\n".join(lines)
