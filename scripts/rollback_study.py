@@ -11,7 +11,7 @@ best::
 
 ``study``: the 2 x 2 design (periodic rollback off/on x D lr 2e-4 / 1e-4) plus triggered rollback plus
 minibatch discrimination alone, on ``experiment=rollback_study``, ``--seeds`` seeds each. Every evaluation goes to
-``<out>/study_curve.csv``, the plot of coverage against step to ``<out>/coverage.png`` and the table (final
+``<out>/study_curve.csv``, the plots of coverage against step to ``<out>/study_<score>.png`` and the table (final
 coverage, mean with a 95 % t-interval over seeds) to ``<out>/study.md``::
 
     OMP_NUM_THREADS=1 nice -n 15 python scripts/rollback_study.py study --seeds 5 --jobs 2 \\
@@ -120,21 +120,27 @@ def search(args: argparse.Namespace) -> None:
         print(f"{n:24s} s{s}: " + " ".join(f"{c:g}" for c in cov if c is not None) + done)
 
 
+#: The base setting's own strategies (``experiment=rollback_study`` packs D's input: PacGAN2); every arm keeps them.
+BASE_STRATEGIES = "pacgan"
+#: The base's D lr and the halved one (the report halved D's lr, 2e-4 -> 1e-4; the base here runs at 1e-2).
+D_LR, D_LR_HALVED = "1e-2", "5e-3"
+ROLLBACK = ["strategy=[{base},rollback]"]
+PERIODIC = [*ROLLBACK, "strategy.rollback.period={period}", "strategy.rollback.lag={lag}"]
+
 #: The study's arms: overrides added to ``experiment=rollback_study`` (periodic rollback's period and lag come
-#: from ``--period``/``--lag``, filled in by :func:`arms`).
+#: from ``--period``/``--lag``, the base strategies from :data:`BASE_STRATEGIES`, filled in by :func:`arms`).
 ARMS = {
-    "plain (D lr 2e-4)": [],
-    "D lr 1e-4": ["optim.discriminator.lr=1e-4"],
-    "periodic rollback": ["strategy=[rollback]", "strategy.rollback.period={period}", "strategy.rollback.lag={lag}"],
-    "periodic rollback + D lr 1e-4": ["strategy=[rollback]", "strategy.rollback.period={period}",
-                                      "strategy.rollback.lag={lag}", "optim.discriminator.lr=1e-4"],
-    "triggered rollback": ["strategy=[rollback]", "strategy.rollback.mode=triggered"],
-    "minibatch discrimination": ["strategy=[minibatch_discrimination]"],
+    f"base (D lr {D_LR})": [],
+    f"D lr halved ({D_LR_HALVED})": [f"optim.discriminator.lr={D_LR_HALVED}"],
+    "periodic rollback": PERIODIC,
+    "periodic rollback + D lr halved": [*PERIODIC, f"optim.discriminator.lr={D_LR_HALVED}"],
+    "triggered rollback": [*ROLLBACK, "strategy.rollback.mode=triggered"],
+    "minibatch discrimination": ["strategy=[{base},minibatch_discrimination]"],
 }
 
 
 def arms(period: int, lag: int) -> dict[str, list[str]]:
-    return {a: [o.format(period=period, lag=lag) for o in ov] for a, ov in ARMS.items()}
+    return {a: [o.format(period=period, lag=lag, base=BASE_STRATEGIES) for o in ov] for a, ov in ARMS.items()}
 
 
 def slug(arm: str) -> str:
@@ -159,7 +165,7 @@ def mean_ci(values: list[float]) -> str:
 
 def study_table(rows: list[dict[str, object]], key: str, steps: int, seeds: int, data_cov: float) -> str:
     """Markdown: final ``key`` per arm (mean, 95 % t-interval over seeds), seeds reaching the data's coverage,
-    the mean best coverage over the run, and the difference to the plain arm (Welch's t-test)."""
+    the mean best coverage over the run, and the difference to the base arm (Welch's t-test)."""
     from ganlab.compare_stats import welch_t_test
 
     finals = {a: [float(r[key]) for r in rows if r["arm"] == a and r["step"] == steps] for a in ARMS}
@@ -167,7 +173,7 @@ def study_table(rows: list[dict[str, object]], key: str, steps: int, seeds: int,
                 for s in sorted({r["seed"] for r in rows if r["arm"] == a})] for a in ARMS}
     base = finals[next(iter(ARMS))]
     lines = [f"| arm | seeds | final {key} (95 % CI) | seeds with all {data_cov:g} | best during run (mean) "
-             "| vs plain: difference, Welch p |", "|---|---|---|---|---|---|"]
+             "| vs base: difference, Welch p |", "|---|---|---|---|---|---|"]
     for a in ARMS:
         f = finals[a]
         if not f:
@@ -222,14 +228,16 @@ def study(args: argparse.Namespace) -> None:
             for a, s in jobs)
     rows = [r for a, s in jobs for r in curve(args.out / "study" / f"{slug(a)}_s{s}", arm=a, seed=s)]
     write_csv(args.out / "study_curve.csv", rows)
-    data_cov = max((float(r[f"data/{args.key}"]) for r in rows if r.get(f"data/{args.key}") is not None),
-                   default=math.nan)
-    text = study_table(rows, args.key, args.steps, args.seeds, data_cov)
-    (args.out / "study.md").write_text(text + "\n")
-    plot(rows, args.key, args.out / "coverage.png",
-         f"experiment=rollback_study, {args.seeds} seeds, {args.steps:,} steps; periodic rollback every "
-         f"{args.period:,} steps to the snapshot {args.lag:,} steps earlier")
-    print(text)
+    texts = []
+    for key in dict.fromkeys([args.key, "clusters_covered"]):
+        data_cov = max((float(r[f"data/{key}"]) for r in rows if r.get(f"data/{key}") is not None),
+                       default=math.nan)
+        texts.append(study_table(rows, key, args.steps, args.seeds, data_cov))
+        plot(rows, key, args.out / f"study_{key}.png",
+             f"experiment=rollback_study, {args.seeds} seeds, {args.steps:,} steps; periodic rollback every "
+             f"{args.period:,} steps to the snapshot {args.lag:,} steps earlier")
+    (args.out / "study.md").write_text("\n\n".join(texts) + "\n")
+    print("\n\n".join(texts))
 
 
 def main() -> None:
