@@ -40,7 +40,10 @@ def adopt_checkpoint_config(cfg: DictConfig, saved: dict[str, Any], explicit: se
         saved: the resolved config stored in the checkpoint.
         explicit: keys typed on the command line (see :func:`explicit_overrides`).
 
-    Keys absent from ``saved`` (a checkpoint older than the key) keep ``cfg``'s value. :data:`RESOURCE_KEYS` are
+    Keys absent from ``saved`` (a checkpoint older than the key) keep ``cfg``'s value. A key typed below a run
+    key (``model.generator.width=16``) is compared on its own: when it has the checkpoint's value the
+    checkpoint's whole node is adopted (the rest of the composed node comes from the default group, e.g.
+    ``model=mlp``, not from the run being continued). :data:`RESOURCE_KEYS` are
     adopted the same way unless typed on the command line, in which case the typed value stays.
 
     Returns:
@@ -56,13 +59,14 @@ def adopt_checkpoint_config(cfg: DictConfig, saved: dict[str, Any], explicit: se
         old, new = OmegaConf.select(saved_cfg, key, default=_MISSING), OmegaConf.select(cfg, key)
         if old is _MISSING:
             continue
-        old_c = OmegaConf.to_container(old, resolve=True) if OmegaConf.is_config(old) else old
-        new_c = OmegaConf.to_container(new, resolve=True) if OmegaConf.is_config(new) else new
+        old_c, new_c = _plain(old), _plain(new)
         if old_c == new_c:
             continue
         typed = sorted(e for e in explicit if e == key or e.startswith(key + "."))
         if typed and key in RESOURCE_KEYS:
             continue
+        if typed and key not in typed and _typed_values_agree(saved_cfg, cfg, typed):
+            typed = []  # e.g. model.generator.width typed as the checkpoint has it: its other keys are the run's
         if typed:
             raise ValueError(f"trainer.resume continues a run whose {_changed(saved_cfg, cfg, key, typed)}; drop that "
                              "override to continue the same experiment, or start a new run without trainer.resume")
@@ -72,17 +76,25 @@ def adopt_checkpoint_config(cfg: DictConfig, saved: dict[str, Any], explicit: se
     return adopted
 
 
+def _plain(node: Any) -> Any:
+    """A config node as plain Python containers (resolved); other values as they are."""
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def _typed_values_agree(saved: DictConfig, cfg: DictConfig, typed: list[str]) -> bool:
+    """Whether every typed key has the same (resolved) value in the checkpoint's config and the composed one."""
+    return all(_plain(OmegaConf.select(saved, t, default=_MISSING)) == _plain(OmegaConf.select(cfg, t, default=None))
+               for t in typed)
+
+
 def _changed(saved: DictConfig, cfg: DictConfig, key: str, typed: list[str]) -> str:
     """``"<key> was <saved>, but the command sets ..."``: the typed keys below ``key`` with their saved and typed
     values (``model.conditional was True, but the command sets model.conditional=False``), not all of ``key``'s
     node; a typed group (``dataset=grid25``) names the node's saved value."""
-    def plain(node: Any) -> Any:
-        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
-
     if key in typed:
-        return f"{key} was {plain(OmegaConf.select(saved, key))!r}, but the command sets {key} to something else"
-    pairs = [(t, plain(OmegaConf.select(saved, t, default=None)), plain(OmegaConf.select(cfg, t, default=None)))
+        return f"{key} was {_plain(OmegaConf.select(saved, key))!r}, but the command sets {key} to something else"
+    pairs = [(t, _plain(OmegaConf.select(saved, t, default=None)), _plain(OmegaConf.select(cfg, t, default=None)))
              for t in typed]
-    pairs = [(t, was, now) for t, was, now in pairs if was != now] or pairs
+    pairs = [(t, was, now) for t, was, now in pairs if was != now]  # equal ones were adopted
     return (", ".join(f"{t} was {was!r}" for t, was, _ in pairs) + ", but the command sets "
             + " ".join(f"{t}={now!r}" for t, _, now in pairs))

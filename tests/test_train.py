@@ -169,6 +169,23 @@ def test_resume_refuses_a_typed_change_of_experiment(tmp_path: Path) -> None:
                       tmp_path / "again")
 
 
+def test_resume_compares_a_typed_key_below_a_run_key_on_its_own(tmp_path: Path) -> None:
+    """A key typed with the checkpoint's value adopts the checkpoint's node, whose other keys differ from the
+    default group's (was: refused, because the whole composed node - the default model - differed)."""
+    from ganlab.resume import adopt_checkpoint_config
+
+    fit(["logger=none", "trainer.steps=2"], tmp_path / "first")
+    saved = torch.load(tmp_path / "first" / "checkpoints" / "last.pt", weights_only=True)["config"]
+    saved["model"]["discriminator"]["hidden"] = [64, 64]  # as if the run had another D than the default model's
+    cfg = compose_cfg([f"model.generator.z_dim={saved['model']['generator']['z_dim']}"])
+    assert adopt_checkpoint_config(cfg, saved, explicit={"model.generator.z_dim"}) == ["model"]
+    assert list(cfg.model.discriminator.hidden) == [64, 64]
+    other = compose_cfg(["model.generator.z_dim=3"])
+    with pytest.raises(ValueError, match=r"whose model.generator.z_dim was \d+, but the command sets "
+                                         r"model.generator.z_dim=3; drop"):
+        adopt_checkpoint_config(other, saved, explicit={"model.generator.z_dim"})
+
+
 def test_resume_takes_accumulate_from_the_checkpoint_unless_typed(tmp_path: Path) -> None:
     from ganlab.resume import adopt_checkpoint_config
 
