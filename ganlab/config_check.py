@@ -267,7 +267,7 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
 
     Raises:
         ConfigError: a true/false setting typed otherwise, a composition error explained by :func:`explain`, or
-            one of :func:`check_typed` or :func:`check_target_values`.
+            one of :func:`check_typed`, :func:`check_target_values` or ``_check_untyped_bools``.
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -284,6 +284,25 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
                 raise ConfigError(message) from err
         check_typed(cfg)
         check_target_values(cfg)
+        _check_untyped_bools(cfg, overrides)
+
+
+#: True/false settings of untyped nodes that no ``_target_`` takes (the builder reads them itself).
+UNTYPED_BOOLS = ("model.conditional",)
+
+
+def _check_untyped_bools(cfg: DictConfig, lines: Sequence[str]) -> None:
+    """Refuse a non-boolean at :data:`UNTYPED_BOOLS` (``model.conditional=no`` composes as the string 'no') before
+    anything runs; under ``-m`` before the sweep starts rather than in each job.
+
+    Raises:
+        ConfigError: naming the key, the line that set it and the value.
+    """
+    for key in UNTYPED_BOOLS:
+        value = OmegaConf.select(cfg, key, default=None)
+        if value is not None and not isinstance(value, bool):
+            line = next((ln for ln in lines if ln.lstrip("+~").split("=", 1)[0] == key), None)
+            raise ConfigError(f"{line + ': ' if line else ''}{key} must be true or false, got {value!r}")
 
 
 #: Untyped nodes built from a ``_target_`` (no schema): :func:`check_target_values` checks their plain values.

@@ -49,6 +49,14 @@ def test_a_strategy_name_given_as_a_strategy_s_settings() -> None:
     assert list(compose_cfg(["strategy=[r1,wgan_gp]"]).strategy) == ["r1", "wgan_gp"]
 
 
+def test_model_conditional_as_a_word_is_refused_before_a_sweep_starts() -> None:
+    assert refused("model=dcgan", "model.conditional=no") == (
+        "model.conditional=no: model.conditional must be true or false, got 'no'")
+    assert refused("model=dcgan", "model.conditional=true,no", multirun=True) == (
+        "model.conditional=no: model.conditional must be true or false, got 'no'")
+    check_command_line(["model=dcgan", "model.conditional=true,false"], multirun=True)  # the advice works
+
+
 def test_a_word_for_a_number() -> None:
     assert refused("strategy=[wgan_gp]", "strategy.wgan_gp.lambda_gp=abc") == (
         "strategy.wgan_gp.lambda_gp=abc: strategy.wgan_gp.lambda_gp must be a number, got 'abc'")
