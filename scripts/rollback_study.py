@@ -219,13 +219,14 @@ def plot(rows: list[dict[str, object]], key: str, path: Path, title: str) -> Non
 
 def study(args: argparse.Namespace) -> None:
     design = arms(args.period, args.lag)
+    train_arms = [a for a in design if args.arms is None or slug(a) in args.arms]
     jobs = [(a, s) for s in range(args.seeds) for a in design]
     common = ["experiment=rollback_study", f"trainer.steps={args.steps}", f"trainer.eval_every={args.eval_every}",
               f"trainer.ckpt_every={args.steps}"]
     if args.jobs > 0:
         Parallel(n_jobs=args.jobs)(
             delayed(train)(args.out / "study" / f"{slug(a)}_s{s}", [*common, *design[a], f"seed={s}"])
-            for a, s in jobs)
+            for a, s in jobs if a in train_arms)
     rows = [r for a, s in jobs for r in curve(args.out / "study" / f"{slug(a)}_s{s}", arm=a, seed=s)]
     write_csv(args.out / "study_curve.csv", rows)
     texts = []
@@ -251,6 +252,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", choices=list(CANDIDATES), help="search: these candidates only")
     ap.add_argument("--period", type=int, default=5000, help="study: periodic rollback every this many G steps")
     ap.add_argument("--lag", type=int, default=1000, help="study: ... to the snapshot this many steps earlier")
+    ap.add_argument("--arms", nargs="+", choices=[slug(a) for a in ARMS],
+                    help="study: train these arms only (the table and plots still collect every arm's finished runs)")
     ap.add_argument("--key", default="modes_covered", help="study: the coverage score of the table and plot")
     args = ap.parse_args()
     {"search": search, "study": study}[args.what](args)
