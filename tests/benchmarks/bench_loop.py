@@ -24,6 +24,9 @@ the device is synchronised at block ends:
 * ``plain again (A/A control)``: the same plain loop timed as a second variant; its "overhead" is the
   measurement's noise floor (what two identical loops differ by in this session), against which the other
   rows' overheads are read;
+* ``plain, second copy (B/B control)``: a second, independent plain loop (its own copies of the networks,
+  optimisers and data tensor): what merely being other objects in memory costs, the control for ganlab's rows,
+  whose networks are other objects too;
 * ``ganlab steps``: ``trainer.train_step()`` (what ``Trainer.fit`` calls per step: n_critic D steps, one
   G step, the training-health checks); ``d_step()``/``g_step(real)`` on a loop without ``train_step``;
 * ``ganlab fit()``: ``trainer.fit()`` for one block of steps, with ``trainer.evaluate`` replaced by a no-op
@@ -87,6 +90,7 @@ from ganlab.build import build_trainer  # noqa: E402
 from ganlab.compare_stats import bootstrap_ci  # noqa: E402
 
 AA = "plain again (A/A control)"  # the plain loop timed as a second variant: the noise floor of the overheads
+BB = "plain, second copy (B/B control)"  # a second PlainGAN with its own networks, optimisers and data copy
 GANLAB_DIR = Path(sys.modules["ganlab.build"].__file__).resolve().parent
 LOOP_FILE = str(GANLAB_DIR / "trainer" / "loop.py")
 HEALTH_DIR = str(GANLAB_DIR / "health")
@@ -300,12 +304,16 @@ def bench(kind: str, args: argparse.Namespace, device: torch.device) -> dict[str
     og, od = cfg.optim.generator, cfg.optim.discriminator
     plain = PlainGAN(copy.deepcopy(trainer.G), copy.deepcopy(trainer.D), trainer.data.x, int(cfg.trainer.batch_size),
                      float(og.lr), tuple(og.betas), float(od.lr), tuple(od.betas), trainer.G.z_dim)
+    plain2 = PlainGAN(copy.deepcopy(trainer.G), copy.deepcopy(trainer.D), trainer.data.x.clone(),
+                      int(cfg.trainer.batch_size), float(og.lr), tuple(og.betas), float(od.lr), tuple(od.betas),
+                      trainer.G.z_dim)
     assert trainer.cfg.n_critic == 1 and not trainer.strategies
     default_block = {"mlp": (25, 200), "dcgan": (2, 50)}[kind][device.type == "cuda"]
     k = args.block or default_block
     jobs = {
         "plain": lambda: [plain.step() for _ in range(k)],
         AA: lambda: [plain.step() for _ in range(k)],
+        BB: lambda: [plain2.step() for _ in range(k)],
         "ganlab steps": lambda: ganlab_steps(trainer, k),
         "ganlab fit()": lambda: ganlab_fit(trainer, k, args.fit_log_every),
     }
@@ -383,7 +391,7 @@ def bench(kind: str, args: argparse.Namespace, device: torch.device) -> dict[str
         print(f"{kind}: risk.observe {res['risk_cost']['observe_cpu_ms']:.3f} ms CPU per call, every "
               f"{res['risk_cost']['monitor_every']} steps of {res['risk_cost']['step_cpu_ms']:.3f} ms: "
               f"{res['risk_cost']['percent_of_a_step']:.2f} % of a step", flush=True)
-    over = max(v for n, v in res["overhead_percent"].items() if n != AA)
+    over = max(v for n, v in res["overhead_percent"].items() if n not in (AA, BB))
     if args.profile or over > args.threshold:
         print(f"{kind}: overhead {over:.1f}% > {args.threshold}% (or --profile): profiling")
         res["profile"] = profile(kind, trainer, plain, max(k, {"mlp": 200, "dcgan": 10}[kind]), device)
