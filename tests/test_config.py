@@ -100,6 +100,9 @@ EXPERIMENTS = {
                              ckpt_every=5000, log_every=50, num_samples=2500),
     "ring8_strategies_cpu": dict(dataset="ring8", model=MLP, steps=2000, batch_size=64, eval_every=250,
                                  ckpt_every=1000, log_every=25, num_samples=2500),
+    # the rollback study's base: PacGAN2 on grid25 at lr 1e-2 (its only late fall found), ganlab's MLP pair
+    "rollback_study": dict(dataset="grid25", model=MLP, steps=8000, batch_size=256, eval_every=500, ckpt_every=1000,
+                           log_every=50, num_samples=2500, strategy=["pacgan"], lr=1e-2),
     "stacked_fmnist_strategies": dict(dataset="stacked_fashion_mnist", model=DCGAN, width=64, norm="layer",
                                       steps=20000, batch_size=64, eval_every=2000, ckpt_every=5000, log_every=50,
                                       num_samples=2500),
@@ -133,7 +136,9 @@ def test_every_experiment_composes(name: str) -> None:
     for key in ("steps", "batch_size", "eval_every", "ckpt_every", "log_every"):
         assert cfg.trainer[key] == want[key], f"{name}: trainer.{key}"
     assert cfg.metrics.num_samples == want["num_samples"]
-    assert cfg.strategy == {} and cfg.seed == 0  # one run without -m: plain GAN, seed 0
+    assert list(cfg.strategy) == want.get("strategy", []) and cfg.seed == 0  # one run without -m: seed 0
+    if "lr" in want:
+        assert cfg.optim.generator.lr == cfg.optim.discriminator.lr == want["lr"]
     if name.startswith("pacgan_"):  # PacGAN's protocol: 100,000 points, Adam 1e-4 / beta1 0.8, ring radius 1 std 0.01
         assert cfg.dataset.num_samples == 100000 and cfg.optim.generator.lr == cfg.optim.discriminator.lr == 1e-4
         assert list(cfg.optim.discriminator.betas) == [0.8, 0.999] and cfg.model.generator.z_dim == 2
