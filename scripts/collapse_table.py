@@ -15,11 +15,15 @@ Usage (from the repository root, after the corpus)::
    ``sklearn.linear_model.LogisticRegression`` (L2, C=1, balanced classes). Threshold: the smallest multiple
    of 0.01 at which no healthy ring8 run warns (its max risk at step >= warm-up stays below it). ``--yaml``
    prints the ``monitor.risk`` block to paste into the config.
-3. Prints the markdown table: per data set and overall, detection rate (collapsed runs flagged by a presence
+3. Fixes ``monitor.risk.diversity_drop`` on the ring8 runs ONLY: the largest multiple of 0.01 at which no healthy
+   ring8 run's logged ``diversity`` falls below that fraction of its best since the warm-up
+   (:class:`ganlab.health.risk.DiversityDrop`).
+4. Prints the markdown table: per data set and overall, detection rate (collapsed runs flagged by a presence
    rule), false-alarm rate (healthy runs flagged), run-level AUROC of the risk (collapsed: max risk at
    monitored steps in [warm-up, max(drop step, warm-up)]; healthy: max at steps >= warm-up;
    ``sklearn.metrics.roc_auc_score``), and lead times (drop step - first warning, in steps; median over
-   collapsed runs that were warned at all; the detector's on every evaluation and as shipped).
+   collapsed runs that were warned at all; the detector's on every evaluation and as shipped), and the
+   diversity drop's warnings, false alarms and lead.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from collapse_corpus import OUT, WARMUP  # noqa: E402
 
 from ganlab.health.detector import CollapseDetector, DetectorConfig  # noqa: E402
-from ganlab.health.risk import SIGNALS, risk_score  # noqa: E402
+from ganlab.health.risk import SIGNALS, DiversityDrop, risk_score  # noqa: E402
 
 SETS = ("ring8", "grid25", "digits")
 SCORE_KEYS = ("modes_covered", "clusters_covered", "high_similarity_fraction", "duplicate_fraction")
@@ -94,6 +98,21 @@ def fit_risk(signals: list[dict[str, Any]], runs: dict[str, dict[str, Any]], hor
     return out
 
 
+def drop_warning(signals: list[dict[str, Any]], run: dict[str, Any], fraction: float) -> int | None:
+    """The first step >= the warm-up at which the run's logged ``diversity`` fell below ``fraction`` x its best
+    since the warm-up (:class:`ganlab.health.risk.DiversityDrop`), or None."""
+    series = [(int(s["step"]), float(s["diversity"])) for s in signals if s["run"] == run["name"]]
+    return DiversityDrop(fraction, WARMUP).first_warning(series)
+
+
+def fit_drop(signals: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> float:
+    """``monitor.risk.diversity_drop``: the largest multiple of 0.01 in (0, 1) at which no healthy ring8 run warns
+    (the rule of the risk's threshold, on the ring8 runs only)."""
+    healthy = [r for r in runs.values() if r["dataset"] == "ring8" and r["collapsed"] == 0]
+    quiet = [f / 100 for f in range(1, 100) if all(drop_warning(signals, r, f / 100) is None for r in healthy)]
+    return max(quiet, default=0.01)
+
+
 def risks(signals: list[dict[str, Any]], run: dict[str, Any], fit: dict[str, Any]) -> list[tuple[int, float]]:
     """(step, risk) of one run, recomputed from its logged signals with the fitted weights."""
     return [(int(s["step"]), risk_score({k: s[k] for k in SIGNALS}, fit["weights"], fit["mean"], fit["scale"],
@@ -107,7 +126,7 @@ def max_risk(signals: list[dict[str, Any]], run: dict[str, Any], fit: dict[str, 
 
 
 def evaluate(runs: list[dict[str, Any]], evals: list[dict[str, Any]], signals: list[dict[str, Any]],
-             fit: dict[str, Any]) -> list[dict[str, Any]]:
+             fit: dict[str, Any], fraction: float) -> list[dict[str, Any]]:
     """Per-run outcomes: detector steps (all evaluations / after warm-up), run-level risk, first risk warning."""
     out = []
     for run in runs:
@@ -119,7 +138,8 @@ def evaluate(runs: list[dict[str, Any]], evals: list[dict[str, Any]], signals: l
         end = max(drop, WARMUP) if collapsed else None
         warn = next((s for s, r in risks(signals, run, fit) if s >= WARMUP and r >= fit["threshold"]), None)
         out.append({**run, "pres_all": pres_all, "any_all": any_all, "pres_w": pres_w, "any_w": any_w,
-                    "risk": max_risk(signals, run, fit, WARMUP, end), "warn": warn})
+                    "risk": max_risk(signals, run, fit, WARMUP, end), "warn": warn,
+                    "drop": drop_warning(signals, run, fraction)})
     return out
 
 
@@ -147,7 +167,8 @@ def table(res: list[dict[str, Any]]) -> str:
     head = ["data set", "runs (collapsed / healthy)", "detection, all evals", "false alarms, all evals",
             f"detection, evals >= {WARMUP}", f"false alarms, evals >= {WARMUP}", "risk AUROC",
             "risk warnings on collapsed", "risk false alarms", "median lead: risk", "median lead: detector",
-            f"median lead: detector, evals >= {WARMUP} (as shipped)", "median lead: first of both"]
+            f"median lead: detector, evals >= {WARMUP} (as shipped)", "median lead: first of both",
+            "diversity-drop warnings on collapsed", "diversity-drop false alarms", "median lead: diversity drop"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     late = f"late collapses only (drop step >= {WARMUP})"
     for name in (*SETS, "all", "all but ring8 (held out)", late):
@@ -160,7 +181,8 @@ def table(res: list[dict[str, Any]]) -> str:
                  rate([r["pres_w"] is not None for r in bad]), rate([r["pres_w"] is not None for r in good]),
                  auroc(rows), rate([r["warn"] is not None for r in bad]), rate([r["warn"] is not None for r in good]),
                  lead(rows, first("warn")), lead(rows, first("any_all")), lead(rows, first("any_w")),
-                 lead(rows, first("warn", "any_all"))]
+                 lead(rows, first("warn", "any_all")), rate([r["drop"] is not None for r in bad]),
+                 rate([r["drop"] is not None for r in good]), lead(rows, first("drop"))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -175,9 +197,10 @@ def main(argv: list[str] | None = None) -> None:
     for r in runs:
         r["drop_step"] = int(r["drop_step"]) if not math.isnan(r["drop_step"]) else None
     fit = fit_risk(signals, {r["name"]: r for r in runs}, args.horizon)
-    res = evaluate(runs, evals, signals, fit)
+    fraction = fit_drop(signals, {r["name"]: r for r in runs})
+    res = evaluate(runs, evals, signals, fit, fraction)
     print(f"Risk fit on ring8: {fit['rows']} monitored steps >= {WARMUP} ({fit['positives']} positive), "
-          f"threshold {fit['threshold']:.2f}, bias {fit['bias']:+.3f}")
+          f"threshold {fit['threshold']:.2f}, bias {fit['bias']:+.3f}; diversity_drop {fraction:.2f}")
     print("| signal | weight | ring8 mean | ring8 std |\n|---|---|---|---|")
     for k in SIGNALS:
         print(f"| {k} | {fit['weights'][k]:+.3f} | {fit['mean'][k]:.4g} | {fit['scale'][k]:.4g} |")
@@ -186,10 +209,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.runs:
         for r in res:
             print(f"{r['name']}: collapsed={r['collapsed']} drop={r['drop_step']} detector={r['pres_all']}/"
-                  f"{r['pres_w']} risk={r['risk']:.2f} warn={r['warn']}")
+                  f"{r['pres_w']} risk={r['risk']:.2f} warn={r['warn']} drop={r['drop']}")
     if args.yaml:
         print("\nrisk:\n  enabled: true\n  n_z: 48\n  n_real: 48\n  n_d: 24\n  window: 10\n"
-              f"  warmup: {WARMUP}\n  threshold: {fit['threshold']:.2f}\n  bias: {fit['bias']:.4f}")
+              f"  warmup: {WARMUP}\n  threshold: {fit['threshold']:.2f}\n  diversity_drop: {fraction:.2f}\n"
+              f"  bias: {fit['bias']:.4f}")
         for key in ("weights", "mean", "scale"):
             print(f"  {key}: {{" + ", ".join(f"{k}: {v:.4g}" for k, v in fit[key].items()) + "}")
 

@@ -29,3 +29,18 @@ def test_pacgan_table_refuses_a_seed_range_with_no_trial(first, trials, tmp_path
     assert exc.value.code == 2
     assert "--first-trial 3 --trials 5 runs seeds 3 and 4" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs():
+    """``monitor.risk.diversity_drop`` in conf/monitor/default.yaml is what collapse_table.py derives from the
+    committed corpus (largest fraction at which no healthy ring8 run warns), and one step above it does warn."""
+    from omegaconf import OmegaConf
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    table = load_script("collapse_table")
+    runs, signals = table.read("runs"), table.read("signals")
+    by_name = {r["name"]: r for r in runs}
+    shipped = OmegaConf.load(ROOT / "conf" / "monitor" / "default.yaml").risk.diversity_drop
+    assert table.fit_drop(signals, by_name) == shipped == 0.86
+    healthy = [r for r in runs if r["dataset"] == "ring8" and r["collapsed"] == 0]
+    assert sum(table.drop_warning(signals, r, 0.87) is not None for r in healthy) == 2

@@ -14,6 +14,11 @@ Signals (logged as ``health/risk/<name>``; see :meth:`CollapseRisk.signals` for 
 * ``diversity``: mean pairwise Euclidean distance of G's samples from ``n_z`` fixed latent codes divided by
   that of ``n_real`` fixed real training samples (1 = as spread as the data, 0 = one point).
 
+A second, simpler early warning watches ``diversity`` alone (:class:`DiversityDrop`): it warns when the fixed-code
+diversity falls below ``diversity_drop`` x its highest value since ``warmup`` (a fall from the best, like the
+corpus's collapse label, on a signal computed 50 times per evaluation), alert ``diversity_drop``, logged as
+``health/diversity_drop`` (1 while below).
+
 Combined by logistic regression on standardised signals (:func:`risk_score`); the weights, means, scales,
 bias and threshold are ``monitor.risk.*`` defaults fitted by ``scripts/collapse_table.py`` on the ring8 runs
 of the collapse corpus (``docs/results/collapse_detection.md``). When the risk rises through the threshold at
@@ -72,6 +77,7 @@ class RiskConfig:
     window: int = 10       # monitored steps in the loss trend and fluctuation windows
     warmup: int = 0        # no alert before this step (G starts near one point: every run looks collapsed)
     threshold: float = 0.5
+    diversity_drop: float | None = None  # warn when diversity < this x its best since warmup (None: off)
     bias: float = 0.0
     weights: dict[str, float] = field(default_factory=dict)
     mean: dict[str, float] = field(default_factory=dict)
@@ -85,6 +91,8 @@ class RiskConfig:
                              f"warmup={self.warmup}")
         if not 0 < float(self.threshold) < 1:
             raise ValueError(f"monitor.risk.threshold must be in (0, 1), got {self.threshold}")
+        if self.diversity_drop is not None and not 0 < float(self.diversity_drop) < 1:
+            raise ValueError(f"monitor.risk.diversity_drop must be in (0, 1) or null (off), got {self.diversity_drop}")
         for key in ("weights", "mean", "scale"):
             unknown = set(getattr(self, key)) - set(SIGNALS)
             if unknown:
@@ -127,6 +135,49 @@ def slope(values: list[float]) -> float:
     return sum((i - mx) * (v - my) for i, v in enumerate(values)) / sum((i - mx) ** 2 for i in range(n))
 
 
+class DiversityDrop:
+    """Warns when a diversity signal falls below ``fraction`` x its highest value so far (steps >= ``start``).
+
+    At each call with a finite value at step >= ``start``: the value is compared with the best of the earlier
+    ones (the first value only sets the best), then the best is raised to it. :meth:`update` returns True while
+    the value is below ``fraction`` x best; :attr:`crossed` is True at the call that went below (one alert per
+    fall). The rule is the corpus label's "a fall from its best" (``docs/results/collapse_detection.md``),
+    applied to ``CollapseRisk``'s ``diversity`` signal between evaluations.
+
+    Args:
+        fraction: in (0, 1); ``monitor.risk.diversity_drop``.
+        start: first step judged (``monitor.risk.warmup``).
+    """
+
+    def __init__(self, fraction: float, start: int) -> None:
+        self.fraction, self.start = float(fraction), int(start)
+        self.best: float | None = None
+        self.below = False
+        self.crossed = False
+
+    def update(self, step: int, value: float) -> bool:
+        """Judge ``value`` (the signal at ``step``); NaN/inf and steps before ``start`` leave the state as it was."""
+        self.crossed = False
+        if step < self.start or not math.isfinite(value):
+            return self.below
+        below = self.best is not None and value < self.fraction * self.best
+        self.crossed, self.below = below and not self.below, below
+        self.best = value if self.best is None else max(self.best, value)
+        return below
+
+    def first_warning(self, series: list[tuple[int, float]]) -> int | None:
+        """Replay (step, value) pairs in step order from a fresh state; the first step that warns, or None."""
+        self.best, self.below = None, False
+        return next((step for step, v in sorted(series) if self.update(step, v)), None)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "below": self.below}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best = None if state.get("best") is None else float(state["best"])
+        self.below = bool(state.get("below", False))
+
+
 def risk_scalars(values: Mapping[str, float]) -> dict[str, float]:
     """``{"collapse_risk": r, <signal>: v}`` (:attr:`CollapseRisk.last`) as logged scalars:
     ``health/collapse_risk`` and ``health/risk/<signal>``."""
@@ -158,6 +209,7 @@ class CollapseRisk:
         self.real_spread = float(torch.pdist(self.real.flatten(1).float()).mean())
         self.losses = {net: RollingStats(cfg.window) for net in "DG"}
         self.above = False
+        self.drop = None if cfg.diversity_drop is None else DiversityDrop(cfg.diversity_drop, cfg.warmup)
         self.last: dict[str, float] = {}
 
     @torch.no_grad()
@@ -200,7 +252,9 @@ class CollapseRisk:
         """Signals and risk at ``step`` (arguments: see :meth:`signals`); alerts when the risk rises to the
         threshold or above at step >= ``warmup``. Keeps ``{"collapse_risk": r, <signal>: value}`` in
         :attr:`last` and returns it as the scalars to log (:func:`risk_scalars`: ``health/collapse_risk``,
-        ``health/risk/<signal>``)."""
+        ``health/risk/<signal>``), plus ``health/diversity_drop`` (1.0 while :class:`DiversityDrop` warns, else
+        0.0) when ``monitor.risk.diversity_drop`` is set; its alert ``diversity_drop`` is written when it starts
+        warning."""
         c = self.cfg
         sig = self.signals(G, D, d_real, d_fake, monitor, last)
         risk = risk_score(sig, c.weights, c.mean, c.scale, c.bias)
@@ -212,10 +266,18 @@ class CollapseRisk:
                              risk=risk, **sig)
         self.above = risk >= c.threshold and step >= c.warmup
         self.last = {"collapse_risk": risk, **sig}
-        return risk_scalars(self.last)
+        scalars = risk_scalars(self.last)
+        if self.drop is not None:
+            scalars["health/diversity_drop"] = float(self.drop.update(step, sig["diversity"]))
+            if self.drop.crossed:
+                self.alerts.emit("diversity_drop", step, f"fixed-code diversity {sig['diversity']:.3g} < "
+                                 f"{self.drop.fraction:g} x its best since step {c.warmup} ({self.drop.best:.3g})",
+                                 diversity=sig["diversity"], best=self.drop.best)
+        return scalars
 
     def state_dict(self) -> dict[str, Any]:
-        return {"losses": {n: list(s.values) for n, s in self.losses.items()}, "above": self.above}
+        return {"losses": {n: list(s.values) for n, s in self.losses.items()}, "above": self.above,
+                "diversity_drop": self.drop.state_dict() if self.drop is not None else {}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
@@ -223,3 +285,5 @@ class CollapseRisk:
                 self.losses[net].values.clear()
                 self.losses[net].values.extend(float(v) for v in values)
             self.above = bool(state["above"])
+            if self.drop is not None:
+                self.drop.load_state_dict(state.get("diversity_drop", {}))

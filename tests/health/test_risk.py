@@ -14,7 +14,7 @@ from torch import nn
 from ganlab.build import build_trainer
 from ganlab.data import GANData
 from ganlab.health import AlertLog, UpdateFindings, read_alerts
-from ganlab.health.risk import SIGNALS, CollapseRisk, RiskConfig, ada_r_v, risk_score, slope
+from ganlab.health.risk import SIGNALS, CollapseRisk, DiversityDrop, RiskConfig, ada_r_v, risk_score, slope
 from ganlab.trainer.loggers import NullLogger
 
 REAL = torch.tensor([[1.0, 0.0], [3.0, 0.0], [1.0, 2.0], [3.0, 2.0]])   # D = first coordinate: mean 2
@@ -115,7 +115,36 @@ def test_alert_once_per_crossing_and_state_round_trip(tmp_path: Path) -> None:
     assert alerts[0]["risk"] == pytest.approx(expected) and "diversity=0.293" in alerts[0]["message"]
     other = make_risk(tmp_path / "other")
     other.load_state_dict(risk.state_dict())
-    assert other.state_dict() == {"losses": {"D": [1.0, 2.0], "G": [1.0, 1.0]}, "above": True}
+    assert other.state_dict() == {"losses": {"D": [1.0, 2.0], "G": [1.0, 1.0]}, "above": True, "diversity_drop": {}}
+
+
+def test_diversity_drop_by_hand() -> None:
+    """Best since the start step, a warning below 0.86 x best (0.86 x 0.8 = 0.688), one crossing per fall."""
+    drop = DiversityDrop(0.86, start=1000)
+    series = [(500, 1.0), (1000, 0.5), (1020, 0.8), (1040, 0.6), (1060, 0.65), (1080, math.nan), (1100, 0.7),
+              (1120, 0.5)]
+    seen = [(drop.update(step, v), drop.crossed, drop.best) for step, v in series]
+    assert seen == [(False, False, None), (False, False, 0.5), (False, False, 0.8), (True, True, 0.8),
+                    (True, False, 0.8), (True, False, 0.8), (False, False, 0.8), (True, True, 0.8)]
+    assert DiversityDrop(0.86, start=1000).first_warning(series) == 1040
+    assert DiversityDrop(0.5, start=1000).first_warning(series) is None  # 0.5 x 0.8 = 0.4: never below
+
+
+def test_diversity_drop_alert_scalar_and_state(tmp_path: Path) -> None:
+    risk = make_risk(tmp_path, diversity_drop=0.5, warmup=100)
+    G, D = FixedG(), FirstCoordinateD()
+    assert risk.observe(20, G, D, D_REAL, D_FAKE, MONITOR, losses(1.0, 1.0))["health/diversity_drop"] == 0.0
+    assert risk.drop.best is None  # before warmup: not judged
+    risk.drop.best = 1.0  # as if G's fixed-code samples had been spread as the data at an earlier check
+    out = risk.observe(120, G, D, D_REAL, D_FAKE, MONITOR, losses(1.0, 1.0))  # diversity 0.293 < 0.5 x 1.0
+    assert out["health/diversity_drop"] == 1.0
+    drops = [(a["step"], a["best"]) for a in read_alerts(tmp_path) if a["kind"] == "diversity_drop"]
+    assert drops == [(120, 1.0)]
+    other = make_risk(tmp_path / "other", diversity_drop=0.5, warmup=100)
+    other.load_state_dict(risk.state_dict())
+    assert other.drop.state_dict() == {"best": 1.0, "below": True}
+    with pytest.raises(ValueError, match="monitor.risk.diversity_drop"):
+        RiskConfig(diversity_drop=1.0).validate()
 
 
 def test_config_errors_name_the_key() -> None:
@@ -136,6 +165,7 @@ def test_training_is_unchanged_by_the_risk_and_resumes_exactly(tmp_path: Path) -
     off.logger = off_logger = RecordingLogger()
     off.fit()
     assert off.risk is None and set(on.risk.last) == {"collapse_risk", *SIGNALS}
+    assert on.risk.drop is not None and on.risk.drop.fraction == 0.86  # conf/monitor/default.yaml
     # the loop logs the risk with the monitor's scalars at every monitored step (monitor.every=2)
     assert [s for s, _ in logger.logged["health/collapse_risk"]] == list(range(2, 13, 2))
     assert logger.logged["health/collapse_risk"][-1][1] == on.risk.last["collapse_risk"]
