@@ -31,12 +31,12 @@ def test_pacgan_table_refuses_a_seed_range_with_no_trial(first, trials, tmp_path
     assert not (tmp_path / "out").exists()
 
 
-def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs():
+def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs(monkeypatch):
     """``monitor.risk.diversity_drop`` in conf/monitor/default.yaml is what collapse_table.py derives from the
     committed corpus (largest fraction at which no healthy ring8 run warns), and one step above it does warn."""
     from omegaconf import OmegaConf
 
-    sys.path.insert(0, str(ROOT / "scripts"))
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
     table = load_script("collapse_table")
     runs, signals = table.read("runs"), table.read("signals")
     by_name = {r["name"]: r for r in runs}
@@ -44,3 +44,27 @@ def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs():
     assert table.fit_drop(signals, by_name) == shipped == 0.86
     healthy = [r for r in runs if r["dataset"] == "ring8" and r["collapsed"] == 0]
     assert sum(table.drop_warning(signals, r, 0.87) is not None for r in healthy) == 2
+
+
+def test_rollback_study_table_by_hand(monkeypatch):
+    """Final modes (9 +- t(1) x 1 for seeds [8, 10]), Welch's p against the base, and the late-window means."""
+    from scipy import stats
+
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))  # rollback_study imports pacgan_table
+    study = load_script("rollback_study")
+    base, halved = list(study.ARMS)[:2]
+    rows = []
+    for arm, finals in ((base, [8, 10]), (halved, [14, 16])):
+        for seed, final in enumerate(finals):
+            for step in range(500, 3001, 500):  # 6 evaluations; the last 5 are 1000..3000
+                value = final if step == 3000 else (20 if step == 500 else final - 2)
+                rows.append({"arm": arm, "seed": seed, "step": step, "modes_covered": value})
+    text = study.study_table(rows, "modes_covered", 3000, 2, 25.0)
+    base_line = next(line for line in text.splitlines() if line.startswith(f"| {base} "))
+    halved_line = next(line for line in text.splitlines() if line.startswith(f"| {halved} "))
+    h = 12.706 * 2 ** 0.5 / 2 ** 0.5  # t(0.975, 1 df) x sd / sqrt(n)
+    assert f"| 9.00 [{9 - h:.2f}, {9 + h:.2f}] | 0 | 20.00 | - |" in base_line
+    p = stats.ttest_ind([14, 16], [8, 10], equal_var=False).pvalue
+    assert f"| +6.00, p = {p:.3g} |" in halved_line
+    # last 5 evaluations of seed 0: 4 x 12 and the final 14 -> 12.4; seed 1: 4 x 14 and 16 -> 14.4
+    assert halved_line.endswith(f"| 13.40 [{13.4 - h:.2f}, {13.4 + h:.2f}] |")
