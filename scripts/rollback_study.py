@@ -202,6 +202,34 @@ def study_table(rows: list[dict[str, object]], key: str, steps: int, seeds: int,
     return "\n".join(lines)
 
 
+def factorial(rows: list[dict[str, object]], key: str, steps: int) -> str:
+    """Markdown: the 2 x 2 design's main effects and interaction on the final ``key`` (periodic rollback off/on x
+    D lr as is/halved), each a difference of means over the two levels of the other factor, with a 95 % t-interval
+    and p from the pooled within-cell variance (two-way ANOVA with replication, df = N - 4); empty when a cell has
+    fewer than 2 seeds.
+    """
+    from scipy import stats
+
+    names = list(ARMS)[:4]  # base, D lr halved, periodic rollback, periodic rollback + D lr halved
+    cells = [[float(r[key]) for r in rows if r["arm"] == a and r["step"] == steps] for a in names]
+    if min(len(c) for c in cells) < 2:
+        return ""
+    m = [statistics.mean(c) for c in cells]
+    df = sum(len(c) for c in cells) - 4
+    mse = sum((v - mi) ** 2 for c, mi in zip(cells, m) for v in c) / df
+    inv = sum(1 / len(c) for c in cells)  # each contrast below weighs every cell mean by +-1/2 (interaction +-1)
+    contrasts = {"periodic rollback (on - off)": ((m[2] + m[3]) - (m[0] + m[1])) / 2,
+                 "D lr halved (halved - as is)": ((m[1] + m[3]) - (m[0] + m[2])) / 2,
+                 "interaction (D lr's effect with rollback - without)": (m[3] - m[2]) - (m[1] - m[0])}
+    t = stats.t.ppf(0.975, df)
+    lines = [f"| 2 x 2 effect on final {key} | estimate (95 % CI) | p |", "|---|---|---|"]
+    for name, est in contrasts.items():
+        se = math.sqrt(mse * inv / (1 if name.startswith("interaction") else 4))
+        p = 2 * stats.t.sf(abs(est) / se, df) if se > 0 else math.nan
+        lines.append(f"| {name} | {est:+.2f} [{est - t * se:+.2f}, {est + t * se:+.2f}] | {p:.3g} |")
+    return "\n".join(lines)
+
+
 def plot(rows: list[dict[str, object]], key: str, path: Path, title: str, data_cov: float) -> None:
     """Mean ``key`` over seeds against step, one line per arm (its seeds in the legend), with each seed as a faint
     line and the real data's value dashed."""
@@ -252,11 +280,13 @@ def study(args: argparse.Namespace) -> None:
         data_cov = max((float(r[f"data/{key}"]) for r in rows if r.get(f"data/{key}") is not None),
                        default=math.nan)
         texts.append(study_table(rows, key, args.steps, args.seeds, data_cov))
+        texts.append(factorial(rows, key, args.steps))
         plot(rows, key, args.out / f"study_{key}.png",
              f"experiment=rollback_study, up to {args.seeds} seeds, {args.steps:,} steps\nperiodic rollback every "
              f"{args.period:,} steps to the snapshot {args.lag:,} steps earlier", data_cov)
-    (args.out / "study.md").write_text("\n\n".join(texts) + "\n")
-    print("\n\n".join(texts))
+    text = "\n\n".join(t for t in texts if t)
+    (args.out / "study.md").write_text(text + "\n")
+    print(text)
 
 
 def main() -> None:

@@ -68,3 +68,20 @@ def test_rollback_study_table_by_hand(monkeypatch):
     assert f"| +6.00, p = {p:.3g} |" in halved_line
     # last 5 evaluations of seed 0: 4 x 12 and the final 14 -> 12.4; seed 1: 4 x 14 and 16 -> 14.4
     assert halved_line.endswith(f"| 13.40 [{13.4 - h:.2f}, {13.4 + h:.2f}] |")
+
+
+def test_rollback_study_factorial_by_hand(monkeypatch):
+    """Cells [1, 3], [5, 7], [2, 4], [6, 8] (base, D lr halved, rollback, both): means 2, 6, 3, 7; pooled variance
+    2 on 4 df; main effects +1 (rollback) and +4 (D lr), standard error 1; interaction 0, standard error 2."""
+    from scipy import stats
+
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    study = load_script("rollback_study")
+    cells = dict(zip(list(study.ARMS)[:4], ([1, 3], [5, 7], [2, 4], [6, 8])))
+    rows = [{"arm": a, "seed": s, "step": 100, "modes_covered": v} for a, vs in cells.items() for s, v in enumerate(vs)]
+    text = study.factorial(rows, "modes_covered", 100)
+    t = stats.t.ppf(0.975, 4)  # 2.776
+    assert f"| periodic rollback (on - off) | +1.00 [{1 - t:+.2f}, {1 + t:+.2f}] | {2 * stats.t.sf(1, 4):.3g} |" in text
+    assert f"| D lr halved (halved - as is) | +4.00 [{4 - t:+.2f}, {4 + t:+.2f}] | {2 * stats.t.sf(4, 4):.3g} |" in text
+    assert f"| +0.00 [{-2 * t:+.2f}, {2 * t:+.2f}] | 1 |" in text
+    assert study.factorial(rows[:-1], "modes_covered", 100) == ""  # a cell with one seed: no table
