@@ -73,10 +73,12 @@ CANDIDATES = {
 
 def train(folder: Path, overrides: list[str], cheap: bool = True) -> None:
     """One ``ganlab.train`` run into ``folder`` (with the :data:`CHEAP` scorer set unless ``cheap`` is False);
-    skipped when its ``metrics.json`` exists."""
+    skipped when its ``metrics.json`` exists; an interrupted run (checkpoints but no ``metrics.json``) is resumed in
+    place from its newest checkpoint (``trainer.resume``; the evaluations after it are redone)."""
     if (folder / "metrics.json").is_file():
         return
-    cmd = [sys.executable, "-m", "ganlab.train", *overrides, "logger=none", "trainer.progress=false",
+    resume = [f"trainer.resume={folder}"] if any((folder / "checkpoints").glob("*.pt")) else []
+    cmd = [sys.executable, "-m", "ganlab.train", *overrides, *resume, "logger=none", "trainer.progress=false",
            "trainer.projector=false", "threads=1", *(CHEAP if cheap else []), f"hydra.run.dir={folder}"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
