@@ -140,9 +140,11 @@ class DiversityDrop:
 
     At each call with a finite value at step >= ``start``: the value is compared with the best of the earlier
     ones (the first value only sets the best), then the best is raised to it. :meth:`update` returns True while
-    the value is below ``fraction`` x best; :attr:`crossed` is True at the call that went below (one alert per
-    fall). The rule is the corpus label's "a fall from its best" (``docs/results/collapse_detection.md``),
-    applied to ``CollapseRisk``'s ``diversity`` signal between evaluations.
+    the value is below ``fraction`` x best; :attr:`crossed` is True at the first call below since the best was
+    last raised (one alert per fall from a best: a collapsed G whose diversity hovers around the line does not
+    alert at every crossing). The rule is the corpus label's "a fall from its best"
+    (``docs/results/collapse_detection.md``), applied to ``CollapseRisk``'s ``diversity`` signal between
+    evaluations.
 
     Args:
         fraction: in (0, 1); ``monitor.risk.diversity_drop``.
@@ -154,6 +156,7 @@ class DiversityDrop:
         self.best: float | None = None
         self.below = False
         self.crossed = False
+        self.armed = True  # no alert yet since the best was last raised
 
     def update(self, step: int, value: float) -> bool:
         """Judge ``value`` (the signal at ``step``); NaN/inf and steps before ``start`` leave the state as it was."""
@@ -161,21 +164,25 @@ class DiversityDrop:
         if step < self.start or not math.isfinite(value):
             return self.below
         below = self.best is not None and value < self.fraction * self.best
-        self.crossed, self.below = below and not self.below, below
-        self.best = value if self.best is None else max(self.best, value)
+        self.crossed, self.below = below and self.armed, below
+        if below:
+            self.armed = False
+        if self.best is None or value > self.best:
+            self.best, self.armed = value, True
         return below
 
     def first_warning(self, series: list[tuple[int, float]]) -> int | None:
         """Replay (step, value) pairs in step order from a fresh state; the first step that warns, or None."""
-        self.best, self.below = None, False
+        self.best, self.below, self.armed = None, False, True
         return next((step for step, v in sorted(series) if self.update(step, v)), None)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"best": self.best, "below": self.below}
+        return {"best": self.best, "below": self.below, "armed": self.armed}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.best = None if state.get("best") is None else float(state["best"])
         self.below = bool(state.get("below", False))
+        self.armed = bool(state.get("armed", True))
 
 
 def risk_scalars(values: Mapping[str, float]) -> dict[str, float]:

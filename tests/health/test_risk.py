@@ -122,10 +122,12 @@ def test_diversity_drop_by_hand() -> None:
     """Best since the start step, a warning below 0.86 x best (0.86 x 0.8 = 0.688), one crossing per fall."""
     drop = DiversityDrop(0.86, start=1000)
     series = [(500, 1.0), (1000, 0.5), (1020, 0.8), (1040, 0.6), (1060, 0.65), (1080, math.nan), (1100, 0.7),
-              (1120, 0.5)]
+              (1120, 0.5), (1140, 0.9), (1160, 0.7)]
     seen = [(drop.update(step, v), drop.crossed, drop.best) for step, v in series]
+    # 1120 falls below again without a new best in between: no second alert; 1140 sets a new best, 1160 alerts
     assert seen == [(False, False, None), (False, False, 0.5), (False, False, 0.8), (True, True, 0.8),
-                    (True, False, 0.8), (True, False, 0.8), (False, False, 0.8), (True, True, 0.8)]
+                    (True, False, 0.8), (True, False, 0.8), (False, False, 0.8), (True, False, 0.8),
+                    (False, False, 0.9), (True, True, 0.9)]
     assert DiversityDrop(0.86, start=1000).first_warning(series) == 1040
     assert DiversityDrop(0.5, start=1000).first_warning(series) is None  # 0.5 x 0.8 = 0.4: never below
 
@@ -142,7 +144,7 @@ def test_diversity_drop_alert_scalar_and_state(tmp_path: Path) -> None:
     assert drops == [(120, 1.0)]
     other = make_risk(tmp_path / "other", diversity_drop=0.5, warmup=100)
     other.load_state_dict(risk.state_dict())
-    assert other.drop.state_dict() == {"best": 1.0, "below": True}
+    assert other.drop.state_dict() == {"best": 1.0, "below": True, "armed": False}
     with pytest.raises(ValueError, match="monitor.risk.diversity_drop"):
         RiskConfig(diversity_drop=1.0).validate()
 
