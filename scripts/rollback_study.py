@@ -184,8 +184,7 @@ def study_table(rows: list[dict[str, object]], key: str, steps: int, seeds: int,
     finals = {a: [float(r[key]) for r in rows if r["arm"] == a and r["step"] == steps] for a in ARMS}
     done = {a: sorted({r["seed"] for r in rows if r["arm"] == a and r["step"] == steps}) for a in ARMS}
     late = {a: [statistics.mean(late_values(rows, a, s, key)) for s in done[a]] for a in ARMS}
-    best = {a: [max(float(r[key]) for r in rows if r["arm"] == a and r["seed"] == s)
-                for s in sorted({r["seed"] for r in rows if r["arm"] == a})] for a in ARMS}
+    best = {a: [max(float(r[key]) for r in rows if r["arm"] == a and r["seed"] == s) for s in done[a]] for a in ARMS}
     base = finals[next(iter(ARMS))]
     lines = [f"| arm | seeds | final {key} (95 % CI) | seeds with all {data_cov:g} | best during run (mean) "
              f"| vs base: difference, Welch p | mean of the last {LATE} evaluations (95 % CI) |",
@@ -241,6 +240,7 @@ def plot(rows: list[dict[str, object]], key: str, path: Path, title: str, data_c
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(10, 4.5), dpi=120)
+    last = max(r["step"] for r in rows)  # the runs' length: a seed without it is unfinished
     for i, a in enumerate(ARMS):
         mine = [r for r in rows if r["arm"] == a]
         if not mine:
@@ -251,8 +251,10 @@ def plot(rows: list[dict[str, object]], key: str, path: Path, title: str, data_c
             ax.plot(*zip(*pts), color=color, alpha=0.15, lw=0.8)
         steps = sorted({r["step"] for r in mine})
         seeds = len({r["seed"] for r in mine})
+        done = len({r["seed"] for r in mine if r["step"] == last})
+        unfinished = f", {done} finished" if done < seeds else ""
         ax.plot(steps, [statistics.mean(float(r[key]) for r in mine if r["step"] == t) for t in steps],
-                color=color, lw=2, label=f"{a} ({seeds} seed{'s' * (seeds > 1)})")
+                color=color, lw=2, label=f"{a} ({seeds} seed{'s' * (seeds > 1)}{unfinished})")
     if math.isfinite(data_cov):
         ax.axhline(data_cov, color="k", ls="--", lw=1, label=f"real data ({data_cov:g})")
     ax.set_xlabel("generator step")
