@@ -287,22 +287,21 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
         _check_untyped_bools(cfg, overrides)
 
 
-#: True/false settings of untyped nodes that no ``_target_`` takes (the builder reads them itself).
-UNTYPED_BOOLS = ("model.conditional",)
-
-
 def _check_untyped_bools(cfg: DictConfig, lines: Sequence[str]) -> None:
-    """Refuse a non-boolean at :data:`UNTYPED_BOOLS` (``model.conditional=no`` composes as the string 'no') before
-    anything runs; under ``-m`` before the sweep starts rather than in each job.
+    """``model.conditional``, which no ``_target_`` takes, through the builder's own check
+    (:func:`ganlab.build.is_conditional`; ``model.conditional=no`` composes as the string 'no'), before anything runs:
+    under ``-m`` before the sweep starts rather than in each job.
 
     Raises:
-        ConfigError: naming the key, the line that set it and the value.
+        ConfigError: the builder's message, after the line that set the key.
     """
-    for key in UNTYPED_BOOLS:
-        value = OmegaConf.select(cfg, key, default=None)
-        if value is not None and not isinstance(value, bool):
-            line = next((ln for ln in lines if ln.lstrip("+~").split("=", 1)[0] == key), None)
-            raise ConfigError(f"{line + ': ' if line else ''}{key} must be true or false, got {value!r}")
+    from ganlab.build import is_conditional  # ganlab.build imports this module
+
+    try:
+        is_conditional(cfg)
+    except ValueError as err:
+        line = next((ln for ln in lines if ln.lstrip("+~").split("=", 1)[0] == "model.conditional"), None)
+        raise ConfigError(f"{line + ': ' if line else ''}{err}") from None
 
 
 #: Untyped nodes built from a ``_target_`` (no schema): :func:`check_target_values` checks their plain values.

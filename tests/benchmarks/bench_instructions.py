@@ -39,16 +39,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from _common import QUIET, compose, env_info, finish, table
+from _common import compose, env_info, finish, table
 
 VARIANTS = ("ganlab steps", "plain", "plain again (A/A control)", "ganlab steps, monitor.nan_guard=false")
 
 
 def _overrides(extra: list[str]) -> list[str]:
-    big = 10**9  # evaluation, checkpoints and logging never fall due inside the counted steps
-    return ["dataset=ring8", "model=mlp", "trainer.batch_size=256", "loss=ns", "optim=adam", "device=cpu",
-            f"trainer.steps={big}", f"trainer.eval_every={big}", f"trainer.ckpt_every={big}",
-            f"trainer.log_every={big}", "seed=0", *QUIET, *extra]
+    """``bench_loop.py``'s MLP setup (evaluation, checkpoints and logging never due) with ``extra`` overrides."""
+    from bench_loop import overrides
+
+    return overrides("mlp", argparse.Namespace(mlp_batch=256, set=extra), torch.device("cpu"))
 
 
 def inner(steps: int, flag_dir: Path, extra: list[str]) -> None:
