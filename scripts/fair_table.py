@@ -1,0 +1,180 @@
+"""The mission's strategies with the same tuning budget (issue 12, part 4): ring8 and grid25, >= 5 seeds.
+
+Every arm gets the same budget: the same generator steps, and the same three learning rates tried (``LRS``, Lucic
+et al. 2018's "same budget per model"). The protocol has two stages, both resumable (finished runs are skipped,
+interrupted ones resumed from their checkpoint) and run in parallel with joblib, one thread per job:
+
+``tune``: every (arm, data set, lr) on the tuning seeds (``TUNE_SEEDS``, not used again). The best lr of an
+(arm, data set) has the highest mean final modes covered over those seeds (ties: higher HQ fraction, then lower
+lr). ``final``: every (arm, data set) at its best lr on fresh seeds 0..``--seeds``-1; the table reports these
+only, so the selection does not bias them (no winner's curse). ``all`` runs both::
+
+    OMP_NUM_THREADS=1 nice -n 15 python scripts/fair_table.py all --jobs 2 --out docs/results/fair_table
+
+Writes ``<out>/curve.csv`` (every evaluation of every run, both stages), ``<out>/lr_choice.csv`` and
+``<out>/table.md`` (mean +- std over the final seeds, seeds with all modes, the chosen lr, minutes per run; and
+the tuning stage's results at every lr). ``--arms`` restricts what is trained; the tables collect every finished run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+from joblib import Parallel, delayed
+from pacgan_table import write_csv  # scripts/ is on sys.path when a script in it runs
+from rollback_study import curve, slug, train
+
+#: Learning rates every arm tries (both networks; WGAN-GP through its own lr key, which sets both).
+LRS = (1e-4, 3e-4, 1e-3)
+#: Seeds of the tuning stage (the final stage uses 0, 1, ...).
+TUNE_SEEDS = (100, 101)
+DATASETS = {"ring8": 8, "grid25": 25}
+LR = "optim.generator.lr={lr} optim.discriminator.lr={lr}"
+#: WGAN-GP's 2-D toy settings (Gulrajani et al. 2017, gan_toy.py): lambda 0.1, 3 x 512 MLPs with a 2-d latent,
+#: Adam betas (0.5, 0.9), 5 critic steps (the strategy's default n_critic), batch 256 (every arm's batch here).
+WGAN_TOY = ("strategy=[wgan_gp] strategy.wgan_gp.lambda_gp=0.1 strategy.wgan_gp.betas=[0.5,0.9] "
+            "strategy.wgan_gp.lr={lr} model.generator.hidden=[512,512,512] "
+            "model.discriminator.hidden=[512,512,512] model.generator.z_dim=2")
+
+#: label -> overrides with ``{lr}``; the first is the plain GAN. Shipped strategy defaults unless stated.
+ARMS = {
+    "GAN (no strategy)": LR,
+    "D lr damping (x0.5)": f"{LR} strategy=[d_lr_damping]",
+    "periodic rollback": f"{LR} strategy=[rollback]",
+    "periodic rollback + D lr damping (x0.5)": f"{LR} strategy=[rollback,d_lr_damping]",
+    # B=8 kernels (the shipped B=100 costs ~25x a plain step on 256 samples; B=8 about 5x)
+    "minibatch discrimination (B=8)": f"{LR} strategy=[minibatch_discrimination] "
+                                      "strategy.minibatch_discrimination.num_kernels=8",
+    "WGAN-GP (toy settings)": WGAN_TOY,  # 3 x 512 MLPs and 5 critic steps: ~30x a plain step on the CPU
+}
+#: Settings every run shares: ganlab's MLP pair (WGAN-GP: its own widths above), batch 256.
+COMMON = "model=mlp trainer.batch_size=256"
+
+
+def overrides(arm: str, dataset: str, lr: float, seed: int, args: argparse.Namespace) -> list[str]:
+    return [*COMMON.split(), f"dataset={dataset}", *ARMS[arm].format(lr=lr).split(), f"seed={seed}",
+            f"trainer.steps={args.steps}", f"trainer.eval_every={args.eval_every}",
+            f"trainer.ckpt_every={args.ckpt_every}"]
+
+
+def folder(args: argparse.Namespace, arm: str, dataset: str, lr: float, seed: int) -> Path:
+    return args.out / "runs" / dataset / slug(arm) / f"lr{lr:g}_s{seed}"
+
+
+def collect(args: argparse.Namespace, jobs: list[tuple[str, str, float, int]], stage: str) -> list[dict]:
+    """Every evaluation of the given runs as CSV rows (unfinished runs included; ``finished`` marks the rest)."""
+    rows = []
+    for a, d, lr, s in jobs:
+        f = folder(args, a, d, lr, s)
+        done = (f / "metrics.json").is_file()
+        rows += curve(f, stage=stage, dataset=d, arm=a, lr=lr, seed=s, finished=done)
+    return rows
+
+
+def choose_lr(rows: list[dict], arms: list[str], steps: int) -> dict[tuple[str, str], float]:
+    """(arm, data set) -> the lr with the highest mean final modes covered over the tuning seeds (then HQ, then
+    the lower lr); only (arm, data set) pairs whose every tuning run has finished get one."""
+    best = {}
+    for a in arms:
+        for d in DATASETS:
+            score = {}
+            for lr in LRS:
+                fin = [r for r in rows if (r["arm"], r["dataset"], r["lr"], r["step"]) == (a, d, lr, steps)]
+                if len(fin) < len(TUNE_SEEDS):
+                    break
+                score[lr] = (statistics.mean(r["modes_covered"] for r in fin),
+                             statistics.mean(r["hq_fraction"] for r in fin), -lr)
+            else:
+                best[(a, d)] = max(score, key=score.get)
+    return best
+
+
+def run(args: argparse.Namespace, jobs: list[tuple[str, str, float, int]]) -> None:
+    if args.jobs > 0:  # --jobs 0: collect what the run folders hold, train nothing
+        Parallel(n_jobs=args.jobs)(
+            delayed(train)(folder(args, a, d, lr, s), overrides(a, d, lr, s, args)) for a, d, lr, s in jobs)
+
+
+def mean_std(values: list[float], fmt: str) -> str:
+    if not values:
+        return "-"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{format(statistics.mean(values), fmt)} ± {format(sd, fmt)}"
+
+
+def table(final: list[dict], best: dict[tuple[str, str], float], args: argparse.Namespace) -> str:
+    """Markdown: per arm and data set, the chosen lr and, over the final seeds that finished, modes covered, HQ %
+    and reverse KL (mean +- std), seeds with all modes, and the mean wall time of a run (one thread)."""
+    lines = ["| data | arm | lr (chosen) | seeds | modes covered | HQ % | reverse KL | seeds with all modes "
+             "| minutes/run |", "|---|---|---|---|---|---|---|---|---|"]
+    for d, k in DATASETS.items():
+        for a in ARMS:
+            if (a, d) not in best:
+                continue
+            lr = best[(a, d)]
+            fin = [r for r in final if (r["arm"], r["dataset"], r["lr"], r["step"]) == (a, d, lr, args.steps)]
+            if not fin:
+                continue
+            walls = [float((folder(args, a, d, lr, r["seed"]) / "wall_s.txt").read_text()) / 60 for r in fin]
+            lines.append(
+                f"| {d} | {a} | {lr:g} | {len(fin)} | {mean_std([r['modes_covered'] for r in fin], '.1f')} "
+                f"| {mean_std([100 * r['hq_fraction'] for r in fin], '.1f')} "
+                f"| {mean_std([r['reverse_kl'] for r in fin], '.3f')} "
+                f"| {sum(r['modes_covered'] == k for r in fin)}/{len(fin)} | {statistics.mean(walls):.1f} |")
+    return "\n".join(lines)
+
+
+def tuning_table(tune: list[dict], args: argparse.Namespace) -> str:
+    """Markdown: mean final modes covered / HQ % over the tuning seeds at every lr tried."""
+    lines = ["| data | arm | " + " | ".join(f"lr {lr:g}: modes, HQ %" for lr in LRS) + " |",
+             "|---|---|" + "---|" * len(LRS)]
+    for d in DATASETS:
+        for a in ARMS:
+            cells = []
+            for lr in LRS:
+                fin = [r for r in tune if (r["arm"], r["dataset"], r["lr"], r["step"]) == (a, d, lr, args.steps)]
+                cells.append(f"{statistics.mean(r['modes_covered'] for r in fin):.1f}, "
+                             f"{100 * statistics.mean(r['hq_fraction'] for r in fin):.1f} ({len(fin)} seeds)"
+                             if fin else "-")
+            if any(c != "-" for c in cells):
+                lines.append(f"| {d} | {a} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", choices=["tune", "final", "all"])
+    ap.add_argument("--steps", type=int, default=10000, help="generator steps of every run")
+    ap.add_argument("--eval-every", type=int, default=1000)
+    ap.add_argument("--ckpt-every", type=int, default=2500, help="checkpoint interval (an interrupted run resumes)")
+    ap.add_argument("--seeds", type=int, default=5, help="final seeds 0..N-1")
+    ap.add_argument("--jobs", type=int, default=2, help="parallel runs (one thread each); 0: collect only")
+    ap.add_argument("--arms", nargs="+", choices=[slug(a) for a in ARMS], help="train these arms only")
+    ap.add_argument("--out", type=Path, default=Path("docs/results/fair_table"))
+    args = ap.parse_args()
+    if args.steps <= 0 or args.eval_every <= 0 or args.steps % args.eval_every or args.seeds <= 0 or args.jobs < 0:
+        ap.error("--steps, --eval-every and --seeds must be positive, --steps a multiple of --eval-every "
+                 "(the final evaluation is the table's), --jobs >= 0")
+    arms = [a for a in ARMS if args.arms is None or slug(a) in args.arms]
+    tune_jobs = [(a, d, lr, s) for a in ARMS for d in DATASETS for lr in LRS for s in TUNE_SEEDS]
+    for a in arms:  # arm by arm, so that an arm's table is complete before the next one starts
+        if args.what in ("tune", "all"):
+            run(args, [j for j in tune_jobs if j[0] == a])
+        if args.what in ("final", "all"):
+            best = choose_lr(collect(args, tune_jobs, "tune"), [a], args.steps)
+            run(args, [(a, d, best[(a, d)], s) for d in DATASETS if (a, d) in best for s in range(args.seeds)])
+    tune = collect(args, tune_jobs, "tune")
+    best = choose_lr(tune, list(ARMS), args.steps)
+    final = collect(args, [(a, d, lr, s) for (a, d), lr in best.items() for s in range(args.seeds)], "final")
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_csv(args.out / "curve.csv", tune + final)
+    write_csv(args.out / "lr_choice.csv", [{"arm": a, "dataset": d, "lr": lr} for (a, d), lr in best.items()])
+    text = f"{table(final, best, args)}\n\nTuning stage (seeds {TUNE_SEEDS}):\n\n{tuning_table(tune, args)}\n"
+    (args.out / "table.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
