@@ -85,3 +85,31 @@ def test_rollback_study_factorial_by_hand(monkeypatch):
     assert f"| D lr halved (halved - as is) | +4.00 [{4 - t:+.2f}, {4 + t:+.2f}] | {2 * stats.t.sf(4, 4):.3g} |" in text
     assert f"| +0.00 [{-2 * t:+.2f}, {2 * t:+.2f}] | 1 |" in text
     assert study.factorial(rows[:-1], "modes_covered", 100) == ""  # a cell with one seed: no table
+
+
+def test_fair_table_chooses_the_lr_by_mean_modes_then_hq(monkeypatch):
+    """Tuning seeds at 3 lrs: the highest mean final modes wins (1e-3: 7.5); a tie on modes goes to the higher HQ
+    (grid25: 3e-4 over 1e-4), an unfinished tuning run leaves its (arm, data set) without a choice."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    fair = load_script("fair_table")
+    arm = next(iter(fair.ARMS))
+    modes = {("ring8", 1e-4): (6, 7), ("ring8", 3e-4): (8, 6), ("ring8", 1e-3): (8, 7),
+             ("grid25", 1e-4): (20, 20), ("grid25", 3e-4): (20, 20), ("grid25", 1e-3): (10, 12)}
+    hq = {1e-4: 0.5, 3e-4: 0.6, 1e-3: 0.9}
+    rows = [{"arm": arm, "dataset": d, "lr": lr, "seed": s, "step": 100, "modes_covered": m, "hq_fraction": hq[lr]}
+            for (d, lr), ms in modes.items() for s, m in zip(fair.TUNE_SEEDS, ms)]
+    assert fair.choose_lr(rows, [arm], 100) == {(arm, "ring8"): 1e-3, (arm, "grid25"): 3e-4}
+    assert fair.choose_lr(rows[1:], [arm], 100) == {(arm, "grid25"): 3e-4}  # ring8 lr 1e-4 lacks a seed
+    assert fair.choose_lr(rows, [arm], 200) == {}  # no run reached step 200
+
+
+def test_fair_table_refuses_steps_that_miss_the_last_evaluation(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    fair = load_script("fair_table")
+    monkeypatch.setattr(sys, "argv", ["fair_table.py", "all", "--steps", "2500", "--eval-every", "1000",
+                                      "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit) as exc:
+        fair.main()
+    assert exc.value.code == 2
+    assert "--steps a multiple of --eval-every" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
