@@ -149,19 +149,13 @@ def slug(arm: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in arm).strip("_")
 
 
-def t95(n: int) -> float:
-    """Two-sided 95 % Student-t quantile for n - 1 degrees of freedom (n = 2..30; 1.96 beyond)."""
-    table = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-             2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-             2.045]
-    return table[n - 2] if 2 <= n <= 30 else 1.96
-
-
 def mean_ci(values: list[float]) -> str:
     if len(values) < 2:
         return f"{values[0]:.2f} (1 seed)" if values else "-"
+    from scipy import stats
+
     m, s = statistics.mean(values), statistics.stdev(values)
-    h = t95(len(values)) * s / math.sqrt(len(values))
+    h = stats.t.ppf(0.975, len(values) - 1) * s / math.sqrt(len(values))  # two-sided 95 % Student-t interval
     return f"{m:.2f} [{m - h:.2f}, {m + h:.2f}]"
 
 
