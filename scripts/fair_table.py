@@ -11,9 +11,10 @@ only, so the selection does not bias them (no winner's curse). ``all`` runs both
 
     OMP_NUM_THREADS=1 nice -n 15 python scripts/fair_table.py all --jobs 2 --out docs/results/fair_table
 
-Writes ``<out>/curve.csv`` (every evaluation of every run, both stages), ``<out>/lr_choice.csv`` and
-``<out>/table.md`` (mean +- std over the final seeds, seeds with all modes, the chosen lr, minutes per run; and
-the tuning stage's results at every lr). ``--arms`` restricts what is trained; the tables collect every finished run.
+Writes ``<out>/curve.csv`` (every evaluation of every run, both stages), ``<out>/lr_choice.csv``,
+``<out>/curves.png`` (modes and HQ against step) and ``<out>/table.md`` (mean +- std over the final seeds, seeds
+with all modes, the chosen lr, minutes per run; and the tuning stage's results at every lr). ``--arms`` restricts
+what is trained; the tables collect every finished run.
 """
 
 from __future__ import annotations
@@ -143,6 +144,43 @@ def tuning_table(tune: list[dict], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def plot(final: list[dict], path: Path, steps: int) -> None:
+    """Modes covered and HQ % against step (rows) per data set (columns), one line per arm at its chosen lr (the
+    mean over its final seeds; each seed faint), with the data's modes dashed: shows whether the runs plateaued."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(DATASETS), figsize=(12, 7), dpi=110, sharex=True)
+    for col, (d, k) in enumerate(DATASETS.items()):
+        for row, (key, scale, label) in enumerate((("modes_covered", 1, f"modes covered (of {k})"),
+                                                    ("hq_fraction", 100, "HQ %"))):
+            ax = axes[row][col]
+            for i, a in enumerate(ARMS):
+                mine = [r for r in final if r["arm"] == a and r["dataset"] == d]
+                if not mine:
+                    continue
+                for s in sorted({r["seed"] for r in mine}):
+                    ax.plot(*zip(*sorted((r["step"], scale * r[key]) for r in mine if r["seed"] == s)),
+                            color=f"C{i}", alpha=0.15, lw=0.8)
+                at = sorted({r["step"] for r in mine})
+                done = len({r["seed"] for r in mine if r["step"] == steps})
+                ax.plot(at, [statistics.mean(scale * r[key] for r in mine if r["step"] == t) for t in at],
+                        color=f"C{i}", lw=2, label=f"{a}, lr {mine[0]['lr']:g} ({done} seeds)")
+            if key == "modes_covered":
+                ax.axhline(k, color="k", ls="--", lw=1)
+            ax.set_title(f"{d}: {label}", fontsize=9)
+            ax.grid(alpha=0.3)
+            ax.set_xlabel("generator step" if row else "")
+            if row == 0:
+                ax.legend(fontsize=6.5, loc="lower right")
+    fig.suptitle("Mean over the final seeds (faint: each seed) at each arm's chosen lr", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=["tune", "final", "all"])
@@ -173,6 +211,8 @@ def main() -> None:
     write_csv(args.out / "lr_choice.csv", [{"arm": a, "dataset": d, "lr": lr} for (a, d), lr in best.items()])
     text = f"{table(final, best, args)}\n\nTuning stage (seeds {TUNE_SEEDS}):\n\n{tuning_table(tune, args)}\n"
     (args.out / "table.md").write_text(text)
+    if final:
+        plot(final, args.out / "curves.png", args.steps)
     print(text)
 
 
