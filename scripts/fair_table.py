@@ -2,7 +2,8 @@
 
 Every arm gets the same budget: the same generator steps, and the same three learning rates tried (``LRS``, Lucic
 et al. 2018's "same budget per model"). The protocol has two stages, both resumable (finished runs are skipped,
-interrupted ones resumed from their checkpoint) and run in parallel with joblib, one thread per job:
+interrupted ones resumed from their checkpoint; a larger ``--steps`` continues finished runs from their last
+checkpoint) and run in parallel with joblib, one thread per job:
 
 ``tune``: every (arm, data set, lr) on the tuning seeds (``TUNE_SEEDS``, not used again). The best lr of an
 (arm, data set) has the highest mean final modes covered over those seeds (ties: higher HQ fraction, then lower
@@ -95,7 +96,8 @@ def choose_lr(rows: list[dict], arms: list[str], steps: int) -> dict[tuple[str, 
 def run(args: argparse.Namespace, jobs: list[tuple[str, str, float, int]]) -> None:
     if args.jobs > 0:  # --jobs 0: collect what the run folders hold, train nothing
         Parallel(n_jobs=args.jobs)(
-            delayed(train)(folder(args, a, d, lr, s), overrides(a, d, lr, s, args)) for a, d, lr, s in jobs)
+            delayed(train)(folder(args, a, d, lr, s), overrides(a, d, lr, s, args), steps=args.steps)
+            for a, d, lr, s in jobs)
 
 
 def mean_std(values: list[float], fmt: str) -> str:

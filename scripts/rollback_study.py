@@ -71,11 +71,13 @@ CANDIDATES = {
 }
 
 
-def train(folder: Path, overrides: list[str], cheap: bool = True) -> None:
+def train(folder: Path, overrides: list[str], cheap: bool = True, steps: int | None = None) -> None:
     """One ``ganlab.train`` run into ``folder`` (with the :data:`CHEAP` scorer set unless ``cheap`` is False);
-    skipped when its ``metrics.json`` exists; an interrupted run (checkpoints but no ``metrics.json``) is resumed in
+    skipped when its ``metrics.json`` exists (with ``steps``: at that step or beyond); an interrupted run
+    (checkpoints but no ``metrics.json``), or with ``steps`` a finished run that stopped short of it, is continued in
     place from its newest checkpoint (``trainer.resume``; the evaluations after it are redone)."""
-    if (folder / "metrics.json").is_file():
+    done = folder / "metrics.json"
+    if done.is_file() and (steps is None or json.loads(done.read_text())["step"] >= steps):
         return
     resume = [f"trainer.resume={folder}"] if any((folder / "checkpoints").glob("*.pt")) else []
     cmd = [sys.executable, "-m", "ganlab.train", *overrides, *resume, "logger=none", "trainer.progress=false",
