@@ -107,38 +107,48 @@ def mean_std(values: list[float], fmt: str) -> str:
     return f"{format(statistics.mean(values), fmt)} ± {format(sd, fmt)}"
 
 
+#: Evaluations averaged per seed in the table's late-window columns (the final one and the LATE - 1 before it).
+LATE = 5
+
+
 def table(final: list[dict], best: dict[tuple[str, str], float], args: argparse.Namespace) -> str:
     """Markdown: per arm and data set, the chosen lr and, over the final seeds that finished, modes covered (with its
-    difference to the plain GAN's and Welch's two-sided p), HQ % and reverse KL (mean +- std) and the seeds with all
-    modes."""
+    difference to the plain GAN's and Welch's two-sided p), HQ % and reverse KL (mean +- std), the seeds with all
+    modes, and (less noisy than one evaluation) modes and HQ % averaged over each seed's last :data:`LATE`
+    evaluations."""
     from ganlab.compare_stats import welch_t_test
 
     lines = ["| data | arm | lr (chosen) | seeds | modes covered | vs plain GAN: modes, Welch p | HQ % | reverse KL "
-             "| seeds with all modes |", "|---|---|---|---|---|---|---|---|---|"]
-    def modes(a: str, d: str) -> list[float]:
-        return [r["modes_covered"] for r in final if (r["arm"], r["dataset"], r["step"]) == (a, d, args.steps)
-                and r["lr"] == best.get((a, d))]
+             f"| seeds with all modes | last {LATE} evaluations: modes, HQ % |", "|---" * 10 + "|"]
+
+    def runs(a: str, d: str) -> dict[object, list[dict]]:
+        """seed -> its evaluations in step order, for the finished final runs of (a, d) at its chosen lr."""
+        done = {r["seed"] for r in final if (r["arm"], r["dataset"], r["step"]) == (a, d, args.steps)
+                and r["lr"] == best.get((a, d))}
+        return {s: sorted((r for r in final if (r["arm"], r["dataset"], r["seed"]) == (a, d, s)
+                           and r["lr"] == best.get((a, d))), key=lambda r: int(r["step"])) for s in sorted(done)}
 
     plain = next(iter(ARMS))
     for d, k in DATASETS.items():
         for a in ARMS:
-            if (a, d) not in best:
+            seeds = runs(a, d) if (a, d) in best else {}
+            if not seeds:
                 continue
-            lr = best[(a, d)]
-            fin = [r for r in final if (r["arm"], r["dataset"], r["lr"], r["step"]) == (a, d, lr, args.steps)]
-            if not fin:
-                continue
-            m, m0 = modes(a, d), modes(plain, d)
+            fin = [ev[-1] for ev in seeds.values()]
+            m, m0 = [r["modes_covered"] for r in fin], [ev[-1]["modes_covered"] for ev in runs(plain, d).values()]
             vs = "-"
             if a != plain and len(m) > 1 and len(m0) > 1:
                 p = welch_t_test(statistics.mean(m), statistics.stdev(m), len(m),
                                  statistics.mean(m0), statistics.stdev(m0), len(m0))[2]
                 vs = f"{statistics.mean(m) - statistics.mean(m0):+.1f}, p = {p:.2g}"
+            late_m = [statistics.mean(r["modes_covered"] for r in ev[-LATE:]) for ev in seeds.values()]
+            late_hq = [statistics.mean(100 * r["hq_fraction"] for r in ev[-LATE:]) for ev in seeds.values()]
             lines.append(
-                f"| {d} | {a} | {lr:g} | {len(fin)} | {mean_std(m, '.1f')} | {vs} "
+                f"| {d} | {a} | {best[(a, d)]:g} | {len(fin)} | {mean_std(m, '.1f')} | {vs} "
                 f"| {mean_std([100 * r['hq_fraction'] for r in fin], '.1f')} "
                 f"| {mean_std([r['reverse_kl'] for r in fin], '.3f')} "
-                f"| {sum(r['modes_covered'] == k for r in fin)}/{len(fin)} |")
+                f"| {sum(r['modes_covered'] == k for r in fin)}/{len(fin)} "
+                f"| {mean_std(late_m, '.1f')}, {mean_std(late_hq, '.1f')} |")
     return "\n".join(lines)
 
 

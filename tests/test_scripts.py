@@ -134,3 +134,26 @@ def test_study_train_continues_a_finished_run_only_when_asked_for_more_steps(tmp
     assert calls == []
     study.train(run, ["trainer.steps=20"], steps=20)
     assert len(calls) == 1 and "trainer.steps=20" in calls[0] and f"trainer.resume={run}" in calls[0]
+
+
+def test_fair_table_row_by_hand(monkeypatch):
+    """Plain GAN seeds end at 8 and 6 modes, the other arm's at 8 and 8 (Welch: t = 1 / 1 on 1 df, p = 0.5); every
+    seed's 6 evaluations are 2 modes at the first and its final value after, so the last-5 mean is the final one.
+    A run at another lr, or one that did not reach the last step, is left out."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    fair = load_script("fair_table")
+    plain, other = list(fair.ARMS)[:2]
+    rows = []
+    for arm, finals in ((plain, [8, 6]), (other, [8, 8])):
+        for seed, final in enumerate(finals):
+            for step in range(100, 601, 100):
+                rows.append({"arm": arm, "dataset": "ring8", "lr": 1e-3, "seed": seed, "step": step,
+                             "modes_covered": 2 if step == 100 else final, "hq_fraction": 0.5, "reverse_kl": 0.1})
+    rows.append({**rows[-1], "lr": 1e-4, "modes_covered": 0})  # not the chosen lr
+    rows.append({**rows[-1], "lr": 1e-3, "seed": 9, "step": 300})  # unfinished seed
+    best = {(plain, "ring8"): 1e-3, (other, "ring8"): 1e-3}
+    text = fair.table(rows, best, type("A", (), {"steps": 600})())
+    lines = text.splitlines()
+    same = "| 50.0 ± 0.0 | 0.100 ± 0.000 |"
+    assert lines[2] == f"| ring8 | {plain} | 0.001 | 2 | 7.0 ± 1.4 | - {same} 1/2 | 7.0 ± 1.4, 50.0 ± 0.0 |"
+    assert lines[3] == f"| ring8 | {other} | 0.001 | 2 | 8.0 ± 0.0 | +1.0, p = 0.5 {same} 2/2 | 8.0 ± 0.0, 50.0 ± 0.0 |"
