@@ -208,7 +208,8 @@ def plot(final: list[dict], path: Path, steps: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=["tune", "final", "all"])
+    ap.add_argument("what", choices=["tune", "final", "all"],
+                    help="tune: every lr on the tuning seeds; final: the chosen lr on fresh seeds; all: both")
     ap.add_argument("--steps", type=int, default=20000, help="generator steps of every run")
     ap.add_argument("--eval-every", type=int, default=1000)
     ap.add_argument("--ckpt-every", type=int, default=2500, help="checkpoint interval (an interrupted run resumes)")
@@ -229,6 +230,9 @@ def main() -> None:
             best = choose_lr(collect(args, tune_jobs, "tune"), [a], args.steps)
             run(args, [(a, d, best[(a, d)], s) for d in DATASETS if (a, d) in best for s in range(args.seeds)])
     tune = collect(args, tune_jobs, "tune")
+    if not tune:
+        raise SystemExit(f"fair_table.py: no evaluations under {args.out / 'runs'}; train first (--jobs 1 or more), "
+                         "or point --out at the folder the runs were written to")
     best = choose_lr(tune, list(ARMS), args.steps)
     final = collect(args, [(a, d, lr, s) for (a, d), lr in best.items() for s in range(args.seeds)], "final")
     args.out.mkdir(parents=True, exist_ok=True)

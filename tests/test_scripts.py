@@ -157,3 +157,13 @@ def test_fair_table_row_by_hand(monkeypatch):
     same = "| 50.0 ± 0.0 | 0.100 ± 0.000 |"
     assert lines[2] == f"| ring8 | {plain} | 0.001 | 2 | 7.0 ± 1.4 | - {same} 1/2 | 7.0 ± 1.4, 50.0 ± 0.0 |"
     assert lines[3] == f"| ring8 | {other} | 0.001 | 2 | 8.0 ± 0.0 | +1.0, p = 0.5 {same} 2/2 | 8.0 ± 0.0, 50.0 ± 0.0 |"
+
+
+def test_fair_table_collect_from_an_empty_folder_says_so(tmp_path, monkeypatch):
+    """``--jobs 0`` (collect only) on a folder without runs used to write an empty table without a word."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    fair = load_script("fair_table")
+    monkeypatch.setattr(sys, "argv", ["fair_table.py", "all", "--jobs", "0", "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit, match="no evaluations under .*runs; train first"):
+        fair.main()
+    assert not (tmp_path / "out").exists()
