@@ -75,14 +75,15 @@ def collect(args: argparse.Namespace, jobs: list[tuple[str, str, float, int]], s
     return rows
 
 
-def choose_lr(rows: list[dict], arms: list[str], steps: int) -> dict[tuple[str, str], float]:
+def choose_lr(rows: list[dict], arms: list[str], steps: int, lrs: tuple[float, ...] = LRS
+              ) -> dict[tuple[str, str], float]:
     """(arm, data set) -> the lr with the highest mean final modes covered over the tuning seeds (then HQ, then
     the lower lr); only (arm, data set) pairs whose every tuning run has finished get one."""
     best = {}
     for a in arms:
         for d in DATASETS:
             score = {}
-            for lr in LRS:
+            for lr in lrs:
                 fin = [r for r in rows if (r["arm"], r["dataset"], r["lr"], r["step"]) == (a, d, lr, steps)]
                 if len(fin) < len(TUNE_SEEDS):
                     break
@@ -154,12 +155,12 @@ def table(final: list[dict], best: dict[tuple[str, str], float], args: argparse.
 
 def tuning_table(tune: list[dict], args: argparse.Namespace) -> str:
     """Markdown: mean final modes covered / HQ % over the tuning seeds at every lr tried."""
-    lines = ["| data | arm | " + " | ".join(f"lr {lr:g}: modes, HQ %" for lr in LRS) + " |",
-             "|---|---|" + "---|" * len(LRS)]
+    lines = ["| data | arm | " + " | ".join(f"lr {lr:g}: modes, HQ %" for lr in args.lrs) + " |",
+             "|---|---|" + "---|" * len(args.lrs)]
     for d in DATASETS:
         for a in ARMS:
             cells = []
-            for lr in LRS:
+            for lr in args.lrs:
                 fin = [r for r in tune if (r["arm"], r["dataset"], r["lr"], r["step"]) == (a, d, lr, args.steps)]
                 cells.append(f"{statistics.mean(r['modes_covered'] for r in fin):.1f}, "
                              f"{100 * statistics.mean(r['hq_fraction'] for r in fin):.1f} ({len(fin)} seeds)"
@@ -215,25 +216,28 @@ def main() -> None:
     ap.add_argument("--ckpt-every", type=int, default=2500, help="checkpoint interval (an interrupted run resumes)")
     ap.add_argument("--seeds", type=int, default=5, help="final seeds 0..N-1")
     ap.add_argument("--jobs", type=int, default=2, help="parallel runs (one thread each); 0: collect only")
+    ap.add_argument("--lrs", type=float, nargs="+", default=list(LRS),
+                    help="learning rates tried (the protocol's: %(default)s; others for a check outside it)")
     ap.add_argument("--arms", nargs="+", choices=[slug(a) for a in ARMS], help="train these arms only")
     ap.add_argument("--out", type=Path, default=Path("docs/results/fair_table"))
     args = ap.parse_args()
-    if args.steps <= 0 or args.eval_every <= 0 or args.steps % args.eval_every or args.seeds <= 0 or args.jobs < 0:
-        ap.error("--steps, --eval-every and --seeds must be positive, --steps a multiple of --eval-every "
+    if (args.steps <= 0 or args.eval_every <= 0 or args.steps % args.eval_every or args.seeds <= 0 or args.jobs < 0
+            or not all(lr > 0 for lr in args.lrs)):
+        ap.error("--steps, --eval-every, --seeds and --lrs must be positive, --steps a multiple of --eval-every "
                  "(the final evaluation is the table's), --jobs >= 0")
     arms = [a for a in ARMS if args.arms is None or slug(a) in args.arms]
-    tune_jobs = [(a, d, lr, s) for a in ARMS for d in DATASETS for lr in LRS for s in TUNE_SEEDS]
+    tune_jobs = [(a, d, lr, s) for a in ARMS for d in DATASETS for lr in args.lrs for s in TUNE_SEEDS]
     for a in arms:  # arm by arm, so that an arm's table is complete before the next one starts
         if args.what in ("tune", "all"):
             run(args, [j for j in tune_jobs if j[0] == a])
         if args.what in ("final", "all"):
-            best = choose_lr(collect(args, tune_jobs, "tune"), [a], args.steps)
+            best = choose_lr(collect(args, tune_jobs, "tune"), [a], args.steps, tuple(args.lrs))
             run(args, [(a, d, best[(a, d)], s) for d in DATASETS if (a, d) in best for s in range(args.seeds)])
     tune = collect(args, tune_jobs, "tune")
     if not tune:
         raise SystemExit(f"fair_table.py: no evaluations under {args.out / 'runs'}; train first (--jobs 1 or more), "
                          "or point --out at the folder the runs were written to")
-    best = choose_lr(tune, list(ARMS), args.steps)
+    best = choose_lr(tune, list(ARMS), args.steps, tuple(args.lrs))
     final = collect(args, [(a, d, lr, s) for (a, d), lr in best.items() for s in range(args.seeds)], "final")
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(args.out / "curve.csv", tune + final)
