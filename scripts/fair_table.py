@@ -1,6 +1,6 @@
 """The mission's strategies with the same tuning budget (issue 12, part 4): ring8 and grid25, >= 5 seeds.
 
-Every arm gets the same budget: the same generator steps, and the same three learning rates tried (``LRS``, Lucic
+Every arm gets the same budget: the same generator steps, and the same four learning rates tried (``LRS``, Lucic
 et al. 2018's "same budget per model"). The protocol has two stages, both resumable (finished runs are skipped,
 interrupted ones resumed from their checkpoint; a larger ``--steps`` continues finished runs from their last
 checkpoint) and run in parallel with joblib, one thread per job:
@@ -29,7 +29,7 @@ from pacgan_table import write_csv  # scripts/ is on sys.path when a script in i
 from rollback_study import curve, slug, train
 
 #: Learning rates every arm tries (both networks; WGAN-GP through its own lr key, which sets both).
-LRS = (1e-4, 3e-4, 1e-3)
+LRS = (1e-4, 3e-4, 1e-3, 3e-3)
 #: Seeds of the tuning stage (the final stage uses 0, 1, ...).
 TUNE_SEEDS = (100, 101)
 DATASETS = {"ring8": 8, "grid25": 25}

@@ -98,9 +98,11 @@ def test_fair_table_chooses_the_lr_by_mean_modes_then_hq(monkeypatch):
     hq = {1e-4: 0.5, 3e-4: 0.6, 1e-3: 0.9}
     rows = [{"arm": arm, "dataset": d, "lr": lr, "seed": s, "step": 100, "modes_covered": m, "hq_fraction": hq[lr]}
             for (d, lr), ms in modes.items() for s, m in zip(fair.TUNE_SEEDS, ms)]
-    assert fair.choose_lr(rows, [arm], 100) == {(arm, "ring8"): 1e-3, (arm, "grid25"): 3e-4}
-    assert fair.choose_lr(rows[1:], [arm], 100) == {(arm, "grid25"): 3e-4}  # ring8 lr 1e-4 lacks a seed
-    assert fair.choose_lr(rows, [arm], 200) == {}  # no run reached step 200
+    lrs = (1e-4, 3e-4, 1e-3)
+    assert fair.choose_lr(rows, [arm], 100, lrs) == {(arm, "ring8"): 1e-3, (arm, "grid25"): 3e-4}
+    assert fair.choose_lr(rows[1:], [arm], 100, lrs) == {(arm, "grid25"): 3e-4}  # ring8 lr 1e-4 lacks a seed
+    assert fair.choose_lr(rows, [arm], 200, lrs) == {}  # no run reached step 200
+    assert fair.choose_lr(rows, [arm], 100) == {}  # the protocol's 3e-3 has no run
 
 
 def test_fair_table_refuses_steps_that_miss_the_last_evaluation(tmp_path, monkeypatch, capsys):
