@@ -26,7 +26,8 @@ from pathlib import Path
 
 from joblib import Parallel, delayed
 from pacgan_table import write_csv  # scripts/ is on sys.path when a script in it runs
-from rollback_study import curve, slug, train
+from rollback_study import curve, seed_lines, slug, train
+from strategy_table import mean_std
 
 #: Learning rates every arm tries (both networks; WGAN-GP through its own lr key, which sets both).
 LRS = (1e-4, 3e-4, 1e-3, 3e-3)
@@ -99,13 +100,6 @@ def run(args: argparse.Namespace, jobs: list[tuple[str, str, float, int]]) -> No
         Parallel(n_jobs=args.jobs)(
             delayed(train)(folder(args, a, d, lr, s), overrides(a, d, lr, s, args), steps=args.steps)
             for a, d, lr, s in jobs)
-
-
-def mean_std(values: list[float], fmt: str) -> str:
-    if not values:
-        return "-"
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{format(statistics.mean(values), fmt)} ± {format(sd, fmt)}"
 
 
 #: Evaluations averaged per seed in the table's late-window columns (the final one and the LATE - 1 before it).
@@ -187,13 +181,8 @@ def plot(final: list[dict], path: Path, steps: int) -> None:
                 mine = [r for r in final if r["arm"] == a and r["dataset"] == d]
                 if not mine:
                     continue
-                for s in sorted({r["seed"] for r in mine}):
-                    ax.plot(*zip(*sorted((r["step"], scale * r[key]) for r in mine if r["seed"] == s)),
-                            color=f"C{i}", alpha=0.15, lw=0.8)
-                at = sorted({r["step"] for r in mine})
                 done = len({r["seed"] for r in mine if r["step"] == steps})
-                ax.plot(at, [statistics.mean(scale * r[key] for r in mine if r["step"] == t) for t in at],
-                        color=f"C{i}", lw=2, label=f"{a}, lr {mine[0]['lr']:g} ({done} seeds)")
+                seed_lines(ax, mine, key, f"C{i}", f"{a}, lr {mine[0]['lr']:g} ({done} seeds)", scale)
             if key == "modes_covered":
                 ax.axhline(k, color="k", ls="--", lw=1)
             ax.set_title(f"{d}: {label}", fontsize=9)
@@ -228,10 +217,11 @@ def main() -> None:
     arms = [a for a in ARMS if args.arms is None or slug(a) in args.arms]
     tune_jobs = [(a, d, lr, s) for a in ARMS for d in DATASETS for lr in args.lrs for s in TUNE_SEEDS]
     for a in arms:  # arm by arm, so that an arm's table is complete before the next one starts
+        mine = [j for j in tune_jobs if j[0] == a]
         if args.what in ("tune", "all"):
-            run(args, [j for j in tune_jobs if j[0] == a])
+            run(args, mine)
         if args.what in ("final", "all"):
-            best = choose_lr(collect(args, tune_jobs, "tune"), [a], args.steps, tuple(args.lrs))
+            best = choose_lr(collect(args, mine, "tune"), [a], args.steps, tuple(args.lrs))
             run(args, [(a, d, best[(a, d)], s) for d in DATASETS if (a, d) in best for s in range(args.seeds)])
     tune = collect(args, tune_jobs, "tune")
     if not tune:

@@ -227,6 +227,17 @@ def factorial(rows: list[dict[str, object]], key: str, steps: int) -> str:
     return "\n".join(lines)
 
 
+def seed_lines(ax: object, rows: list[dict[str, object]], key: str, color: str, label: str,
+               scale: float = 1.0) -> None:
+    """On ``ax``: ``scale x key`` against step, a faint line per seed of ``rows`` and their mean in bold (``label``)."""
+    for s in sorted({r["seed"] for r in rows}):
+        ax.plot(*zip(*sorted((r["step"], scale * float(r[key])) for r in rows if r["seed"] == s)),
+                color=color, alpha=0.15, lw=0.8)
+    steps = sorted({r["step"] for r in rows})
+    ax.plot(steps, [statistics.mean(scale * float(r[key]) for r in rows if r["step"] == t) for t in steps],
+            color=color, lw=2, label=label)
+
+
 def plot(rows: list[dict[str, object]], key: str, path: Path, title: str, data_cov: float) -> None:
     """Mean ``key`` over seeds against step, one line per arm (its seeds in the legend), with each seed as a faint
     line and the real data's value dashed."""
@@ -241,16 +252,10 @@ def plot(rows: list[dict[str, object]], key: str, path: Path, title: str, data_c
         mine = [r for r in rows if r["arm"] == a]
         if not mine:
             continue
-        color = f"C{i}"
-        for s in sorted({r["seed"] for r in mine}):
-            pts = sorted((r["step"], float(r[key])) for r in mine if r["seed"] == s)
-            ax.plot(*zip(*pts), color=color, alpha=0.15, lw=0.8)
-        steps = sorted({r["step"] for r in mine})
         seeds = len({r["seed"] for r in mine})
         done = len({r["seed"] for r in mine if r["step"] == last})
         unfinished = f", {done} finished" if done < seeds else ""
-        ax.plot(steps, [statistics.mean(float(r[key]) for r in mine if r["step"] == t) for t in steps],
-                color=color, lw=2, label=f"{a} ({seeds} seed{'s' * (seeds > 1)}{unfinished})")
+        seed_lines(ax, mine, key, f"C{i}", f"{a} ({seeds} seed{'s' * (seeds > 1)}{unfinished})")
     if math.isfinite(data_cov):
         ax.axhline(data_cov, color="k", ls="--", lw=1, label=f"real data ({data_cov:g})")
     ax.set_xlabel("generator step")
