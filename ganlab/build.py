@@ -30,6 +30,7 @@ from ganlab.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.strategies.base import GANSpec, Part, Strategy, check_compatible, check_conditional, check_distributed
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
+from ganlab.trainer.callback import Callback
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.loggers import NullLogger
 from ganlab.trainer.loop import Trainer
@@ -176,6 +177,22 @@ def build_strategies(cfg: DictConfig) -> list[Strategy]:
     strategies = [make(node) for node in (cfg.get("strategy") or {}).values()]
     check_compatible(strategies)
     return strategies
+
+
+def build_callbacks(cfg: DictConfig) -> list[Callback]:
+    """One callback per entry under ``cfg.callbacks`` (``conf/callbacks/``), in config order.
+
+    Raises:
+        ValueError: an entry whose ``_target_`` is not a :class:`~ganlab.trainer.callback.Callback`, naming it.
+    """
+    callbacks = []
+    for key, node in (cfg.get("callbacks") or {}).items():
+        callback = make(node)
+        if not isinstance(callback, Callback):
+            raise ValueError(f"callbacks.{key}: {type(callback).__name__} is not a ganlab.callbacks.Callback; "
+                             "subclass it (hooks: on_start, after_step, after_eval, summary, state_dict)")
+        callbacks.append(callback)
+    return callbacks
 
 
 def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distributed.Dist:
@@ -360,7 +377,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                       opt_d=opt_d, strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist, class_loss=aux)
+                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist, class_loss=aux,
+                      callbacks=build_callbacks(cfg))
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
         _warn_if_schedule_retimed(ckpt, tcfg.steps, trainer.lr.schedules)

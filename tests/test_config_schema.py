@@ -24,7 +24,7 @@ from ganlab import CONFIG_DIR
 from ganlab.build import build_trainer, check_config, make
 from ganlab.config_check import ConfigError, check_command_line
 from ganlab.config_schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
-from ganlab.health.detector import DetectorConfig
+from ganlab.health.config import DetectorConfig
 
 STRATEGIES = ("ada, d_lr_damping, diffaugment, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, "
               "pacgan, r1, rollback, spectral_norm, ttur, unrolled, wgan_gp")
