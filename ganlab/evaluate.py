@@ -32,10 +32,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from ganlab.build import build_trainer
 from ganlab.config_groups import choose_option, nested_groups, options
-from ganlab.strategies.ema import scored_generator
 from ganlab.train import format_scores
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.state import scored_generator
 
 log = logging.getLogger("ganlab")
 

@@ -2,7 +2,7 @@
 
 The generator is rebuilt from the config stored in the checkpoint (the run's composed config, as in
 ``.hydra/config.yaml``, resolved), with the EMA copy's weights when the run kept one (``ema=true``, the default: the
-generator the run's scores came from, its batch-norm statistics recomputed as :func:`ganlab.strategies.ema.
+generator the run's scores came from, its batch-norm statistics recomputed as :func:`ganlab.trainer.state.
 scored_generator` does). Every latent code comes from a ``torch.Generator`` seeded with ``seed`` on the CPU, so
 the same checkpoint and settings give the same pictures on any device:
 

@@ -15,7 +15,7 @@ from tiny_config import DIGITS_RUN, train_tiny
 from ganlab import sample
 from ganlab.evaluate import overrides_tag, rebuild_from_checkpoint
 from ganlab.sample import interpolate, latent_codes, load_settings
-from ganlab.strategies.ema import scored_generator
+from ganlab.trainer.state import scored_generator
 
 
 def test_truncated_codes_redraw_only_the_entries_outside() -> None:

@@ -34,10 +34,10 @@ from ganlab.ensemble.stack import Stacked
 from ganlab.lr import LRRule
 from ganlab.metrics.workers import WorkerPool
 from ganlab.strategies.base import StepContext, TrainState
-from ganlab.strategies.ema import scored_generator
 from ganlab.strategies.wgan_gp import WGANGP, gradient_penalty
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.state import scored_generator
 
 log = logging.getLogger("ganlab")
 

@@ -16,8 +16,8 @@ from torch import nn
 from ganlab.data.base import GANData
 from ganlab.evaluate import rebuild_from_checkpoint
 from ganlab.metrics.evaluator import EvalResult, Evaluator
-from ganlab.strategies.ema import scored_generator
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.state import scored_generator
 
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
 
@@ -181,7 +181,7 @@ class LoadedRun:
         cfg: the run's stored config (with any overrides applied).
         generator: the generator the run scores, in eval mode without gradients: the EMA copy when a strategy
             kept one (batch-norm statistics recomputed, as the training loop evaluates it), else G
-            (:func:`ganlab.strategies.ema.scored_generator`). Maps (B, z_dim) codes to (B, *data_shape)
+            (:func:`ganlab.trainer.state.scored_generator`). Maps (B, z_dim) codes to (B, *data_shape)
             samples (images in [-1, 1]).
         data: the data set, on the run's device.
         evaluator: the run's evaluator, prepared (real reference embedded, ``data/`` baseline scored).

@@ -16,8 +16,8 @@ from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.metrics.scorers import SimilarityScorer
 from ganlab.metrics.similarity import SimilarityHistogram, normalize_rows, similarity_histogram
-from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer.state import scored_generator
 
 
 # ---------------------------------------------------------------------------------------------- similarity
@@ -61,7 +61,7 @@ def histograms_over_checkpoints(run: LoadedRun | str | Path, include_last: bool 
     """The generated similarity histogram at every saved checkpoint of a run, in step order.
 
     Each ``checkpoints/step_*.pt`` (and ``last.pt`` when its step is not among them) is loaded into copies of
-    the run's G and EMA copy; the one the loop scores (:func:`ganlab.strategies.ema.scored_generator`: the EMA
+    the run's G and EMA copy; the one the loop scores (:func:`ganlab.trainer.state.scored_generator`: the EMA
     copy, batch-norm statistics recomputed, when the run kept one) is sampled from the evaluator's fixed latent codes,
     embedded, and histogrammed with the ``similarity`` scorer's settings. Mass moving to the right (towards
     cosine 1) over training is mode collapse setting in.

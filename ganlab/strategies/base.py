@@ -35,6 +35,7 @@ differentiates a gradient, which ``torch.compile`` cannot.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,8 +98,9 @@ class TrainState:
         generator, discriminator: the networks being trained.
         opt_g, opt_d: their optimisers.
         step: number of generator updates done so far.
-        g_ema: an exponential-moving-average copy of G when a strategy keeps one, else None. Score or sample
-            it through :func:`ganlab.strategies.ema.scored_generator`, which recomputes its batch-norm statistics.
+        g_ema: the exponential-moving-average copy of G once a strategy turned it on (:meth:`keep_ema`), else
+            None. The scored generator then (:func:`ganlab.trainer.state.scored_generator`, which recomputes its
+            batch-norm statistics).
         log_text: ``log_text(tag, message)`` writes an event to the log and TensorBoard.
         extra: free slots strategies may share (e.g. the latest eval scores).
         lr: the run's learning-rate rule (:class:`ganlab.lr.LRRule`): a strategy that changes an lr at run time
@@ -124,6 +126,16 @@ class TrainState:
     def __post_init__(self) -> None:
         if self.lr is None:
             self.lr = LRRule({"G": self.opt_g, "D": self.opt_d}, None, total_steps=1)
+
+    def keep_ema(self, stats: StandingStats | None = None) -> nn.Module:
+        """Turn on the EMA copy of G: ``g_ema`` becomes a deep copy of ``generator`` without gradients (unless the
+        run keeps one already, e.g. a stacked copy), recalibrated with ``stats`` before it is scored; returned.
+        Whoever turns it on updates it (:func:`ganlab.strategies.ema.ema_update`); a checkpoint's ``g_ema`` is
+        loaded into it after the strategies' ``on_start``."""
+        if self.g_ema is None:
+            self.g_ema = copy.deepcopy(self.generator).requires_grad_(False)
+        self.g_ema_stats = stats
+        return self.g_ema
 
 
 @dataclass

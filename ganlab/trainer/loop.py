@@ -34,7 +34,6 @@ from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
 from ganlab.models.conditional import AuxiliaryClassLoss, code_labels, grid_codes
 from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
-from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import recovery, visuals
 from ganlab.trainer.callback import Callback
@@ -42,6 +41,7 @@ from ganlab.trainer.checkpointing import Checkpointing
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.interrupt import GracefulStop, TrainingInterrupted
 from ganlab.trainer.loggers import NullLogger
+from ganlab.trainer.state import scored_generator
 from ganlab.trainer.stats import HEALTH, SCORES, Stats
 
 log = logging.getLogger("ganlab")
