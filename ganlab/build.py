@@ -174,9 +174,26 @@ def build_strategies(cfg: DictConfig) -> list[Strategy]:
     if twice:
         raise ValueError(f"strategy {', '.join(twice)} is listed twice in strategy=[...]; list each strategy once "
                          "(its settings go in strategy.<name>.<key>=...)")
-    strategies = [make(node) for node in (cfg.get("strategy") or {}).values()]
+    strategies = [make(node) for node in (cfg.get("strategy") or {}).values()] + debug_strategies(cfg)
     check_compatible(strategies)
     return strategies
+
+
+def debug_strategies(cfg: DictConfig) -> list[Strategy]:
+    """The fault strategies of the ``debug`` node (``conf/debug/``, :func:`ganlab.strategies.debug.faults`); none when
+    every key is null. A node without ``_target_`` (a config stored before the ``debug`` group) is read as the
+    ``faults`` settings.
+
+    Raises:
+        ValueError: a fault step that is not a positive integer, naming the key.
+    """
+    node = cfg.get("debug")
+    if not node:
+        return []
+    settings = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(settings, dict)
+    target = settings.pop("_target_", "ganlab.strategies.debug.faults")
+    return make(OmegaConf.create({"_target_": target, **settings}), steps=int(cfg.trainer.steps))
 
 
 def build_callbacks(cfg: DictConfig) -> list[Callback]:

@@ -153,6 +153,8 @@ class StepContext:
         labels: (B,) int64 classes of ``real`` and of ``fake`` (the fakes are made for the real batch's classes)
             when the model is class-conditional (``model.conditional=true``), else None. Score samples of this
             update with :attr:`critic`, which passes them to D.
+        draw_uniform: where :meth:`uniform` draws from; None: the global RNG (a single run). The ensemble
+            (:mod:`ganlab.ensemble`) sets it so that each member's rows come from that member's own stream.
 
     A term built from ``autograd.grad`` (a gradient penalty) takes its gradient in float32 with autocast off
     (:func:`ganlab.strategies.common.input_gradient`), so fp16 loss scaling cannot overflow it.
@@ -165,6 +167,15 @@ class StepContext:
     d_real: Tensor | None = None
     d_fake: Tensor | None = None
     labels: Tensor | None = None
+    draw_uniform: Callable[[int, torch.dtype, torch.device], Tensor] | None = None
+
+    def uniform(self, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """(n,) numbers drawn U[0, 1) for the samples of this update (e.g. WGAN-GP's interpolation weights): from
+        the global RNG (``torch.rand``), or from :attr:`draw_uniform` when it is set. Strategies draw per-sample
+        randomness here, so that they run unchanged in a single run and vectorised in an ensemble."""
+        if self.draw_uniform is None:
+            return torch.rand(n, device=device, dtype=dtype)
+        return self.draw_uniform(n, dtype, device)
 
     @property
     def step(self) -> int:

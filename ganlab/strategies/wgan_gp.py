@@ -98,7 +98,8 @@ class WGANGP(Strategy):
         return True  # the penalty differentiates a gradient (no torch.compile)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        return {"gp": self.lambda_gp * gradient_penalty(ctx.critic, ctx.real, ctx.fake)}
+        eps = ctx.uniform(len(ctx.real), torch.promote_types(ctx.real.dtype, torch.float32), ctx.real.device)
+        return {"gp": self.lambda_gp * gradient_penalty(ctx.critic, ctx.real, ctx.fake, eps)}
 
     def __repr__(self) -> str:
         return f"WGANGP(lambda_gp={self.lambda_gp}, n_critic={self.n_critic}, lr={self.lr}, betas={self.betas})"

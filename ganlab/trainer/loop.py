@@ -433,7 +433,7 @@ class Trainer(Checkpointing):
             self._train_until_done(bar, stop)
         bar.close()
         elapsed = time.perf_counter() - t0
-        return self._finish(start_step, elapsed)
+        return self.finish(start_step, elapsed)
 
     def _train_until_done(self, bar: Any, stop: GracefulStop) -> None:
         """The loop of :meth:`fit`: steps, logging, evaluations and checkpoints until ``cfg.steps``."""
@@ -568,7 +568,10 @@ class Trainer(Checkpointing):
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
 
-    def _finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
+    def finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
+        """End of training: ``metrics.json`` (the latest scores, the callbacks' summaries such as the verdict, the
+        speed over ``state.step - start_step`` steps in ``elapsed`` seconds), the projector and the TensorBoard run
+        summary, the logger closed (rank 0 only writes). Returns ``metrics.json``'s content."""
         steps_done = self.state.step - start_step
         metrics = {"step": self.state.step, "scores": self.last_scores,
                    "score_settings": self.evaluator.settings(self.data),  # e.g. PRDC's boundary convention

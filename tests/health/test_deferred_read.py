@@ -18,7 +18,6 @@ from ganlab.build import build_trainer
 from ganlab.health import read_alerts
 from ganlab.health.monitor import UpdateFindings
 from ganlab.strategies.base import StepContext, Strategy
-from ganlab.sweep import inject_faults
 from ganlab.trainer.loop import Trainer
 
 BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0",
@@ -44,7 +43,6 @@ class NaNGradientInG(Strategy):
 def _trainer(tmp_path: Path, overrides: list[str], defer: bool, g_fault_at: int | None = None) -> Trainer:
     cfg = compose_cfg([*BASE, *overrides])
     trainer = build_trainer(cfg, tmp_path)
-    inject_faults(trainer, cfg.debug)
     if g_fault_at is not None:
         trainer.strategies.append(NaNGradientInG(g_fault_at))
     trainer.health.defer = defer
