@@ -15,8 +15,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from tiny_config import compose_cfg
 
 import ganlab
-from ganlab.build import build_trainer
 from ganlab.health import read_alerts
+from ganlab.run.build import build_trainer
 
 SMALL = ["trainer.steps=4", "trainer.batch_size=32", "trainer.eval_every=4", "logger=none", "trainer.progress=false",
          "trainer.projector=false", "metrics.num_samples=200", "monitor.collapse_z=0"]

@@ -12,8 +12,8 @@ import pytest
 from tiny_config import RING8_RUN, RecordingLogger, compose_cfg
 from torch import nn
 
-from ganlab.build import build_trainer
 from ganlab.metrics.evaluator import EvalResult
+from ganlab.run.build import build_trainer
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import StepResult, Trainer

@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf, open_dict
 from tiny_config import compose_cfg
 
-from ganlab.build import build_strategies
+from ganlab.run.build import build_strategies
 from ganlab.strategies.debug import FailAtStep, InjectNaN
 
 STEPS = ["trainer.steps=20"]

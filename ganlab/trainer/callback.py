@@ -1,7 +1,7 @@
 """The callback protocol: how an observer of training (a monitor) plugs into the loop, as a strategy does.
 
 A callback is one class (a subclass of :class:`Callback`) plus one YAML in ``conf/callbacks/`` with its
-``_target_``; :func:`ganlab.build.build_trainer` instantiates every entry of the ``callbacks`` node and the loop
+``_target_``; :func:`ganlab.run.build.build_trainer` instantiates every entry of the ``callbacks`` node and the loop
 calls each, in config order, at these points, never branching on which callbacks there are:
 
 1. ``on_start(trainer)`` once, before the first step or evaluation (after a resume, after ``load_state_dict``).

@@ -14,9 +14,9 @@ import torch
 from tiny_config import compose_cfg
 from torch import Tensor
 
-from ganlab.build import build_trainer
 from ganlab.health import read_alerts
 from ganlab.health.monitor import UpdateFindings
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import StepContext, Strategy
 from ganlab.trainer.loop import Trainer
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 from tiny_config import RecordingLogger, compose_cfg
 
-from ganlab.build import build_trainer
 from ganlab.health import TrainingHealthError, read_alerts
 from ganlab.health.monitor import parse_precision
+from ganlab.run.build import build_trainer
 from ganlab.trainer.loop import Trainer
 
 BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0"]
@@ -143,13 +143,13 @@ def test_switches_take_only_true_or_false(override: str, tmp_path: Path) -> None
     import subprocess
     import sys
     if override.startswith("preflight"):  # checked by the entry point, before anything is built
-        res = subprocess.run([sys.executable, "-m", "ganlab.train", override, f"hydra.run.dir={tmp_path}"],
+        res = subprocess.run([sys.executable, "-m", "ganlab.cli.train", override, f"hydra.run.dir={tmp_path}"],
                              capture_output=True, text=True, timeout=120)
         assert res.returncode != 0 and "preflight must be true or false, got 'no'" in res.stderr
         return
     # typed settings: ganlab-train checks its command line before Hydra runs (OmegaConf alone reads "off" as
     # false and 2 as true)
-    from ganlab.config_check import ConfigError, check_command_line
+    from ganlab.config.check import ConfigError, check_command_line
 
     key, value = override.split("=")
     with pytest.raises(ConfigError, match=f"^{override}: {key} must be true or false, got '{value}'$"):
