@@ -1,0 +1,156 @@
+"""trainer.update (alternating | simultaneous) and G per pack column (strategy.pacgan.g_per_column).
+
+The known answer: the bilinear game min_x max_y x*y, played through the trainer's own step with a one-parameter G
+(its output is the learnable scalar x) and a linear one-weight D (D(s) = -y s), the Wasserstein loss, real data
+0 and SGD with lr a. D's loss is mean D(fake) - mean D(real) = -x y and G's is -mean D(fake) = x y, so
+D ascends x y (y <- y + a x) and G descends it (x <- x - a y):
+
+* simultaneous, both gradients at (x, y): x + i y is multiplied by (1 + i a) each step, so |(x, y)| grows by
+  exactly sqrt(1 + a^2) per step: the spiral outward of simultaneous gradient play;
+* alternating (ganlab's D step, then the G step against the updated D): y' = y + a x, x' = x - a y', a map of
+  determinant 1 that conserves x^2 + y^2 + a x y exactly (worked out in docs/concepts/update_scheme.md), so the
+  iterates stay on an ellipse: bounded for a < 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+from tiny_config import compose_cfg
+from torch import Tensor, nn
+
+from ganlab.build import build_trainer
+from ganlab.data.base import GANData
+from ganlab.ensemble.check import check_ensemble
+from ganlab.health import MonitorConfig
+from ganlab.losses import WassersteinLoss
+from ganlab.strategies.pacgan import pack
+from ganlab.trainer.config import TrainerConfig
+from ganlab.trainer.loop import Trainer
+
+LR = 0.1
+X0, Y0 = 1.0, 0.5
+
+
+class ScalarG(nn.Module):
+    """G(z) = x for every code: a generator with one parameter."""
+
+    z_dim = 1
+
+    def __init__(self, x: float) -> None:
+        super().__init__()
+        self.x = nn.Parameter(torch.tensor(x))
+
+    def sample_z(self, n: int, gen: torch.Generator, labels: Tensor | None = None) -> Tensor:
+        return torch.randn(n, 1, generator=gen, device=gen.device)
+
+    def forward(self, z: Tensor) -> Tensor:
+        return self.x * torch.ones_like(z)  # (B, 1)
+
+
+class LinearD(nn.Module):
+    """D(s) = -y s: a discriminator with one weight."""
+
+    def __init__(self, y: float) -> None:
+        super().__init__()
+        self.y = nn.Parameter(torch.tensor(y))
+
+    def forward(self, s: Tensor) -> Tensor:
+        return -self.y * s[:, 0]  # (B,)
+
+
+def play(update: str, steps: int, tmp_path: Path) -> list[tuple[float, float]]:
+    """(x, y) after each of ``steps`` steps of the trainer's own step code (``Trainer.train_step``)."""
+    g, d = ScalarG(X0), LinearD(Y0)
+    trainer = Trainer(data=GANData("zeros", torch.zeros(64, 1)), generator=g, discriminator=d,
+                      loss=WassersteinLoss(), opt_g=torch.optim.SGD(g.parameters(), lr=LR),
+                      opt_d=torch.optim.SGD(d.parameters(), lr=LR), strategies=[], evaluator=None,  # type: ignore[arg-type]
+                      run_dir=tmp_path, cfg=TrainerConfig(steps=steps, batch_size=8, update=update, progress=False),
+                      seed=0, monitor=MonitorConfig.from_dict({"collapse_z": 0, "risk": {"enabled": False}}))
+    path = []
+    for _ in range(steps):
+        out = trainer.train_step()
+        assert out.stopped is None
+        trainer.state.step += 1
+        path.append((float(g.x.detach()), float(d.y.detach())))
+    return path
+
+
+def test_simultaneous_steps_spiral_outward_by_sqrt_one_plus_lr_squared(tmp_path: Path) -> None:
+    path = play("simultaneous", 40, tmp_path)
+    z = complex(X0, Y0)
+    for n, (x, y) in enumerate(path, start=1):
+        expected = (1 + 1j * LR) ** n * z  # x + i y after n steps, worked by hand
+        assert x == pytest.approx(expected.real, rel=1e-5, abs=1e-6)
+        assert y == pytest.approx(expected.imag, rel=1e-5, abs=1e-6)
+        assert x * x + y * y == pytest.approx((1 + LR**2) ** n * abs(z) ** 2, rel=1e-5)
+    first = path[0]
+    assert first == (pytest.approx(X0 - LR * Y0), pytest.approx(Y0 + LR * X0))  # 0.95, 0.6: both from (1, 0.5)
+    assert abs(complex(*path[-1])) == pytest.approx(1.01 ** 20 * abs(z), rel=1e-5)  # 1.22 x the start
+
+
+def test_alternating_steps_stay_on_an_ellipse(tmp_path: Path) -> None:
+    path = play("alternating", 40, tmp_path)
+    a = torch.tensor([[1 - LR**2, -LR], [LR, 1.0]], dtype=torch.float64)  # (x, y) -> (x', y'), worked by hand
+    v = torch.tensor([X0, Y0], dtype=torch.float64)
+    invariant = X0**2 + Y0**2 + LR * X0 * Y0
+    for x, y in path:
+        v = a @ v
+        assert x == pytest.approx(float(v[0]), rel=1e-5, abs=1e-6)
+        assert y == pytest.approx(float(v[1]), rel=1e-5, abs=1e-6)
+        assert x * x + y * y + LR * x * y == pytest.approx(invariant, rel=1e-5)
+    assert path[0] == (pytest.approx(X0 - LR * (Y0 + LR * X0)), pytest.approx(Y0 + LR * X0))  # 0.94, 0.6
+    assert max(x * x + y * y for x, y in path) <= invariant / (1 - LR / 2) + 1e-5  # bounded
+
+
+def test_pacgan_g_per_column_applies_g_once_per_pack_column(tmp_path: Path) -> None:
+    t = build_trainer(compose_cfg(["dataset=ring8", "logger=none", "strategy=[pacgan]", "strategy.pacgan.m=3",
+                                   "strategy.pacgan.g_per_column=true", "model.generator.batch_norm=true"]), tmp_path)
+    assert t.g_groups == 3 and t.cfg.batch_size == 48
+    z = t.G.sample_z(48, torch.Generator().manual_seed(0))
+    t.G.train()
+    with torch.no_grad():
+        fakes = t._fakes(t.G, z)
+        columns = [t.G(z[j::3]) for j in range(3)]  # batch-norm statistics of 16 samples each
+        whole = t.G(z)
+    packs = pack(fakes, 3)  # (16, 6): pack i holds sample i of each column
+    assert torch.equal(packs, torch.cat(columns, 1))
+    assert not torch.allclose(fakes, whole, atol=1e-3)  # one pass of 48 normalises with other statistics
+
+
+def test_g_per_column_is_off_by_default(tmp_path: Path) -> None:
+    t = build_trainer(compose_cfg(["dataset=ring8", "logger=none", "strategy=[pacgan]"]), tmp_path)
+    assert t.g_groups == 1 and t.cfg.update == "alternating"
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["strategy=[unrolled]"], r"strategy unrolled cannot train with trainer.update=simultaneous: G's loss needs a "
+                              r"second pass"),
+    (["strategy=[wgan_gp]"], r"strategy wgan_gp \(strategy.wgan_gp.n_critic\) asks for n_critic=5; set it to 1"),
+    (["trainer.n_critic=2"], r"trainer.n_critic asks for n_critic=2"),
+])
+def test_simultaneous_refuses_what_needs_a_second_d_pass(overrides: list[str], message: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=message):
+        build_trainer(compose_cfg(["dataset=ring8", "logger=none", "trainer.update=simultaneous", *overrides]),
+                      tmp_path)
+
+
+def test_simultaneous_accepts_wgan_gp_with_one_critic_step(tmp_path: Path) -> None:
+    t = build_trainer(compose_cfg(["dataset=ring8", "logger=none", "trainer.update=simultaneous",
+                                   "strategy=[wgan_gp]", "strategy.wgan_gp.n_critic=1", "trainer.steps=2",
+                                   "trainer.eval_every=2"]), tmp_path)
+    assert t.fit()["step"] == 2
+
+
+def test_unknown_update_scheme_and_the_ensemble_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"trainer.update must be one of alternating, simultaneous, got 'bogus'"):
+        build_trainer(compose_cfg(["dataset=ring8", "logger=none", "trainer.update=bogus"]), tmp_path)
+    for extra in (["trainer.update=simultaneous"], ["strategy=[pacgan]", "strategy.pacgan.g_per_column=true"]):
+        cfg = compose_cfg(["dataset=ring8", "trainer.ensemble=2", *extra])
+        key = extra[-1].split("=")[0]
+        with pytest.raises(ValueError, match=rf"trainer.ensemble needs {key}="):
+            check_ensemble(cfg)
+    assert OmegaConf.select(compose_cfg([]), "trainer.update") == "alternating"
