@@ -42,7 +42,8 @@ def test_a_new_strategy_is_refused_in_its_mode_with_its_reason() -> None:
 
 def test_a_subclass_keeps_its_parents_refusals_and_changes_its_own() -> None:
     assert dict(FrozenEverywhere.refuses) == {Mode.DISTRIBUTED: "it keeps one rank's statistics",
-                                              Mode.CONDITIONAL: "it freezes the class embedding", Mode.ENSEMBLE: None}
+                                              Mode.CONDITIONAL: "it freezes the class embedding", Mode.ENSEMBLE: None,
+                                              Mode.SIMULTANEOUS: None}
     check_modes([FrozenEverywhere], [Mode.ENSEMBLE])
     with pytest.raises(ValueError, match="^strategy frozen_everywhere does not run under trainer.distributed=true: it "
                                          r"keeps one rank's statistics. .*remove frozen_everywhere from strategy"):
