@@ -29,10 +29,11 @@ from ganlab.data.base import GANData
 from ganlab.ensemble.check import check_ensemble
 from ganlab.health import MonitorConfig
 from ganlab.losses import WassersteinLoss
-from ganlab.strategies.base import Mode
+from ganlab.strategies.base import Mode, Strategy
 from ganlab.strategies.pacgan import pack
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.update_scheme import check_update_scheme
 
 LR = 0.1
 X0, Y0 = 1.0, 0.5
@@ -181,3 +182,28 @@ def test_every_strategy_trains_simultaneously_or_is_refused_before_training(name
         new = list(net.parameters())
         assert all(torch.isfinite(p).all() for p in new)
         assert any(not torch.equal(p, q) for p, q in zip(new, old))  # both networks stepped
+
+
+def test_a_strategy_that_scores_the_fakes_its_own_way_is_refused() -> None:
+    """A strategy that overrides g_discriminator without declaring the mode: refused too (the step never calls it)."""
+
+    class LookAhead(Strategy):
+        name = "look_ahead"
+
+        def g_discriminator(self, ctx, critic):  # type: ignore[no-untyped-def]
+            return critic
+
+    with pytest.raises(ValueError, match="strategy look_ahead replaces the function that scores G's fakes"):
+        check_update_scheme("simultaneous", [LookAhead()], n_critic=1, n_critic_source="trainer.n_critic",
+                            acgan=False, distributed=False, g_groups=1)
+    check_update_scheme("alternating", [LookAhead()], n_critic=5, n_critic_source="trainer.n_critic",
+                        acgan=True, distributed=False, g_groups=1)  # alternating trains all of these
+    for kwargs, message in (({"acgan": True}, "AC-GAN's auxiliary classifier"),
+                            ({"distributed": True}, "runs in one process")):
+        args = {"n_critic": 1, "n_critic_source": "trainer.n_critic", "acgan": False, "distributed": False,
+                "g_groups": 1} | kwargs
+        with pytest.raises(ValueError, match=message):
+            check_update_scheme("simultaneous", [], **args)
+    with pytest.raises(ValueError, match="strategy.pacgan.g_per_column=true applies G once per pack column"):
+        check_update_scheme("alternating", [], n_critic=1, n_critic_source="trainer.n_critic", acgan=False,
+                            distributed=True, g_groups=2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ganlab.strategies.base import Mode, Strategy, check_modes
+from ganlab.strategies.base import Mode, Part, Strategy, check_modes
 
 
 def check_update_scheme(update: str, strategies: Sequence[Strategy], *, n_critic: int, n_critic_source: str,
@@ -15,10 +15,11 @@ def check_update_scheme(update: str, strategies: Sequence[Strategy], *, n_critic
 
     ``trainer.update=simultaneous`` takes D's and G's gradients from one batch of fakes and one D pass at the
     current parameters (PacGAN's and ALI's code), so it refuses: more than one D update per G update
-    (``n_critic`` > 1, e.g. WGAN-GP's default 5), a strategy whose G loss needs a second D pass (its ``refuses``
-    names :attr:`Mode.SIMULTANEOUS`: unrolled), AC-GAN's auxiliary classifier (G's class term is not taken from the
-    shared pass), and several processes (DDP reduces each module's gradients once per backward pass over all its
-    parameters; this step back-propagates two losses, each into one network's parameters, through one graph).
+    (``n_critic`` > 1, e.g. WGAN-GP's default 5); a strategy whose G loss needs a second D pass (its ``refuses``
+    names :attr:`Mode.SIMULTANEOUS`, as unrolled's does, or it replaces ``g_discriminator``); AC-GAN's auxiliary
+    classifier (G's class term is not taken from the shared pass); and several processes (DDP reduces each
+    module's gradients once per backward pass over all its parameters; this step back-propagates two losses, each
+    into one network's parameters, through one graph).
     G applied in several groups (``g_groups`` > 1, ``strategy.pacgan.g_per_column=true``) is refused with several
     processes too (DDP expects one forward pass per backward pass).
 
@@ -41,6 +42,12 @@ def check_update_scheme(update: str, strategies: Sequence[Strategy], *, n_critic
     if update != "simultaneous":
         return
     check_modes(strategies, [Mode.SIMULTANEOUS])
+    for s in strategies:  # one that did not declare the mode but scores G's fakes its own way
+        if Part.G_DISCRIMINATOR in s.replaces or type(s).g_discriminator is not Strategy.g_discriminator:
+            raise ValueError(f"strategy {s.name} replaces the function that scores G's fakes (g_discriminator), "
+                             f"which trainer.update=simultaneous does not call: G's loss scores the fakes in the one "
+                             f"D pass both gradients share; use trainer.update=alternating, or remove {s.name} from "
+                             f"strategy=[...]")
     if n_critic != 1:
         raise ValueError(f"trainer.update=simultaneous takes one D and one G gradient from the same batch of fakes, "
                          f"one D update per G update, but {n_critic_source} asks for n_critic={n_critic}; set it to "
