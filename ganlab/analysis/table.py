@@ -1,15 +1,15 @@
-"""``ganlab-compare <sweep dir>``: final scores per configuration, mean ± std over seeds, a significant best marked.
+"""The comparison table of a sweep: final scores per configuration, mean ± std over seeds, a significant best marked.
 
-Every job folder below the sweep directory (one holding ``.hydra/``, ``checkpoints/`` or ``failure.json``)
+Every job folder below a sweep directory (one holding ``.hydra/``, ``checkpoints/`` or ``failure.json``)
 is one job; jobs that differ only in ``seed`` form one row, labelled ``dataset [strategies]`` plus any other
 override that varies across the sweep; a seed counts once per row (:func:`one_run_per_seed`). Jobs with
 ``failure.json`` or without ``metrics.json`` are listed as failed, with the path of their log. Dry runs
 (``ganlab-train preflight=true``: ``preflight.json`` and no ``metrics.json``) are not jobs and are skipped.
 
-Columns: a headline set of scores for the kind of data (:data:`HEADLINE`), ``--keys all`` for every model
-score, or ``--keys a,b``; an unknown key is an error (exit status 2). A column's best mean is marked only where
-it beats the runner-up by Welch's t-test (p < 0.05, :mod:`ganlab.compare_stats`); ``--ci`` adds percentile
-bootstrap intervals of the mean. The functions are importable (a notebook reuses them)::
+Columns: a headline set of scores for the kind of data (:data:`HEADLINE`) or every model score
+(:func:`table_keys`). A column's best mean is marked only where it beats the runner-up by Welch's t-test
+(p < 0.05, :mod:`ganlab.analysis.stats`); :func:`intervals` gives percentile bootstrap intervals of the mean.
+``ganlab-compare`` (:mod:`ganlab.cli.compare`) prints these tables; a notebook reuses the same functions::
 
     runs, failed = collect_runs("runs/multirun/2026-11-29_10-00-00")
     summary = summarise(runs)
@@ -19,23 +19,21 @@ bootstrap intervals of the mean. The functions are importable (a notebook reuses
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
 import json
-import logging
 import math
 import statistics
-import sys
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ganlab.compare_plots import one_run_per_seed, plot_scores, row_label
-from ganlab.compare_stats import bootstrap_ci, welch_t_test
+from ganlab.analysis.plots import one_run_per_seed, row_label
+from ganlab.analysis.stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
+from ganlab.run import layout
+from ganlab.run.layout import FailedJob
 
 #: One row's scores: score name -> (mean, std over seeds, number of distinct seeds).
 Summary = dict[str, dict[str, tuple[float, float, int]]]
@@ -61,39 +59,6 @@ ALPHA = 0.05
 
 #: The bootstrap of ``--ci``: interval level, resamples, generator seed (the same for every cell).
 CI_LEVEL, CI_RESAMPLES, CI_SEED = 0.95, 10_000, 0
-
-
-@dataclass(frozen=True)
-class FailedJob:
-    """A job that raised (``failure.json``) or never wrote ``metrics.json``."""
-
-    run_dir: Path
-    log: Path                  # the job's log, holding the traceback
-    error: str                 # ``Type: message`` from failure.json, or why the job counts as failed
-    status: str = "failed"     # "failed" (it raised), "config error" (refused before training) or "unfinished"
-
-
-def _overrides(job: Path) -> list[str]:
-    """The job's command-line overrides (``.hydra/overrides.yaml``); an ensemble member (``seed_<k>/`` of a
-    ``trainer.ensemble=S`` run) has its ensemble's, without ``trainer.ensemble``."""
-    path = job / ".hydra" / "overrides.yaml"
-    member = not path.exists() and _is_ensemble(job.parent)
-    path = job.parent / ".hydra" / "overrides.yaml" if member else path
-    if not path.exists():
-        return []
-    from omegaconf import OmegaConf
-
-    found = [str(o) for o in OmegaConf.load(path)]
-    return [o for o in found if not o.startswith("trainer.ensemble=")] if member else found
-
-
-def _is_ensemble(folder: Path) -> bool:
-    """A ``trainer.ensemble=S`` run's folder: its runs are its ``seed_<k>/`` sub-folders, it is none itself."""
-    path = folder / ".hydra" / "overrides.yaml"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return (folder / "ensemble.json").exists() or any(
-        line.strip().lstrip("- ").startswith("trainer.ensemble=") and not line.strip().endswith("=null")
-        for line in lines)
 
 
 #: Override keys left out of row labels: seeds are averaged, strategies and data set are in the label already,
@@ -122,25 +87,17 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a folder; give a sweep or runs directory")
-    markers = (".hydra", "checkpoints", "failure.json", "metrics.json")
-    jobs = sorted({p.parent for m in markers for p in root.rglob(m) if p.parent.parent.name != "eval"})
-    jobs = [j for j in jobs if not ((j / "preflight.json").exists() and not (j / "metrics.json").exists())
-            and not _is_ensemble(j)]
-    overrides = {job: _overrides(job) for job in jobs}
-    finished = [job for job in jobs if (job / "metrics.json").exists() and not (job / "failure.json").exists()]
+    jobs = layout.job_folders(root)
+    overrides = {job: layout.stored_overrides(job) for job in jobs}
+    finished = [job for job in jobs if layout.is_finished(job)]
     common = set.intersection(*(set(overrides[j]) for j in finished)) if finished else set()
     runs, failed = [], []
     for job in jobs:
-        log = next(iter(sorted(job.glob("*.log"))), job / "train.log")
-        failure = job / "failure.json"
-        if failure.exists():
-            info = json.loads(failure.read_text())
-            status = "config error" if info.get("stage") == "start" else "failed"
-            failed.append(FailedJob(job, Path(info.get("log", log)), f"{info['type']}: {info['message']}", status))
-        elif not (job / "metrics.json").exists():
-            failed.append(FailedJob(job, log, "no metrics.json (killed, or still running)", "unfinished"))
+        failure = layout.job_failure(job)
+        if failure is not None:
+            failed.append(failure)
         else:
-            run = {**json.loads((job / "metrics.json").read_text()), "run_dir": str(job)}
+            run = {**json.loads((job / layout.METRICS_FILE).read_text()), "run_dir": str(job)}
             extra = sorted(o for o in overrides[job] if o not in common and _tells_apart(o))
             runs.append({**run, "label": row_label(run, extra)})
     return runs, failed
@@ -180,7 +137,7 @@ def summarise(runs: list[dict[str, Any]]) -> Summary:
 
 def intervals(runs: list[dict[str, Any]], keys: list[str]) -> Intervals:
     """Row label -> score -> the 95 % percentile bootstrap interval of the mean over seeds
-    (:func:`ganlab.compare_stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call)."""
+    (:func:`ganlab.analysis.stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call)."""
     return {label: {k: bootstrap_ci(v, CI_LEVEL, CI_RESAMPLES, CI_SEED) for k, v in scores.items() if k in keys}
             for label, scores in seed_values(runs).items()}
 
@@ -214,7 +171,7 @@ def best_rows(summary: Summary, keys: list[str], alpha: float = ALPHA) -> dict[s
     """Score -> the row with the best mean in that score's direction, where it beats the runner-up.
 
     The best and the second-best mean (NaN skipped) are compared by Welch's t-test
-    (:func:`ganlab.compare_stats.welch_t_test`, two-sided); the best is marked when p < ``alpha``. No mark when
+    (:func:`ganlab.analysis.stats.welch_t_test`, two-sided); the best is marked when p < ``alpha``. No mark when
     either row has fewer than 2 seeds, the two means tie, or the score has no direction.
     """
     best: dict[str, set[str]] = {}
@@ -300,73 +257,3 @@ def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | N
             row += list(ci[label][k]) if ci else []
         writer.writerow(row)
     return out.getvalue()
-
-
-def _parse_keys(given: list[str] | None, summary: Summary) -> list[str]:
-    """``--keys``: none for :func:`headline_keys`, ``all`` for :func:`table_keys`, else names split at commas
-    and spaces (``--keys a,b`` or ``--keys a b``)."""
-    names = [k for arg in given or [] for k in arg.split(",") if k]
-    if not names:
-        return headline_keys(summary)
-    return table_keys(summary) if names == ["all"] else names
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished, also for
-    a folder without jobs; 2 for a folder that does not exist or an unknown ``--keys`` score)."""
-    parser = argparse.ArgumentParser(prog="ganlab-compare", description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", help="a sweep directory (runs/multirun/...) or any folder of runs")
-    parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default="markdown",
-                        help="how the table is printed (default: markdown)")
-    parser.add_argument("--out", help="folder for the table files and <score>.png (default: <sweep_dir>/comparison)")
-    parser.add_argument("--no-files", action="store_true", help="only print; write no table or plot files")
-    parser.add_argument("--keys", nargs="+", metavar="KEYS",
-                        help="scores to show: 'all', or names (a,b or a b); default: a headline set for the data")
-    parser.add_argument("--ci", action="store_true",
-                        help="add 95%% percentile bootstrap intervals of the mean (10,000 resamples, seed 0)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(format="ganlab-compare: %(levelname)s: %(message)s")  # the plots' warning, on stderr
-    try:
-        runs, failed = collect_runs(args.sweep_dir)
-    except FileNotFoundError as err:
-        print(f"ganlab-compare: {err}", file=sys.stderr)
-        return 2
-    if not runs and not failed:
-        print(f"ganlab-compare: no runs found in {args.sweep_dir}: looked for job folders (holding .hydra/, "
-              "checkpoints/, failure.json or metrics.json) at any depth below it, outside eval/ and preflight "
-              "dry runs", file=sys.stderr)
-        return 1
-    mismatch = embedder_mismatch(runs)
-    if mismatch:
-        print(f"ganlab-compare: WARNING: {mismatch}", file=sys.stderr)
-    summary = summarise(runs)
-    keys = _parse_keys(args.keys, summary)
-    available = ordered_scores(k for s in summary.values() for k in s)
-    unknown = [k for k in keys if k not in available]
-    if summary and unknown:
-        print(f"ganlab-compare: unknown score key(s) {', '.join(unknown)} for --keys; available: "
-              f"{', '.join(available)} (or all)", file=sys.stderr)
-        return 2
-    for run in one_run_per_seed(runs)[1]:
-        print(f"ganlab-compare: left out {run['run_dir']}: seed {run.get('seed')} of {run['label']} again (a seed "
-              "counts once; kept the run trained furthest, then the last folder by name)", file=sys.stderr)
-    ci = intervals(runs, keys) if args.ci else None
-    if runs:
-        table = {"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[args.format]
-        print(table(summary, keys, ci))
-    if runs and not args.no_files:
-        out = Path(args.out or Path(args.sweep_dir) / "comparison")
-        out.mkdir(parents=True, exist_ok=True)
-        md, csv_path = out / f"{table_stem(keys, summary)}.md", out / f"{table_stem(keys, summary)}.csv"
-        md.write_text(markdown_table(summary, keys, ci) + "\n")
-        csv_path.write_text(csv_table(summary, keys, ci))
-        plots = plot_scores(runs, out, keys)
-        print(f"\nwrote {md}, {csv_path} and {len(plots)} plots in {out}")
-    for job in failed:
-        print(f"{job.status.upper()} {job.run_dir}: {job.error} (log: {job.log})")
-    print(f"{len(runs)} finished, {len(failed)} failed or unfinished")
-    return 0 if runs else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,43 +1,54 @@
-"""``ganlab-eval <run dir | checkpoint> [key=value ...]``: recompute every score for a checkpoint.
+"""The one way back from a checkpoint to live objects: the whole trainer, or only the generator a run scores.
 
-The run's stored config is rebuilt (data, G/D, strategies), the checkpoint's weights are loaded, and the
-evaluator runs again, with any overrides applied first. ``metrics/embedder=<option>`` switches the embedder
-(``pixels``, ``classifier``, ``inception``, ...: the stored ``metrics.embedder`` node is replaced by
-``conf/metrics/embedder/<option>.yaml``, as on ganlab-train's command line), before the ``key=value``
-overrides (``metrics.num_samples=10000``, ``device=cpu``, ``metrics.embedder.weights_path=...``). Those change
-keys of the stored config (after the switch) only: each key must already exist there, a config node (a dict
-such as ``metrics.embedder``) is only replaced by a dict, and ``+``/``~`` prefixes are refused. Bad overrides
-fail with a ValueError before any work.
+* :func:`find_run_checkpoint`: a run folder (its ``checkpoints/last.pt``, else its newest intact checkpoint) or a
+  checkpoint file, loaded.
+* :func:`rebuild_from_checkpoint`: data, G/D, strategies and evaluator from the checkpoint's stored config, with
+  its weights (``ganlab-eval``, the notebook API :mod:`ganlab.inspection`).
+* :func:`load_generator`: only the scored generator (the EMA copy when the run kept one) and the data, without D,
+  optimisers or evaluator (``ganlab-sample``: no embedder to prepare).
 
-Results go to ``<run dir>/eval/<checkpoint stem>/metrics.json`` without overrides, and to
-``<run dir>/eval/<checkpoint stem>__<hash>/metrics.json`` with overrides (``<hash>``: 8 hex digits of the
-sorted overrides, so the same overrides always write the same folder and different ones never overwrite
-each other). The training run's own ``metrics.json`` is never overwritten; ``metrics.json`` records the
-overrides (key ``"overrides"``).
+Overrides of the stored config (``metrics/embedder=pixels``, ``device=cpu``) are checked by
+:func:`apply_overrides` before anything is built.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
-import logging
-import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import torch
 from omegaconf import DictConfig, OmegaConf
+from torch import nn
 
-from ganlab.build import build_trainer
-from ganlab.config_groups import choose_option, nested_groups, options
-from ganlab.strategies.ema import scored_generator
-from ganlab.train import format_scores
+from ganlab.config.groups import choose_option, nested_groups, options
+from ganlab.data.base import GANData
+from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
+from ganlab.run import layout
+from ganlab.run.build import build_strategies, build_trainer, class_count, is_conditional, load_data, make
+from ganlab.strategies.base import Part
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
 
-log = logging.getLogger("ganlab")
+
+def find_run_checkpoint(path: str | Path, holding: str = "checkpoints/last.pt") -> tuple[Path, dict[str, Any]]:
+    """The checkpoint at ``path`` and its content: a run folder's ``checkpoints/last.pt`` (the G its last evaluation
+    scored), else its newest intact checkpoint; or a checkpoint file.
+
+    Args:
+        holding: what the error message asks a run folder to hold (the command's wording).
+
+    Raises:
+        FileNotFoundError: no checkpoint at ``path``.
+        ValueError: the file is not a ganlab checkpoint.
+    """
+    last = layout.last_checkpoint(Path(path).expanduser())
+    try:
+        return ckpt_io.find_checkpoint(last if last.is_file() else path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding {holding} or a checkpoint "
+                                "file") from None
 
 
 class RebuiltRun(NamedTuple):
@@ -51,11 +62,11 @@ class RebuiltRun(NamedTuple):
 
 def apply_overrides(stored: DictConfig, overrides: list[str]) -> DictConfig:
     """A copy of ``stored`` (a run's config) with ``overrides`` applied: config-group choices
-    (``metrics/embedder=pixels``, :func:`ganlab.config_groups.choose_option`) first, as on Hydra's command line,
+    (``metrics/embedder=pixels``, :func:`ganlab.config.groups.choose_option`) first, as on Hydra's command line,
     then the ``key=value`` ones, checked by :func:`check_overrides` against the config the choices made.
 
     Raises:
-        ValueError: a bad override (see :func:`check_overrides` and :func:`~ganlab.config_groups.choose_option`).
+        ValueError: a bad override (see :func:`check_overrides` and :func:`~ganlab.config.groups.choose_option`).
     """
     cfg = OmegaConf.create(OmegaConf.to_container(stored))
     is_group = [("/" in o.split("=", 1)[0]) and "=" in o for o in overrides]
@@ -132,12 +143,7 @@ def rebuild_from_checkpoint(path: str | Path, overrides: list[str] | None = None
     bad = [o for o in overrides or [] if "=" not in o]
     if bad:
         raise ValueError(f"overrides must be key=value (e.g. metrics.num_samples=500), got {bad}")
-    last = Path(path).expanduser() / "checkpoints" / "last.pt"  # a run: the G its last evaluation scored
-    try:
-        ckpt_path, ckpt = ckpt_io.find_checkpoint(last if last.is_file() else path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding checkpoints/last.pt "
-                                "or a checkpoint file") from None
+    ckpt_path, ckpt = find_run_checkpoint(path)
     stored = OmegaConf.create(ckpt["config"])
     cfg = apply_overrides(stored, list(overrides or []))
     cfg.trainer.resume, cfg.trainer.progress = str(ckpt_path), False
@@ -148,58 +154,25 @@ def rebuild_from_checkpoint(path: str | Path, overrides: list[str] | None = None
     return RebuiltRun(ckpt_path, ckpt, cfg, trainer)  # type: ignore[arg-type]
 
 
-def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
-    """Score the generator stored at ``path`` (a run directory or a checkpoint file).
+
+
+def load_generator(ckpt: dict[str, Any], device: torch.device, ema: bool = True) -> tuple[nn.Module, str, GANData]:
+    """The checkpoint's generator, rebuilt from its stored config on ``device``, and the run's data.
 
     Returns:
-        ``{"checkpoint", "step", "overrides", "scores", "score_settings", "embedder"}`` (``score_settings``: the
-        scorers' conventions, e.g. PRDC's boundary; ``embedder``: its record, see
-        :meth:`ganlab.metrics.embedders.Embedder.record`); also written to
-        ``<run dir>/eval/<checkpoint stem>/metrics.json`` without overrides, or to
-        ``<run dir>/eval/<checkpoint stem>__<hash of the sorted overrides>/metrics.json`` with overrides.
+        ``(G in eval mode, "ema" or "G", data)``: the EMA copy (its batch-norm statistics recomputed with the EMA
+        strategy's standing-statistics settings) when ``ema`` and the run kept one, else the trained G.
 
     Raises:
-        FileNotFoundError: no checkpoint at ``path``.
-        ValueError: a bad override (see :func:`check_overrides`) or not a ganlab checkpoint; raised before
-            any work.
+        ValueError: the stored config cannot be built here (e.g. its data set is missing).
     """
-    ckpt_path, _, _, trainer = rebuild_from_checkpoint(path, overrides)
-    evaluated = trainer.evaluator(scored_generator(trainer.state), trainer.data)
-    result = {"checkpoint": str(ckpt_path), "step": trainer.state.step, "overrides": list(overrides or []),
-              "scores": evaluated.scores, "score_settings": evaluated.settings,
-              "embedder": trainer.evaluator.embedder.record()}
-    out = ckpt_path.parent.parent / "eval" / (ckpt_path.stem + overrides_tag(overrides)) / "metrics.json"
-    ckpt_io.atomic_write_text(out, json.dumps(result, indent=2))
-    log.info("wrote %s", out)
-    return result
-
-
-def checkpoint_command(prog: str, description: str, overrides_help: str, argv: list[str] | None,
-                       run: Callable[[str, list[str]], dict[str, Any]],
-                       report: Callable[[dict[str, Any]], str]) -> int:
-    """A command on one checkpoint (``ganlab-eval``, ``ganlab-sample``): parse ``<path> [key=value ...]``, call
-    ``run(path, overrides)`` and print ``report(result)``. A FileNotFoundError or ValueError (bad input, named by
-    ``run``) is printed as ``<prog>: <message>`` on stderr with exit status 2; otherwise the status is 0."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("path", help="a run directory (uses checkpoints/last.pt) or a checkpoint file")
-    parser.add_argument("overrides", nargs="*", help=overrides_help)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        result = run(args.path, args.overrides)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"{prog}: {err}", file=sys.stderr)
-        return 2
-    print(report(result))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point of ``ganlab-eval``."""
-    return checkpoint_command(
-        "ganlab-eval", __doc__.splitlines()[0], "config overrides, key=value", argv, evaluate_checkpoint,
-        lambda result: f"step {result['step']} of {result['checkpoint']}:\n{format_scores(result['scores'])}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    cfg = OmegaConf.create(ckpt["config"])
+    data = load_data(cfg, device)
+    classes = {"num_classes": class_count(data)} if is_conditional(cfg) else {}
+    G = make(cfg.model.generator, data_shape=data.sample_shape, **classes).to(device)
+    use_ema = ema and ckpt.get("g_ema") is not None
+    G.load_state_dict(ckpt["g_ema"] if use_ema else ckpt["generator"])
+    if use_ema:
+        keeper = [s for s in build_strategies(cfg) if Part.G_EMA in s.replaces]
+        recalibrate_batch_norm(G, getattr(keeper[0], "standing_stats", StandingStats()) if keeper else StandingStats())
+    return G.eval(), "ema" if use_ema else "G", data
