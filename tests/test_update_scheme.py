@@ -24,11 +24,11 @@ from tiny_config import compose_cfg
 from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
-from ganlab.build import build_trainer
 from ganlab.data.base import GANData
 from ganlab.ensemble.check import check_ensemble
 from ganlab.health import MonitorConfig
 from ganlab.losses import WassersteinLoss
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import Mode, Strategy
 from ganlab.strategies.pacgan import pack
 from ganlab.trainer.config import TrainerConfig
