@@ -10,7 +10,8 @@ Added before the site is built (none of them is a file in the repository):
 - ``reference/commands.md``: each ``ganlab-*`` command of ``pyproject.toml`` with its ``--help`` output, run at
   build time (a command that fails to print its help fails the build).
 - ``notebooks/*.ipynb``: the notebooks of ``notebooks/``, rendered by mkdocs-jupyter (not executed).
-- ``results/index.md`` and the Results section of the navigation: one entry per ``docs/results/*/README.md``.
+- The Results section of the navigation, and a list at the end of ``results/index.md``: one entry per
+  ``docs/results/*/README.md``.
 
 Links from a page to a repository file outside ``docs/`` (a source file, a script) become code text, since the
 site has no copy of them; a link to a file that exists nowhere is left alone, so the strict build reports it.
@@ -114,9 +115,10 @@ def config_reference(conf: Path = ROOT / "conf") -> str:
 
 def schema_reference() -> list[str]:
     """One table per schema that ganlab stores in Hydra's ConfigStore: key, type, default."""
-    import ganlab
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
+
+    import ganlab
 
     _ = ganlab.CONFIG_DIR  # its first use stores the schemas
     lines = ["## Schemas", "",
@@ -212,10 +214,11 @@ def _title(path: Path) -> str:
     return path.parent.name
 
 
-def results_index(docs: Path) -> str:
-    lines = ["# Results", "",
-             "Each study's page holds its protocol, budget, the command that regenerates it, the table and the raw "
-             "data (CSV) it comes from. Tables made by `ganlab-study report` are generated from that data.", ""]
+def results_list(docs: Path) -> str:
+    """The section appended to ``results/index.md``: a link to every study page."""
+    lines = ["", "## Every study page", "",
+             "Each holds its protocol, budget, the commands that regenerate it, its table and the raw data (CSV) the "
+             "table comes from.", ""]
     for page in result_pages(docs):
         rel = page.relative_to(docs / "results").as_posix()
         lines.append(f"- [{_title(page)}]({rel})")
@@ -247,7 +250,6 @@ def on_files(files: Files, config: Any) -> Files:
     files.append(File.generated(config, "reference/api/index.md", content=api_index(modules)))
     files.append(File.generated(config, "reference/config.md", content=config_reference()))
     files.append(File.generated(config, "reference/commands.md", content=commands_reference()))
-    files.append(File.generated(config, "results/index.md", content=results_index(Path(config["docs_dir"]))))
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         if not nb.stem.endswith("_executed"):
             files.append(File(f"notebooks/{nb.name}", str(ROOT), config["site_dir"], config["use_directory_urls"]))
@@ -261,6 +263,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     """A link to a repository file outside ``docs/`` becomes code text (the site has no copy of it)."""
     if page.file.abs_src_path is None or page.file.generated_by:
         return markdown
+    if page.file.src_uri == "results/index.md":
+        markdown += results_list(Path(config["docs_dir"]))
     src = Path(page.file.abs_src_path).parent
     docs = Path(config["docs_dir"]).resolve()
 
