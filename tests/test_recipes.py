@@ -84,4 +84,5 @@ def test_recipes_run(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, f"a recipe's test failed:\n{done.stdout[-6000:]}\n{done.stderr[-2000:]}"
-    assert re.search(r"\b[1-9]\d* passed", done.stdout) and "failed" not in done.stdout, done.stdout
+    expected = sum(len(re.findall(r"^def test_", t.read_text(), re.M)) for t in tests)
+    assert re.search(rf"\b{expected} passed", done.stdout) and "failed" not in done.stdout, done.stdout
