@@ -74,7 +74,7 @@ def unquoted_globs(line: str) -> list[str]:
 
 def _check_function():
     """ganlab's own check of a command line (the one ``ganlab-train`` runs before Hydra starts)."""
-    for module in ("ganlab.config.check", "ganlab.config_check"):
+    for module in ("ganlab.config.check",):
         try:
             return importlib.import_module(module).check_command_line
         except (ImportError, AttributeError):
