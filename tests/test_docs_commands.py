@@ -5,7 +5,6 @@ Nothing is trained. A command must also survive zsh: brackets outside quotes are
 
 from __future__ import annotations
 
-import importlib
 import re
 import shlex
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from ganlab import CONFIG_DIR
+from ganlab.config.check import check_command_line
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -72,16 +72,6 @@ def unquoted_globs(line: str) -> list[str]:
     return [w for w in words if re.search(r"[\[\]]", re.sub(r"'[^']*'|\"[^\"]*\"", "", w))]
 
 
-def _check_function():
-    """ganlab's own check of a command line (the one ``ganlab-train`` runs before Hydra starts)."""
-    for module in ("ganlab.config.check",):
-        try:
-            return importlib.import_module(module).check_command_line
-        except (ImportError, AttributeError):
-            continue
-    raise AssertionError("ganlab's check_command_line was not found")
-
-
 def collected() -> list[tuple[str, str]]:
     return [(f"{page.relative_to(ROOT)}", line) for page in PAGES for line in command_lines(page.read_text())]
 
@@ -110,7 +100,6 @@ def test_command_runs_in_zsh(page: str, line: str) -> None:
 
 
 def test_commands_compose_and_pass_the_config_checks() -> None:
-    check = _check_function()
     failures, seen = [], set()
     for page, line in collected():
         parsed = parse(line)
@@ -130,7 +119,7 @@ def test_commands_compose_and_pass_the_config_checks() -> None:
                 for job in jobs[:MAX_VARIANTS]:
                     compose(config, overrides=list(job), return_hydra_config=config == "train")
             if config == "train":
-                check([o for o in overrides], multirun=multirun)
+                check_command_line(overrides, multirun=multirun)
         except Exception as err:  # noqa: BLE001 - every failure is reported with its page and line
             failures.append(f"{page}: {line}\n    {type(err).__name__}: {str(err).splitlines()[0]}")
     assert not failures, "commands in the docs that the config refuses:\n" + "\n".join(failures)
