@@ -202,15 +202,16 @@ def commands_reference(root: Path = ROOT) -> str:
 
 
 def result_pages(docs: Path) -> list[Path]:
-    """The study pages: ``docs/results/*/README.md`` and ``docs/results/*/*/README.md``, sorted."""
-    base = docs / "results"
-    return sorted(p for p in base.rglob("README.md") if len(p.relative_to(base).parts) <= 3)
+    """The study pages: ``docs/results/<study>/README.md``, sorted (the benchmarks' folders under ``bench/`` belong
+    to the Performance page)."""
+    return sorted((docs / "results").glob("*/README.md"))
 
 
 def _title(path: Path) -> str:
+    """A page's first heading, without a trailing parenthetical (a nav entry stays one or two lines)."""
     for line in path.read_text().splitlines():
         if line.startswith("# "):
-            return line[2:].strip()
+            return re.sub(r"\s*\([^()]*\)\s*$", "", line[2:].strip()).strip("` ") or path.parent.name
     return path.parent.name
 
 
