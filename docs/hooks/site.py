@@ -9,6 +9,8 @@ Added before the site is built (none of them is a file in the repository):
   schema stored in Hydra's ConfigStore (key, type, default).
 - ``reference/commands.md``: each ``ganlab-*`` command of ``pyproject.toml`` with its ``--help`` output, run at
   build time (a command that fails to print its help fails the build).
+- The run folder's names on ``reference/run-directory.md`` (where the page holds the marker
+  ``<!-- generated: the run folder's names -->``), from ``ganlab/run/layout.py``.
 - ``notebooks/*.ipynb``: the notebooks of ``notebooks/``, rendered by mkdocs-jupyter (not executed).
 - The Results section of the navigation, and a list at the end of ``results/index.md``: one entry per
   ``docs/results/*/README.md``.
@@ -25,6 +27,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -198,6 +201,33 @@ def commands_reference(root: Path = ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------- run directory
+
+LAYOUT = ROOT / "ganlab" / "run" / "layout.py"
+LAYOUT_MARK = "<!-- generated: the run folder's names -->"
+
+
+def run_layout() -> str:
+    """The run folder as ``ganlab.run.layout`` defines it: the layout drawn in its docstring, then every name constant
+    (``NAME = "value"  # comment``) as a table row."""
+    import ast
+
+    tree = ast.parse(LAYOUT.read_text())
+    doc = ast.get_docstring(tree) or ""
+    drawn = textwrap.dedent(doc.split("::", 1)[1].split("\n\n")[1]) if "::" in doc else ""
+    lines = LAYOUT.read_text().splitlines()
+    rows = []
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.isupper() and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)):
+            comment = lines[node.lineno - 1].partition("#")[2].strip()
+            rows.append(f"| `{node.value.value}` | `{node.targets[0].id}` | {comment} |")
+    return "\n".join(["Generated from [`ganlab.run.layout`](api/ganlab.run.layout.md), the one module that names "
+                      "them (the trainer, the commands and the notebook API take the names from there):", "",
+                      "```text", drawn.rstrip(), "```", "", "| name | constant | what |", "|---|---|---|", *rows])
+
+
 # ---------------------------------------------------------------- results
 
 
@@ -266,6 +296,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         return markdown
     if page.file.src_uri == "results/index.md":
         markdown += results_list(Path(config["docs_dir"]))
+    if LAYOUT_MARK in markdown:
+        markdown = markdown.replace(LAYOUT_MARK, run_layout())
     src = Path(page.file.abs_src_path).parent
     docs = Path(config["docs_dir"]).resolve()
 
