@@ -123,7 +123,8 @@ class EnsembleTrainer:
         self.state = TrainState(self.G, self.D, self.opt_g, self.opt_d, loss=self.loss, lr=self.lr)
         for s in self.strategies:
             s.on_start(self.state)  # EMA: a stacked copy of the stacked G
-        self._flat_state = dataclasses.replace(self.state, discriminator=_FlatCritic(self.D))  # type: ignore[arg-type]
+        self._flat_state = dataclasses.replace(self.state, discriminator=_FlatCritic(self.D),  # type: ignore[arg-type]
+                                               draw_uniform=self._uniform)
 
     # ---------------------------------------------------------------- one step of every member
     def _real(self) -> Tensor:
@@ -142,8 +143,7 @@ class EnsembleTrainer:
         """The strategies' D terms summed over the members (a term that is a mean over one member's samples is
         S x its mean over the S * B flattened samples)."""
         self._flat_state.step = self.state.step  # a copy of the state: its step follows the ensemble's
-        ctx = StepContext(self._flat_state, real.flatten(0, 1), fake.flatten(0, 1), z.flatten(0, 1),
-                          draw_uniform=self._uniform)
+        ctx = StepContext(self._flat_state, real.flatten(0, 1), fake.flatten(0, 1), z.flatten(0, 1))
         return [self.size * v for s in self.strategies for v in s.d_terms(ctx).values()]
 
     def _guard(self, net: str, losses: Tensor, module: Stacked, opt: torch.optim.Optimizer,

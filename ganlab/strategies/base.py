@@ -114,6 +114,9 @@ class TrainState:
         loss: the adversarial loss in use (after every strategy's ``configure``); None outside a trainer.
         g_ema_stats: how ``g_ema``'s batch-norm statistics are recomputed (set by the strategy that keeps it;
             None: the defaults of :class:`~ganlab.models.standing_stats.StandingStats`).
+        draw_uniform: where :meth:`StepContext.uniform` draws per-sample numbers from, ``(n, dtype, device) ->
+            (n,)``; None: the global RNG (a single run). The ensemble (:mod:`ganlab.ensemble`) sets it so that each
+            member's rows come from that member's own stream.
     """
 
     generator: nn.Module
@@ -127,6 +130,7 @@ class TrainState:
     lr: LRRule | None = None
     loss: AdversarialLoss | None = None
     g_ema_stats: StandingStats | None = None
+    draw_uniform: Callable[[int, torch.dtype, torch.device], Tensor] | None = None
 
     def __post_init__(self) -> None:
         if self.lr is None:
@@ -158,8 +162,6 @@ class StepContext:
         labels: (B,) int64 classes of ``real`` and of ``fake`` (the fakes are made for the real batch's classes)
             when the model is class-conditional (``model.conditional=true``), else None. Score samples of this
             update with :attr:`critic`, which passes them to D.
-        draw_uniform: where :meth:`uniform` draws from; None: the global RNG (a single run). The ensemble
-            (:mod:`ganlab.ensemble`) sets it so that each member's rows come from that member's own stream.
 
     A term built from ``autograd.grad`` (a gradient penalty) takes its gradient in float32 with autocast off
     (:func:`ganlab.strategies.common.input_gradient`), so fp16 loss scaling cannot overflow it.
@@ -172,15 +174,15 @@ class StepContext:
     d_real: Tensor | None = None
     d_fake: Tensor | None = None
     labels: Tensor | None = None
-    draw_uniform: Callable[[int, torch.dtype, torch.device], Tensor] | None = None
 
     def uniform(self, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
         """(n,) numbers drawn U[0, 1) for the samples of this update (e.g. WGAN-GP's interpolation weights): from
-        the global RNG (``torch.rand``), or from :attr:`draw_uniform` when it is set. Strategies draw per-sample
-        randomness here, so that they run unchanged in a single run and vectorised in an ensemble."""
-        if self.draw_uniform is None:
+        the global RNG (``torch.rand``), or from ``state.draw_uniform`` when it is set (the ensemble). Strategies
+        draw per-sample randomness here, so that they run unchanged in a single run and vectorised in an ensemble."""
+        draw = self.state.draw_uniform
+        if draw is None:
             return torch.rand(n, device=device, dtype=dtype)
-        return self.draw_uniform(n, dtype, device)
+        return draw(n, dtype, device)
 
     @property
     def step(self) -> int:
