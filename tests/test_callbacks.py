@@ -120,6 +120,13 @@ def test_checkpoints_from_before_callbacks_load_their_observers_state(tmp_path: 
     assert [c.state_dict() for c in fresh.callbacks] == [c.state_dict() for c in trainer.callbacks]
 
 
+def test_a_callbacks_setting_of_the_wrong_type_is_refused_before_anything_is_built(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^callbacks.probe.scale must be a number, got 'abc'$"):
+        build_trainer(compose_cfg([*RUN, f"+callbacks.probe._target_={__name__}.Probe", "+callbacks.probe.scale=abc"]),
+                      tmp_path)
+    assert not (tmp_path / "checkpoints").exists()
+
+
 def test_a_target_that_is_not_a_callback_is_refused_naming_the_key(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"callbacks.mine: Linear is not a ganlab.callbacks.Callback"):
         build_trainer(compose_cfg([*RUN, "+callbacks.mine._target_=torch.nn.Linear",
