@@ -22,10 +22,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from torch import Tensor, nn
 
+from ganlab.config.run import check_config, monitor_config
 from ganlab.data.base import Batcher
 from ganlab.health.memory import peak_memory_mib
 from ganlab.io import atomic_write_text
-from ganlab.run.build import build_trainer, check_config, monitor_config
+from ganlab.run.build import build_trainer
 
 
 @dataclass
