@@ -29,6 +29,9 @@ the GAN a strategy takes over, from the fixed set :class:`Part` (checked when th
 selected strategies that replace the same part are refused before training by :func:`check_compatible`; and
 ``refuses``, why the method cannot train in a :class:`Mode` (``trainer.distributed``, ``model.conditional``,
 ``trainer.ensemble``), one reason per mode, read by the one checker :func:`check_modes` before anything is built.
+``per_sample_critic``: why the method needs D to score each sample independently of the others (a penalty that
+differentiates D per sample), or None; such a strategy is refused with a D that mixes samples (batch norm,
+minibatch-statistics heads) by the one rule :func:`ganlab.strategies.common.check_per_sample_critic`.
 ``double_backward`` is a property (it may depend on the instance's settings): True when a loss term
 differentiates a gradient, which ``torch.compile`` cannot.
 """
@@ -227,6 +230,9 @@ class Strategy:
     #: there before anything is built (:func:`check_modes`), None lets it run. A class lists only the modes it
     #: changes; the others keep its parent's entries (from :data:`DEFAULT_REFUSALS` at the base).
     refuses: ClassVar[Mapping[Mode, str | None]] = DEFAULT_REFUSALS
+    #: Why the method needs D's score of one sample to depend on that sample alone (a clause: "its penalty ..."), or
+    #: None. Checked by :func:`ganlab.strategies.common.check_per_sample_critic` once every strategy has configured D.
+    per_sample_critic: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

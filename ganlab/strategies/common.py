@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from ganlab.strategies.spectral_norm import apply_spectral_norm
+
+if TYPE_CHECKING:
+    from ganlab.strategies.base import Strategy
 
 
 def head_owner(discriminator: nn.Module, strategy: str) -> nn.Module:
@@ -149,3 +152,48 @@ def augment_discriminator(spec: Any, augment: Callable[[Tensor], Tensor], strate
         raise ValueError(f"strategies {spec.discriminator.strategy!r} and {strategy!r} both augment D's inputs; "
                          "select only one of them in strategy=[...]")
     spec.discriminator = AugmentedDiscriminator(spec.discriminator, augment, strategy)
+
+
+def sample_mixing_layers(discriminator: nn.Module) -> list[tuple[str, str | None]]:
+    """The layers of D whose output for one sample depends on the other samples of its forward pass, as
+    ``(name, strategy)`` pairs: every batch-norm layer (D trains in training mode, where batch norm normalises by
+    the batch's statistics; ``strategy`` None) and every module whose ``mixes_samples`` attribute names the strategy
+    that installed it (minibatch discrimination's and minibatch stddev's heads, where the mixing is the method).
+
+    PacGAN's packing is not listed: a pack of m samples is the unit D scores, and no pack depends on another, so a
+    per-score penalty stays per pack.
+    """
+    out: list[tuple[str, str | None]] = []
+    for name, m in discriminator.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            out.append((name or type(m).__name__, None))
+        elif isinstance(getattr(m, "mixes_samples", None), str):
+            out.append((name or type(m).__name__, m.mixes_samples))
+    return out
+
+
+def check_per_sample_critic(discriminator: nn.Module, strategies: Iterable[Strategy]) -> None:
+    """Refuse, before training, a D that mixes samples (:func:`sample_mixing_layers`) when a selected strategy
+    needs D to score each sample independently of the others (its ``per_sample_critic`` gives the reason, e.g. a
+    gradient penalty that differentiates each sample's score by that sample: with batch norm in D each sample's
+    term depends on the rest of the batch, Gulrajani et al. 2017, Sec. 4). The one rule of every such strategy:
+    each calls it in ``configure`` and the builder once more after every strategy has configured D (a head installed
+    by a later strategy counts too).
+
+    Raises:
+        ValueError: naming the strategy, the mixing layers and the way out (a D without batch norm:
+            ``model.discriminator.norm=layer`` or ``none``; dropping the strategy that installed a mixing head).
+    """
+    needs = [s for s in strategies if getattr(s, "per_sample_critic", None)]
+    layers = sample_mixing_layers(discriminator) if needs else []
+    if not layers:
+        return
+    s = needs[0]
+    bn = [name for name, owner in layers if owner is None]
+    heads = sorted({owner for _, owner in layers if owner is not None})
+    found = ([f"batch norm ({', '.join(bn[:3])}{', ...' if len(bn) > 3 else ''})"] if bn else []) + \
+        [f"the {h} head" for h in heads]
+    fixes = (["use a D without batch norm (model.discriminator.norm=layer or model.discriminator.norm=none)"]
+             if bn else []) + ([f"drop {' and '.join(heads)} from strategy=[...]"] if heads else [])
+    raise ValueError(f"strategy {s.name}: {s.per_sample_critic}, but D's score of one sample depends on the other "
+                     f"samples of its batch through {' and '.join(found)}; {', and '.join(fixes)}, or drop {s.name}")

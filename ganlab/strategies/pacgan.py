@@ -6,6 +6,10 @@ concatenated along dim 1 into (B, m*C, ...), and a discriminator built with ``in
 each pack (all m real, or all m generated). D thus gives ``trainer.batch_size`` scores per batch, as in the
 paper's code, for any m. Packing penalises collapse because m samples from a collapsed G look alike. The
 paper uses m = 2..4 (PacGAN2, PacGAN3, PacGAN4).
+
+Mixing the m samples of a pack is the method: the pack is the unit D scores, and no pack's score depends on another
+pack, so the per-score penalties (``r1``, ``wgan_gp``) are allowed with it and taken per pack
+(:func:`ganlab.strategies.common.check_per_sample_critic` does not count the packing as mixing).
 """
 
 from __future__ import annotations

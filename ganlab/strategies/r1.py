@@ -3,6 +3,11 @@
 R1 = gamma / 2 * E_x~p_data ||grad_x D(x)||^2, added to D's loss: it pushes D's gradient on real data to 0,
 which makes the Dirac-GAN and GANs near equilibrium locally convergent. The real batch is scored again
 with ``requires_grad`` on the input (the loop's D(real) was computed without it).
+
+Each sample's term differentiates its own score, so D must score every sample independently of the others: a D
+with batch norm or a minibatch-statistics head (minibatch discrimination, minibatch stddev) is refused before
+training (:func:`~ganlab.strategies.common.check_per_sample_critic`). PacGAN's packs are allowed: the pack is the
+unit D scores, and the term is taken per pack.
 """
 
 from __future__ import annotations
@@ -11,8 +16,8 @@ from collections.abc import Callable
 
 from torch import Tensor
 
-from ganlab.strategies.base import Mode, StepContext, Strategy
-from ganlab.strategies.common import input_gradient
+from ganlab.strategies.base import GANSpec, Mode, StepContext, Strategy
+from ganlab.strategies.common import check_per_sample_critic, input_gradient
 
 
 def r1_penalty(discriminator: Callable[[Tensor], Tensor], real: Tensor) -> Tensor:
@@ -38,11 +43,13 @@ class R1(Strategy):
             on CelebA/LSUN images, covered fewer ring8 modes in ganlab's runs).
 
     Raises:
-        ValueError: gamma < 0.
+        ValueError: gamma < 0; (in ``configure``) a D that mixes samples.
     """
 
     name = "r1"
     refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
+    per_sample_critic = "its penalty differentiates each real sample's score by that sample (Mescheder et al. 2018, " \
+                        "eq. 9)"
 
     def __init__(self, gamma: float = 1.0) -> None:
         if gamma < 0:
@@ -52,6 +59,9 @@ class R1(Strategy):
     @property
     def double_backward(self) -> bool:
         return True  # the penalty differentiates a gradient (no torch.compile)
+
+    def configure(self, spec: GANSpec) -> None:
+        check_per_sample_critic(spec.discriminator, [self])
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
         return {"r1": 0.5 * self.gamma * r1_penalty(ctx.critic, ctx.real)}
