@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from ganlab.ensemble.stack import Stacked
 from ganlab.lr import LRRule
+from ganlab.metrics.evaluator import generated_range
 from ganlab.metrics.workers import WorkerPool
 from ganlab.strategies.base import StepContext, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -203,14 +204,15 @@ class EnsembleTrainer:
             t = self.sync_member(k)
             try:
                 with t._isolated_rng():
-                    jobs.append((t, t.evaluator.generate(scored_generator(t.state), warn=False)[0]))
+                    scored = scored_generator(t.state)
+                    jobs.append((t, t.evaluator.generate(scored, warn=False)[0], generated_range(scored, t.data)))
             except ValueError:  # fewer than 2 finite samples: evaluate() raises it with the run's context
                 continue
 
-        def score(job: tuple[Trainer, Tensor]) -> None:
-            t, samples = job
+        def score(job: tuple[Trainer, Tensor, tuple[float, float]]) -> None:
+            t, samples, value_range = job
             try:
-                t.evaluator.precompute(samples, t.data)
+                t.evaluator.precompute(samples, t.data, value_range)
             except ValueError:  # a scorer refused: evaluate() scores again and raises the single run's message
                 pass
 

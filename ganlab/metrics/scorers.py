@@ -27,7 +27,7 @@ from ganlab.metrics.kmeans import KMeansResult, kmeans
 from ganlab.metrics.mixture import mixture_scores
 from ganlab.metrics.order import order_free_subset
 from ganlab.metrics.prdc import ball_comparisons, prdc
-from ganlab.metrics.similarity import similarity_histogram
+from ganlab.metrics.similarity import SimilarityHistogram, similarity_histogram
 from ganlab.metrics.vendi import vendi_score
 
 if TYPE_CHECKING:
@@ -195,13 +195,18 @@ class SimilarityScorer(Scorer):
                  collapse_threshold: float = 0.30) -> None:
         self.num_samples, self.bins, self.tau, self.collapse_threshold = num_samples, bins, tau, collapse_threshold
 
+    def histogram(self, embeddings: Tensor) -> SimilarityHistogram:
+        """The histogram of the (N, D) ``embeddings`` this scorer reports: over their order-free subset of
+        ``num_samples`` rows, with its ``bins`` and ``tau``."""
+        x = embeddings[order_free_subset(embeddings, self.num_samples)]  # (min(N, num_samples), D)
+        return similarity_histogram(x, bins=self.bins, tau=self.tau)
+
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
-        x = batch.embeddings[order_free_subset(batch.embeddings, self.num_samples)]  # (min(N, num_samples), D)
-        h = similarity_histogram(x, bins=self.bins, tau=self.tau)
+        h = self.histogram(batch.embeddings)
         batch.histograms["similarity"] = (h.counts, h.edges)
         return {"high_similarity_fraction": h.high_similarity_fraction,
                 "collapsed": float(h.high_similarity_fraction > self.collapse_threshold),
-                "zero_embedding_fraction": h.zero_rows / len(x)}
+                "zero_embedding_fraction": h.zero_rows / min(len(batch.embeddings), self.num_samples)}
 
 
 class PRDCScorer(Scorer):
