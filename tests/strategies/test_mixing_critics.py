@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ganlab.build import build_trainer
 from ganlab.losses import NonSaturatingLoss
 from ganlab.models.dcgan import DCGANDiscriminator
 from ganlab.models.mlp import MLPDiscriminator, MLPGenerator
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import GANSpec
 from ganlab.strategies.common import check_per_sample_critic, sample_mixing_layers
 from ganlab.strategies.minibatch_discrimination import MinibatchDiscrimination
