@@ -36,7 +36,8 @@ def _trainer(name: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Train
         if images not in _BASE:
             _BASE[images] = compose_cfg([*SMALL, *(DIGITS if images else [])])
             if images:  # no classifier to train: these tests never evaluate
-                _BASE[images].metrics.embedder = OmegaConf.load(Path(ganlab.CONFIG_DIR) / "metrics/embedder/pixels.yaml")
+                pixels = Path(ganlab.CONFIG_DIR) / "metrics" / "embedder" / "pixels.yaml"
+                _BASE[images].metrics.embedder = OmegaConf.load(pixels)
         cfg = _BASE[images].copy()
         node = OmegaConf.load(Path(ganlab.CONFIG_DIR) / "strategy" / f"{name}.yaml")
         node.pop("defaults", None)
@@ -51,8 +52,7 @@ def _trainer(name: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Train
 
 def _last_layer(net: torch.nn.Module) -> list[torch.nn.Parameter]:
     """The weight and bias of G's last parameterised layer."""
-    params = [p for p in net.parameters()]
-    return params[-2:]
+    return list(net.parameters())[-2:]
 
 
 @pytest.mark.parametrize("name", NAMES)
