@@ -104,6 +104,11 @@ class EnsembleTrainer:
         first = members[0]
         self.members, self.rngs, self.run_dir, self.cfg = members, global_rngs, Path(run_dir), first.cfg
         self.size, self.seeds = len(members), [t.seed for t in members]
+        lazy = [s.name for s in first.strategies if s.regularisation_update]
+        if lazy:  # the stacked loop has no separate regularisation update
+            raise ValueError(f"strategy {lazy[0]} with lazy regularisation (a separate D update, e.g. "
+                             f"strategy.{lazy[0]}.interval > 1) does not run in trainer.ensemble: set "
+                             f"strategy.{lazy[0]}.interval=1, or train the seeds as separate runs")
         self.workers = score_workers(self.cfg.ensemble_workers, self.size)
         for t in members:
             t.start()  # strategies' on_start on each member (its EMA copy, written back at evaluations)

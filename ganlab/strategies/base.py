@@ -13,7 +13,9 @@ object that carries what it may read or change: ``spec`` before training, the li
 2. ``on_start(state)`` once, when optimisers exist (after a resume, after ``load_state_dict``).
 3. Every discriminator update: ``d_terms(ctx)`` returns named scalar loss terms added to the adversarial
    loss; after the update is applied, ``after_d_step(ctx)`` observes it (e.g. D's outputs ``ctx.d_real``,
-   ``ctx.d_fake``). Every generator update: ``g_discriminator(ctx, critic)`` may swap the function that
+   ``ctx.d_fake``). Then, when a strategy's ``d_reg_terms(ctx)`` returns terms (lazy regularisation, as
+   StyleGAN2's separate regularisation phase), a second D update on the same real batch minimises their sum alone.
+   Every generator update: ``g_discriminator(ctx, critic)`` may swap the function that
    scores the fakes (unrolled GANs score them with a look-ahead copy of D; strategies chain, each receiving
    the previous result, the first one D; ``ctx.d_fake`` is still None), then ``g_terms(ctx)`` returns G's
    extra terms. The loop sums the terms and logs each as ``loss/D/<term>`` / ``loss/G/<term>``; two
@@ -248,6 +250,12 @@ class Strategy:
         """True when a loss term differentiates a gradient (``torch.compile`` cannot); default False."""
         return False
 
+    @property
+    def regularisation_update(self) -> bool:
+        """True when :meth:`d_reg_terms` may return terms (a separate D update; lazy regularisation); default
+        False. The vectorised ensemble has no such update and refuses these settings."""
+        return False
+
     def configure(self, spec: GANSpec) -> None:
         """Change G, D, the loss, the optimiser factories or n_critic before training (in place on ``spec``)."""
 
@@ -264,6 +272,13 @@ class Strategy:
 
     def after_d_step(self, ctx: StepContext) -> None:
         """Observe a discriminator update once it is applied (``ctx`` as given to ``d_terms``)."""
+
+    def d_reg_terms(self, ctx: StepContext) -> dict[str, Tensor]:
+        """Terms of a separate regularisation update of D, right after the D update ``ctx`` describes (and its
+        ``after_d_step``); {} (the default) when none is due. When any strategy returns terms, the loop runs one more
+        D update (the same real micro-batches) minimising their sum alone: StyleGAN2's lazy regularisation phase
+        (Karras et al. 2020, Appendix B). A strategy that uses it adjusts D's optimiser for the extra updates."""
+        return {}
 
     def g_discriminator(self, ctx: StepContext, critic: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
         """The function that scores ``ctx.fake`` (B, *data_shape) -> (B,) for G's adversarial term.

@@ -41,9 +41,11 @@ def install_head(d: nn.Module, head: nn.Module) -> None:
 
 
 class LRAdjust:
-    """An optimiser factory that sets and/or scales every param group's lr right after building the optimiser.
+    """An optimiser factory that sets and/or scales every param group's lr right after building the optimiser, and
+    raises its Adam betas to a power.
 
-    Final lr = (``lr`` if given, else the lr the wrapped factory chose) * ``factor``. :meth:`wrap` merges
+    Final lr = (``lr`` if given, else the lr the wrapped factory chose) * ``factor``; final betas = the betas the
+    factory chose, each ** ``betas_power`` (groups without betas, e.g. SGD's, keep what they have). :meth:`wrap` merges
     with an ``LRAdjust`` already present (also one under a ``functools.partial``, as made by
     :func:`~ganlab.strategies.base.with_optim_kwargs`), so ``ttur`` (sets) and ``d_lr_damping`` (scales) give
     the same result in either order, and both win over lrs passed as keyword arguments (``wgan_gp``). On a
@@ -53,37 +55,44 @@ class LRAdjust:
         factory: ``params -> torch.optim.Optimizer``.
         lr: absolute learning rate (> 0), or None to keep the factory's.
         factor: multiplier (> 0).
+        betas_power: exponent of the betas (> 0; lazy regularisation's c = k / (k + 1), Karras et al. 2020,
+            StyleGAN2, Appendix B); merged multiplicatively like ``factor``.
 
     Raises:
-        ValueError: non-positive lr or factor.
+        ValueError: non-positive lr, factor or betas_power.
     """
 
     def __init__(self, factory: Callable[..., torch.optim.Optimizer], lr: float | None = None,
-                 factor: float = 1.0) -> None:
-        if not factor > 0 or (lr is not None and not lr > 0):
-            raise ValueError(f"lr and lr factor must be positive, got lr={lr}, factor={factor}")
-        self.factory, self.lr, self.factor = factory, lr, float(factor)
+                 factor: float = 1.0, betas_power: float = 1.0) -> None:
+        if not factor > 0 or (lr is not None and not lr > 0) or not betas_power > 0:
+            raise ValueError(f"lr, lr factor and betas power must be positive, got lr={lr}, factor={factor}, "
+                             f"betas_power={betas_power}")
+        self.factory, self.lr, self.factor, self.betas_power = factory, lr, float(factor), float(betas_power)
 
     @classmethod
     def wrap(cls, factory: Callable[..., torch.optim.Optimizer], lr: float | None = None,
-             factor: float = 1.0) -> LRAdjust:
-        """``factory`` with its lr set to ``lr`` (when given) and multiplied by ``factor``, merged as described."""
+             factor: float = 1.0, betas_power: float = 1.0) -> LRAdjust:
+        """``factory`` with its lr set to ``lr`` (when given) and multiplied by ``factor``, its betas raised to
+        ``betas_power``, merged as described."""
         inner, kwargs = factory, {}
         if isinstance(factory, functools.partial) and isinstance(factory.func, LRAdjust):
             inner, kwargs = factory.func, dict(factory.keywords)
         if isinstance(inner, LRAdjust):
             base = functools.partial(inner.factory, **kwargs) if kwargs else inner.factory
-            return cls(base, lr if lr is not None else inner.lr, inner.factor * factor)
-        return cls(factory, lr, factor)
+            return cls(base, lr if lr is not None else inner.lr, inner.factor * factor,
+                       inner.betas_power * betas_power)
+        return cls(factory, lr, factor, betas_power)
 
     def __call__(self, params: Iterable[Any], *args: Any, **kwargs: Any) -> torch.optim.Optimizer:
         opt = self.factory(params, *args, **kwargs)
         for group in opt.param_groups:
             group["lr"] = (self.lr if self.lr is not None else group["lr"]) * self.factor
+            if self.betas_power != 1.0 and "betas" in group:
+                group["betas"] = tuple(float(b) ** self.betas_power for b in group["betas"])
         return opt
 
     def __repr__(self) -> str:
-        return f"LRAdjust({self.factory!r}, lr={self.lr}, factor={self.factor})"
+        return f"LRAdjust({self.factory!r}, lr={self.lr}, factor={self.factor}, betas_power={self.betas_power})"
 
 
 def input_gradient(critic: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
