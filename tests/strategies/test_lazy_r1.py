@@ -94,3 +94,13 @@ def test_the_loop_runs_a_separate_d_update_on_schedule(make_cfg, tmp_path) -> No
     assert set(steps.values()) == {11}
     group = trainer.state.opt_d.param_groups[0]
     assert tuple(group["betas"]) == pytest.approx(tuple(b ** 0.75 for b in (0.5, 0.999)))
+
+
+def test_schemes_without_a_separate_d_update_refuse_lazy_r1() -> None:
+    from ganlab.trainer.update_scheme import check_update_scheme
+
+    with pytest.raises(ValueError, match=r"strategy r1 with lazy regularisation .* set strategy.r1.interval=1"):
+        check_update_scheme("simultaneous", [R1(interval=4)], n_critic=1, n_critic_source="trainer.n_critic",
+                            acgan=False, distributed=False, g_groups=1)
+    check_update_scheme("simultaneous", [R1()], n_critic=1, n_critic_source="trainer.n_critic", acgan=False,
+                        distributed=False, g_groups=1)  # the advice works
