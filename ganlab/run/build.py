@@ -33,6 +33,7 @@ from ganlab.distributed import seed_everything
 from ganlab.lr import NETWORKS, LRSchedule
 from ganlab.models.conditional import AuxiliaryClassLoss
 from ganlab.strategies.base import GANSpec, Part, Strategy, check_compatible, check_conditional, check_distributed
+from ganlab.strategies.common import check_per_sample_critic
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
 from ganlab.trainer.config import TrainerConfig
@@ -256,6 +257,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
             log.warning("strategy %s replaces loss=%s with %s", s.name, cfg.loss._target_.rsplit(".", 1)[-1],
                         type(spec.loss).__name__)
             configured_loss = type(spec.loss)
+    check_per_sample_critic(spec.discriminator, strategies)  # a mixing head installed after a penalty's configure
     if dist.active and cfg.trainer.sync_batchnorm:  # batch statistics over all ranks' samples
         spec.generator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.generator)
         spec.discriminator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.discriminator)

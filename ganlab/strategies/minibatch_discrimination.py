@@ -5,6 +5,10 @@ M_i in R^{B x C} (eq. in Sec. 3.2). For each kernel b, c_b(x_i, x_j) = exp(-||M_
 o(x_i)_b = sum_{j != i} c_b(x_i, x_j). The B values o(x_i) are concatenated to f(x_i) and a new
 Linear(A + B, 1) head scores the result. Real and generated batches are scored separately (the loop
 calls D on each), so a collapsed generator shows up as large o(x).
+
+Each sample's score depends on the other samples of its batch by design (the method), so the strategies whose term
+needs a per-sample D (``r1``, ``wgan_gp``) refuse this head before training
+(:func:`ganlab.strategies.common.check_per_sample_critic`).
 """
 
 from __future__ import annotations
@@ -162,6 +166,10 @@ class MinibatchDiscriminationHead(nn.Module):
     Raises:
         ValueError: for a non-positive size.
     """
+
+    #: Mixes the samples of a batch by design (the method): penalties that need a per-sample D refuse it
+    #: (:func:`ganlab.strategies.common.check_per_sample_critic`).
+    mixes_samples = "minibatch_discrimination"
 
     def __init__(self, in_features: int, num_kernels: int = 100, kernel_dim: int = 5,
                  max_elements: int = 2**24) -> None:
