@@ -23,6 +23,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 COMMANDS = {"ganlab-train": "train", "ganlab-eval": "train", "ganlab-sample": "sample"}
 FENCE = re.compile(r"^```(?:bash|sh|shell|console|zsh)?\s*\n(.*?)^```", re.S | re.M)
 INLINE = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?ganlab-[a-z]+(?: [^`]*)?)`")
+INDENTED = re.compile(r"(?:^|\n\n)((?:    \S[^\n]*\n?)+)")
 PLACEHOLDER = re.compile(r"<[^<>`]+>")
 
 
@@ -38,9 +39,12 @@ def _joined_lines(block: str) -> Iterator[str]:
 
 
 def command_lines(text: str) -> list[str]:
-    """Every ganlab command of ``text``: from shell code blocks (each ``cmd && cmd`` part) and inline code spans."""
+    """Every ganlab command of ``text``: from shell code blocks, fenced or indented (each ``cmd && cmd`` part), and
+    inline code spans."""
     found = []
-    for block in FENCE.findall(text):
+    fenced = FENCE.findall(text)
+    indented = [re.sub(r"^    ", "", b, flags=re.M) for b in INDENTED.findall(FENCE.sub("", text))]
+    for block in fenced + indented:
         for line in _joined_lines(block):
             for part in re.split(r"&&|;", line):
                 if re.search(r"(^|\s|/)ganlab-(train|eval|sample)\b", part):
@@ -78,13 +82,14 @@ def collected() -> list[tuple[str, str]]:
 def test_the_extraction_by_hand() -> None:
     text = ("x `ganlab-train 'strategy=[pacgan]' seed=1` y `ganlab-eval <run dir> metrics.num_samples=10`\n"
             "```bash\nOMP_NUM_THREADS=1 ganlab-train -m seed=0,1 \\\n  trainer.steps=5  # two jobs\n"
-            "python3 -m venv .venv && .venv/bin/ganlab-train\n```\n")
+            "python3 -m venv .venv && .venv/bin/ganlab-train\n```\n\n    ganlab-sample <run> n=16\n")
     lines = command_lines(text)
     assert lines == ["OMP_NUM_THREADS=1 ganlab-train -m seed=0,1    trainer.steps=5  # two jobs",
-                     ".venv/bin/ganlab-train", "ganlab-train 'strategy=[pacgan]' seed=1",
+                     ".venv/bin/ganlab-train", "ganlab-sample <run> n=16", "ganlab-train 'strategy=[pacgan]' seed=1",
                      "ganlab-eval <run dir> metrics.num_samples=10"]
     assert [parse(x) for x in lines] == [("ganlab-train", ["seed=0,1", "trainer.steps=5"], True),
                                          ("ganlab-train", [], False),
+                                         ("ganlab-sample", ["n=16"], False),
                                          ("ganlab-train", ["strategy=[pacgan]", "seed=1"], False),
                                          ("ganlab-eval", ["metrics.num_samples=10"], False)]
     assert unquoted_globs("ganlab-train strategy=[pacgan] 'strategy=[r1]' x") == ["strategy=[pacgan]"]
