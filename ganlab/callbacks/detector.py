@@ -148,7 +148,7 @@ class CollapseDetector:
 
     def _small(self, n: int, s: dict[str, float]) -> bool:
         """``n`` covered ids are few: below coverage_fraction x the data's coverage of the same kind of id (modes
-        on the 2-D mixtures, k-means clusters otherwise; see :func:`ganlab.health.covered.covered_ids`). On
+        on the 2-D mixtures, k-means clusters otherwise; see :func:`ganlab.callbacks.covered.covered_ids`). On
         stacked data the ids are 100 clusters while the data cover ~990 of 1,000 modes, so comparing with the
         larger baseline would call every cluster set small."""
         data = s.get("data/modes_covered" if self.points else "data/clusters_covered", 0.0)
