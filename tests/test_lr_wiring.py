@@ -76,7 +76,7 @@ def test_nan_cut_and_adaptive_damping_compose(tmp_path: Path) -> None:
                                            r"\.warmup_steps\?"),
 ])
 def test_bad_schedules_fail_before_training(override: str, message: str, tmp_path: Path) -> None:
-    from ganlab.run.build import check_config
+    from ganlab.config.run import check_config
 
     with pytest.raises(ValueError, match=message):
         check_config(compose_cfg(["logger=none", override]))

@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from ganlab.ensemble.stack import Stacked
 from ganlab.lr import LRRule
+from ganlab.metrics.evaluator import generated_range
 from ganlab.metrics.workers import WorkerPool
 from ganlab.strategies.base import StepContext, TrainState
 from ganlab.strategies.ema import scored_generator
@@ -103,6 +104,11 @@ class EnsembleTrainer:
         first = members[0]
         self.members, self.rngs, self.run_dir, self.cfg = members, global_rngs, Path(run_dir), first.cfg
         self.size, self.seeds = len(members), [t.seed for t in members]
+        lazy = [s.name for s in first.strategies if s.regularisation_update]
+        if lazy:  # the stacked loop has no separate regularisation update
+            raise ValueError(f"strategy {lazy[0]} with lazy regularisation (a separate D update, e.g. "
+                             f"strategy.{lazy[0]}.interval > 1) does not run in trainer.ensemble: set "
+                             f"strategy.{lazy[0]}.interval=1, or train the seeds as separate runs")
         self.workers = score_workers(self.cfg.ensemble_workers, self.size)
         for t in members:
             t.start()  # strategies' on_start on each member (its EMA copy, written back at evaluations)
@@ -203,14 +209,15 @@ class EnsembleTrainer:
             t = self.sync_member(k)
             try:
                 with t._isolated_rng():
-                    jobs.append((t, t.evaluator.generate(scored_generator(t.state), warn=False)[0]))
+                    scored = scored_generator(t.state)
+                    jobs.append((t, t.evaluator.generate(scored, warn=False)[0], generated_range(scored, t.data)))
             except ValueError:  # fewer than 2 finite samples: evaluate() raises it with the run's context
                 continue
 
-        def score(job: tuple[Trainer, Tensor]) -> None:
-            t, samples = job
+        def score(job: tuple[Trainer, Tensor, tuple[float, float]]) -> None:
+            t, samples, value_range = job
             try:
-                t.evaluator.precompute(samples, t.data)
+                t.evaluator.precompute(samples, t.data, value_range)
             except ValueError:  # a scorer refused: evaluate() scores again and raises the single run's message
                 pass
 

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from ganlab.data.base import GANData
 from ganlab.health.alerts import AlertLog
 from ganlab.metrics.clusters import clusters_hit, default_num_clusters
+from ganlab.metrics.evaluator import generated_range, model_range
 from ganlab.metrics.similarity import similarity_histogram
 from ganlab.models.base import eval_mode
 
@@ -61,6 +62,8 @@ class CollapseAlarm:
         if len(samples) < 2:
             return {"fixed_z/high_similarity_fraction": math.nan, "fixed_z/clusters_hit": math.nan,
                     "fixed_z/alarm": 0.0}
+        if samples.dim() >= 3:  # images, read in G's stated range
+            samples = model_range(samples, data, generated_range(generator, data))
         emb = evaluator.embedder(samples)
         sim = similarity_histogram(emb, tau=self.tau).high_similarity_fraction
         fit = evaluator.reference_clusters(default_num_clusters(data.num_modes))

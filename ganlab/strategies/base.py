@@ -13,7 +13,9 @@ object that carries what it may read or change: ``spec`` before training, the li
 2. ``on_start(state)`` once, when optimisers exist (after a resume, after ``load_state_dict``).
 3. Every discriminator update: ``d_terms(ctx)`` returns named scalar loss terms added to the adversarial
    loss; after the update is applied, ``after_d_step(ctx)`` observes it (e.g. D's outputs ``ctx.d_real``,
-   ``ctx.d_fake``). Every generator update: ``g_discriminator(ctx, critic)`` may swap the function that
+   ``ctx.d_fake``). Then, when a strategy's ``d_reg_terms(ctx)`` returns terms (lazy regularisation, as
+   StyleGAN2's separate regularisation phase), a second D update on the same real batch minimises their sum alone.
+   Every generator update: ``g_discriminator(ctx, critic)`` may swap the function that
    scores the fakes (unrolled GANs score them with a look-ahead copy of D; strategies chain, each receiving
    the previous result, the first one D; ``ctx.d_fake`` is still None), then ``g_terms(ctx)`` returns G's
    extra terms. The loop sums the terms and logs each as ``loss/D/<term>`` / ``loss/G/<term>``; two
@@ -30,6 +32,9 @@ selected strategies that replace the same part are refused before training by :f
 ``refuses``, why the method cannot train in a :class:`Mode` (``trainer.distributed``, ``model.conditional``,
 ``trainer.ensemble``, ``trainer.update=simultaneous``), one reason per mode, read by the one checker
 :func:`check_modes` before training starts.
+``per_sample_critic``: why the method needs D to score each sample independently of the others (a penalty that
+differentiates D per sample), or None; such a strategy is refused with a D that mixes samples (batch norm,
+minibatch-statistics heads) by the one rule :func:`ganlab.strategies.common.check_per_sample_critic`.
 ``double_backward`` is a property (it may depend on the instance's settings): True when a loss term
 differentiates a gradient, which ``torch.compile`` cannot.
 """
@@ -236,6 +241,9 @@ class Strategy:
     #: there before anything is built (:func:`check_modes`), None lets it run. A class lists only the modes it
     #: changes; the others keep its parent's entries (from :data:`DEFAULT_REFUSALS` at the base).
     refuses: ClassVar[Mapping[Mode, str | None]] = DEFAULT_REFUSALS
+    #: Why the method needs D's score of one sample to depend on that sample alone (a clause: "its penalty ..."), or
+    #: None. Checked by :func:`ganlab.strategies.common.check_per_sample_critic` once every strategy has configured D.
+    per_sample_critic: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -249,6 +257,12 @@ class Strategy:
     @property
     def double_backward(self) -> bool:
         """True when a loss term differentiates a gradient (``torch.compile`` cannot); default False."""
+        return False
+
+    @property
+    def regularisation_update(self) -> bool:
+        """True when :meth:`d_reg_terms` may return terms (a separate D update; lazy regularisation); default
+        False. The vectorised ensemble has no such update and refuses these settings."""
         return False
 
     def configure(self, spec: GANSpec) -> None:
@@ -267,6 +281,13 @@ class Strategy:
 
     def after_d_step(self, ctx: StepContext) -> None:
         """Observe a discriminator update once it is applied (``ctx`` as given to ``d_terms``)."""
+
+    def d_reg_terms(self, ctx: StepContext) -> dict[str, Tensor]:
+        """Terms of a separate regularisation update of D, right after the D update ``ctx`` describes (and its
+        ``after_d_step``); {} (the default) when none is due. When any strategy returns terms, the loop runs one more
+        D update (the same real micro-batches) minimising their sum alone: StyleGAN2's lazy regularisation phase
+        (Karras et al. 2020, Appendix B). A strategy that uses it adjusts D's optimiser for the extra updates."""
+        return {}
 
     def g_discriminator(self, ctx: StepContext, critic: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
         """The function that scores ``ctx.fake`` (B, *data_shape) -> (B,) for G's adversarial term.

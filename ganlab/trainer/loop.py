@@ -315,7 +315,40 @@ class Trainer(Checkpointing):
             whole = self._global(ctx)
             for s in self.strategies:
                 s.after_d_step(whole)
+            reg, reg_found = self._d_reg_step([c for c, _ in parts])
+            terms, found = terms | reg, reg_found if reg_found is not None else found
         return ctx, terms, found
+
+    def _d_reg_step(self, ctxs: list[StepContext]) -> tuple[dict[str, Tensor], UpdateFindings | None]:
+        """Lazy regularisation (StyleGAN2's separate phase, Karras et al. 2020, Appendix B): when a strategy's
+        ``d_reg_terms`` returns terms after an applied D update (its micro-batches' contexts ``ctxs``), one more D
+        update minimises their sum alone. Returns (its terms for the whole batch, its findings), or ({}, None)."""
+        def terms_of(ctx: StepContext) -> dict[str, Tensor]:
+            out: dict[str, Tensor] = {}
+            for s in self.strategies:
+                for name, value in s.d_reg_terms(ctx).items():
+                    if name in out:
+                        raise ValueError(f"two regularisation terms are both named {name!r}; rename one")
+                    out[name] = value
+            return out
+
+        with self.health.autocast():
+            first = terms_of(ctxs[0])
+        if not first:
+            return {}, None
+        parts: list[tuple[StepContext, dict[str, Tensor]]] = []
+
+        def micro_loss(i: int) -> Tensor:
+            if i == 0:
+                terms = first
+            else:
+                with self.health.autocast():
+                    terms = terms_of(ctxs[i])
+            parts.append((ctxs[i], terms))
+            return _total(terms)
+
+        found = self._update("D", self.D, self.state.opt_d, micro_loss)
+        return self._merged(parts)[1], found
 
     def g_step(self, real: Tensor) -> tuple[dict[str, Tensor], UpdateFindings]:
         """One generator update (``real``: the last D step's batch, split into the same micro-batches as the

@@ -33,6 +33,8 @@ CASES = {
     "ada": [*DIGITS, "strategy=[ada]", "strategy.ada.speed_kimg=0.01", "strategy.ada.interval=3",
             "strategy.ada.initial_p=0.5"],
     "risk": ["monitor.every=2", "monitor.risk.threshold=0.01", "monitor.risk.warmup=0"],
+    # lazy R1 after D updates 0, 3, 6 (k = 3): the schedule's clock and D's adjusted Adam cross the checkpoint
+    "r1_lazy": ["strategy=[r1]", "strategy.r1.interval=3"],
     # PacGAN's scheme: simultaneous updates, G once per pack column (its batch-norm statistics per column)
     "simultaneous_pacgan": ["trainer.update=simultaneous", "strategy=[pacgan]", "strategy.pacgan.g_per_column=true",
                             "model.generator.batch_norm=true"],
