@@ -129,3 +129,12 @@ def test_commands_compose_and_pass_the_config_checks() -> None:
         except Exception as err:  # noqa: BLE001 - every failure is reported with its page and line
             failures.append(f"{page}: {line}\n    {type(err).__name__}: {str(err).splitlines()[0]}")
     assert not failures, "commands in the docs that the config refuses:\n" + "\n".join(failures)
+
+
+def test_the_docs_speak_the_projects_words() -> None:
+    """No tracker references (``issue 12``, ``issue-15``) in README.md or docs/: a reader has no tracker."""
+    pattern = re.compile(r"\bissues?[ -]#?\d+", re.I)
+    found = [f"{page.relative_to(ROOT)}:{i}: {line.strip()[:100]}" for page in PAGES
+             for i, line in enumerate(page.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not found, "tracker references in the docs:\n" + "\n".join(found)
+    assert pattern.search("as issue 12, part 4 says") and pattern.search("the issue-15 refactor")
