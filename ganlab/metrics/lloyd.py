@@ -6,14 +6,13 @@ samples, :func:`_assign` the exact blocked nearest-centre search used for the fi
 
 Written for few tensor operations per iteration: on the CPU each operation costs a few
 microseconds of dispatch whatever its size, which at ``N = 1,000`` is more than the arithmetic.
-One E-step is one GEMM and one integer ``amin`` per cache-sized block, then one ``index_add_``
+One E-step is one GEMM and three vectorised passes per cache-sized block, then one ``index_add_``
 and one ``bincount`` per slab; the M-step is a handful of ``(k, D)`` operations.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -36,68 +35,36 @@ def _assign(x: Tensor, x_sq: Tensor, centers: Tensor, block_size: int) -> tuple[
     return labels, dist
 
 
-_PACK_INT = {torch.float32: (torch.int32, 12, 23), torch.float64: (torch.int64, 24, 52)}
 #: On CPU, E-step blocks are capped at this many entries so that they stay in cache.
-_CPU_CACHE_ENTRIES = 1 << 16
+_CPU_CACHE_ENTRIES = 1 << 20
 
 
-class _Packing(NamedTuple):
-    """How the nearest centre is found in an E-step block (see :func:`_estep`)."""
-
-    rows: int            # rows per block
-    idx: Tensor | None   # (k, 1) centre indices in the packed integer dtype; None: plain argmin
-    low: int             # mask of the index bits
-    high: Tensor | None  # the complementary mask, as a 0-d tensor of the packed dtype
-
-
-def _packing(xa: Tensor, k: int, block_size: int) -> _Packing:
-    rows = rows_per_block(k, block_size)
-    if xa.device.type == "cpu":
-        rows = min(rows, max(1, _CPU_CACHE_ENTRIES // k))
-    bits = max(1, math.ceil(math.log2(k)))
-    pack = _PACK_INT.get(xa.dtype)
-    if pack is None or bits > pack[1]:
-        return _Packing(rows, None, 0, None)
-    low = (1 << bits) - 1
-    return _Packing(rows, torch.arange(k, dtype=pack[0], device=xa.device).unsqueeze(1), low,
-                    torch.tensor(~low, dtype=pack[0], device=xa.device))
-
-
-def _estep(xa: Tensor, x: Tensor, ca_t: Tensor, labels: Tensor, new: Tensor, buf: Tensor,
-           packing: _Packing) -> tuple[Tensor, Tensor, bool, Tensor]:
+def _estep(xa: Tensor, x: Tensor, ca_t: Tensor, labels: Tensor, buf: Tensor, rows: int,
+           rank: Tensor) -> tuple[Tensor, Tensor, bool, Tensor]:
     """One E-step over a slab: the new labels and the slab's cluster sums.
 
     ``xa = [x, ||x||^2, 1]`` is the augmented data ``(n, D + 2)`` and ``ca_t = [-2 c, 1, ||c||^2]``
-    ``(k, D + 2)``, so one GEMM yields squared distances, laid out ``(k, rows)``: both the GEMM
-    (``k`` rows of ``D + 2`` against a long operand) and the reduction over the first dimension
-    (elementwise across samples) vectorise well there, where ``argmin`` over a short last
-    dimension costs as much as the GEMM. ``x (n, D)`` is a contiguous copy of the data
-    (``index_add_`` is much faster on contiguous rows); ``labels (n,)`` the current labels;
-    ``new (n,)`` and ``buf`` (at least ``k * rows`` entries) are scratch.
-
-    For float32/float64 and ``k <= 2**12`` (``2**24``) the centre index is packed into the low
-    ``ceil(log2 k)`` mantissa bits of the squared distance and integer ``amin`` is taken. For
-    non-negative floats the integer order of the bits is the float order, so this is exact
-    except between centres whose squared distances agree to a relative
-    ``2**-(23 - ceil(log2 k))`` (float32) or lie within rounding of 0, below the rounding error
-    of the expansion itself; there the lower index wins. Labels are in the packed integer
-    dtype (int32 for float32) until converted for ``index_add_``. The final labels of
-    :func:`~ganlab.metrics.kmeans.kmeans` always come from the exact :func:`_assign`.
+    ``(k, D + 2)``, so one GEMM yields squared distances, laid out ``(k, rows)`` per block of
+    ``rows`` samples: both the GEMM (``k`` rows of ``D + 2`` against a long operand) and
+    reductions over the first dimension (elementwise across samples) vectorise well there,
+    where ``argmin`` over a short last dimension costs as much as the GEMM. The nearest centre
+    is found by three such passes: the minimum ``m``, then ``d == m`` in place (1 or 0), times
+    ``rank = k - j`` ``(k, 1)``, whose maximum is ``k`` minus the lowest nearest index (ties go to
+    the lower index, as ``argmin``). ``x (n, D)`` is a contiguous copy of the data (``index_add_``
+    is much faster on contiguous rows); ``labels (n,)`` the current labels; ``buf`` (at least
+    ``k * rows`` entries) is scratch.
 
     Returns ``(sums, counts, changed, labels)``: ``(k, D)`` in ``x``'s dtype, ``(k,)`` int64,
     whether any label changed, and the new labels ``(n,)`` int64.
     """
-    n, k, rows = xa.shape[0], ca_t.shape[0], packing.rows
+    n, k = xa.shape[0], ca_t.shape[0]
+    top = torch.empty(n, dtype=x.dtype, device=x.device)
     for s in range(0, n, rows):
         m = min(rows, n - s)
         d = torch.mm(ca_t, xa[s:s + m].T, out=buf[: k * m].view(k, m))
-        if packing.idx is None:
-            torch.argmin(d, dim=0, out=new[s:s + m])
-        else:
-            v = d.view(packing.idx.dtype).bitwise_and_(packing.high).bitwise_or_(packing.idx)
-            torch.amin(v, dim=0, out=new[s:s + m])
-    # A new tensor each time (the caller keeps it as the labels); index_add_ is several times slower with int32.
-    new = (new.bitwise_and_(packing.low) if packing.idx is not None else new).to(torch.long, copy=True)
+        low = torch.amin(d, dim=0, keepdim=True)
+        torch.amax(d.eq_(low).mul_(rank), dim=0, out=top[s:s + m])
+    new = torch.sub(k, top).long()
     sums = torch.zeros(k, x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, new, x)
     return sums, torch.bincount(new, minlength=k), not torch.equal(new, labels), new
 
@@ -113,19 +80,21 @@ def _lloyd(xa: Tensor, centers: Tensor, max_iter: int, tol: float, block_size: i
     k, n, dim = centers.shape[0], xa.shape[0], centers.shape[1]
     xv, x_sq = xa[:, :dim], xa[:, dim]
     x = xv.contiguous()
-    packing = _packing(xa, k, block_size)
+    rows = rows_per_block(k, block_size)
+    if x.device.type == "cpu":
+        rows = min(rows, max(1, _CPU_CACHE_ENTRIES // k))
+    rank = torch.arange(k, 0, -1, dtype=x.dtype, device=x.device).unsqueeze(1)  # k - j
     labels = torch.full((n,), -1, dtype=torch.long, device=x.device)  # -1: no label yet
-    scratch = torch.empty(n, dtype=torch.long if packing.idx is None else packing.idx.dtype, device=x.device)
     ca_t = torch.empty(k, dim + 2, dtype=x.dtype, device=x.device)
     ca_t[:, dim] = 1
     slabs = pool.map_rows(lambda s, e: (s, e), n)
-    bufs = [torch.empty(k * max(1, min(packing.rows, e - s)), dtype=x.dtype, device=x.device) for s, e in slabs]
+    bufs = [torch.empty(k * max(1, min(rows, e - s)), dtype=x.dtype, device=x.device) for s, e in slabs]
     it = 0
     for it in range(1, max_iter + 1):
         torch.mul(centers, -2, out=ca_t[:, :dim])
         torch.linalg.vecdot(centers, centers, out=ca_t[:, dim + 1])
-        parts = pool.map(lambda se, buf: _estep(xa[se[0]:se[1]], x[se[0]:se[1]], ca_t, labels[se[0]:se[1]],
-                                                scratch[se[0]:se[1]], buf, packing), slabs, bufs)
+        parts = pool.map(lambda se, buf: _estep(xa[se[0]:se[1]], x[se[0]:se[1]], ca_t, labels[se[0]:se[1]], buf,
+                                                rows, rank), slabs, bufs)
         sums, counts, changed, labels = parts[0]
         if len(parts) > 1:
             labels = torch.cat([p[3] for p in parts])

@@ -88,32 +88,32 @@ def test_assign_matches_brute_force():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("block_size", [DEFAULT_BLOCK_SIZE, 20 * 64])  # one block; blocks of 64 rows
-def test_estep_picks_a_nearest_centre_and_sums_its_members(dtype, block_size, monkeypatch):
+@pytest.mark.parametrize("rows", [1000, 64])  # one block; blocks of 64 rows
+def test_estep_picks_the_nearest_centre_and_sums_its_members(dtype, rows):
     g = _gen(5)
     x = torch.randn(1000, 7, generator=g, dtype=dtype)
+    x[1] = x[0]  # equidistant from two equal centres below: the tie goes to the lower index
     xa = torch.cat([x, x.pow(2).sum(1, keepdim=True), torch.ones(1000, 1, dtype=dtype)], 1)
     c = torch.randn(20, 7, generator=g, dtype=dtype)
+    c[3] = c[11] = x[0]
     ca_t = torch.cat([c * -2, torch.ones(20, 1, dtype=dtype), c.pow(2).sum(1, keepdim=True)], 1)
-    d = torch.cdist(x.double(), c.double())
+    rank = torch.arange(20, 0, -1, dtype=dtype).unsqueeze(1)
 
     def estep(labels):
-        packing = lloyd._packing(xa, 20, block_size)
-        buf = torch.empty(20 * min(packing.rows, 1000), dtype=dtype)
-        scratch = torch.empty(1000, dtype=torch.long if packing.idx is None else packing.idx.dtype)
-        return lloyd._estep(xa, x, ca_t, labels, scratch, buf, packing)
+        return lloyd._estep(xa, x, ca_t, labels, torch.empty(20 * rows, dtype=dtype), rows, rank)
 
     sums, counts, changed, labels = estep(torch.full((1000,), -1))
+    d = torch.cdist(x.double(), c.double())
     chosen = d.gather(1, labels[:, None]).squeeze(1)
     assert bool((chosen <= d.min(1).values * (1 + 1e-4) + 1e-6).all())  # a nearest centre up to rounding
     assert (labels == d.argmin(1)).double().mean() > 0.999
+    assert labels[0] == labels[1] == 3
     assert changed and labels.dtype == torch.long
     assert torch.equal(counts, torch.bincount(labels, minlength=20))
     want = torch.zeros(20, 7, dtype=torch.float64).index_add_(0, labels, x.double())
     torch.testing.assert_close(sums.double(), want, rtol=1e-5, atol=1e-4)
     assert not estep(labels.clone())[2]  # the same centres: no label changes
-    monkeypatch.setattr(lloyd, "_PACK_INT", {})  # plain argmin fallback (e.g. half precision, huge k)
-    assert torch.equal(estep(torch.full((1000,), -1))[3], d.argmin(1))
+    assert torch.equal(estep(labels.clone())[3], labels)
 
 
 def test_empty_cluster_is_reseeded():
