@@ -93,8 +93,8 @@ def _lloyd(xa: Tensor, centers: Tensor, max_iter: int, tol: float, block_size: i
     for it in range(1, max_iter + 1):
         torch.mul(centers, -2, out=ca_t[:, :dim])
         torch.linalg.vecdot(centers, centers, out=ca_t[:, dim + 1])
-        parts = pool.map(lambda se, buf: _estep(xa[se[0]:se[1]], x[se[0]:se[1]], ca_t, labels[se[0]:se[1]], buf,
-                                                rows, rank), slabs, bufs)
+        parts = pool.map(lambda se, buf, lab=labels: _estep(xa[se[0]:se[1]], x[se[0]:se[1]], ca_t,
+                                                            lab[se[0]:se[1]], buf, rows, rank), slabs, bufs)
         sums, counts, changed, labels = parts[0]
         if len(parts) > 1:
             labels = torch.cat([p[3] for p in parts])

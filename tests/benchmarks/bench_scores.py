@@ -8,9 +8,9 @@ Usage::
 One process; each cell runs ganlab (A) and the reference (B) interleaved, A B A B ..., after one untimed call of
 each whose outputs are compared (the agreement check). Reported: the best (smallest) of ``--repeats`` timed
 calls per side (process CPU time on one CPU thread, so that other processes on a shared machine do not count;
-wall time on a GPU, with several threads, or with ``--wall``), their ratio ganlab / reference (< 1: ganlab faster), and the spread of each side
-(``max / min - 1`` over the timed calls). Inputs are float32; torch, NumPy and scikit-learn run on ``--threads``
-threads (default 1: torch.set_num_threads plus threadpoolctl).
+wall time on a GPU, with several threads, or with ``--wall``), their ratio ganlab / reference (< 1: ganlab
+faster), and the spread of each side (``max / min - 1`` over the timed calls). Inputs are float32; torch, NumPy
+and scikit-learn run on ``--threads`` threads (default 1: torch.set_num_threads plus threadpoolctl).
 
 References (agreement in brackets):
 
