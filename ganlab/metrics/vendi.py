@@ -121,14 +121,17 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
             rows = rows_per_block(d, block_size)
 
             def scatter(start: int, end: int) -> Tensor:
-                out = torch.zeros(d, d, dtype=torch.float64, device=x.device)
+                out: Tensor | None = None
                 for s in range(start, end, rows):
                     xb = normalize_rows(x[s:min(s + rows, end)].to(torch.float64))
-                    out.addmm_(xb.T, xb)
+                    out = xb.T @ xb if out is None else out.addmm_(xb.T, xb)
                 return out
 
-            with WorkerPool(x.device) as pool:
-                gram = sum(pool.map_rows(scatter, n))
+            if n <= rows:  # one block: no worker pool
+                gram = scatter(0, n)
+            else:
+                with WorkerPool(x.device) as pool:
+                    gram = sum(pool.map_rows(scatter, n))
         else:  # N x N Gram matrix, N <= D
             xn = normalize_rows(x.to(torch.float64))
             gram = xn @ xn.T
