@@ -4,6 +4,7 @@
 * :func:`rows_per_block`: how many rows fit a memory budget of ``block_size`` entries;
 * :func:`pairwise_sq_dists`: squared Euclidean distances of one block by the expansion
   ``||a||^2 - 2 a.b + ||b||^2``;
+* :func:`eigvalsh`: eigenvalues of a symmetric matrix, through SciPy's LAPACK on the CPU;
 * :data:`DEFAULT_BLOCK_SIZE`: the default budget.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "pairwise_sq_dists", "rows_per_block", "validate_embeddings"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "eigvalsh", "pairwise_sq_dists", "rows_per_block", "validate_embeddings"]
 
 #: Default memory budget: number of pairwise entries (rows x columns) held at once.
 #: 2**22 entries = 16 MiB in float32 (plus the same again for temporaries).
@@ -76,3 +77,18 @@ def pairwise_sq_dists(a: Tensor, b: Tensor, a_sq: Tensor | None = None,
         b_sq = b.pow(2).sum(1)
     d = torch.addmm(b_sq.unsqueeze(0), a, b.T, beta=1, alpha=-2)
     return d.add_(a_sq.unsqueeze(1)).clamp_(min=0)
+
+
+def eigvalsh(a: Tensor) -> Tensor:
+    """Eigenvalues, ascending, of a symmetric matrix ``a (n, n)`` (its lower triangle is read), on ``a``'s device.
+
+    On the CPU in float64 this calls ``scipy.linalg.eigvalsh`` (SciPy comes with scikit-learn): its LAPACK took
+    half the time of ``torch.linalg.eigvalsh`` for n = 1,000 on the AMD EPYC machine the benchmarks ran on
+    (84 ms against 162 ms, one thread), where torch's MKL build runs a generic code path. Elsewhere, and for other
+    dtypes, ``torch.linalg.eigvalsh``.
+    """
+    if a.device.type != "cpu" or a.dtype != torch.float64 or a.shape[0] < 64:
+        return torch.linalg.eigvalsh(a)
+    from scipy.linalg import eigvalsh as scipy_eigvalsh
+
+    return torch.from_numpy(scipy_eigvalsh(a.numpy(), lower=True, check_finite=False))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, eigvalsh, pairwise_sq_dists, rows_per_block, validate_embeddings
 from ganlab.metrics.similarity import normalize_rows
 from ganlab.metrics.workers import WorkerPool
 
@@ -151,8 +151,8 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
         gram.fill_diagonal_(1.0)
         groups = rbf_blocks(gram)
         if len(groups) > 1:
-            lam = [torch.linalg.eigvalsh(gram[g][:, g] / n) for g in groups]
+            lam = [eigvalsh(gram[g][:, g] / n) for g in groups]
             return vendi_from_eigenvalues(torch.cat(lam))
     else:
         raise ValueError(f"unknown kernel {kernel!r}; use 'cosine' or 'rbf'")
-    return vendi_from_eigenvalues(torch.linalg.eigvalsh(gram / n))
+    return vendi_from_eigenvalues(eigvalsh(gram / n))
