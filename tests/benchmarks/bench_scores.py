@@ -354,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="", help="comma-separated prefixes of score names, e.g. 'k-means,Frechet'")
     p.add_argument("--wall", action="store_true", help="time wall clock even on one CPU thread (default: CPU time)")
     p.add_argument("--out", type=Path, default=None, help="JSON file to write (default: none)")
+    p.add_argument("--append", action="store_true",
+                   help="add this run's cells to those already in --out (e.g. a rerun of some scores with --only)")
     args = p.parse_args(argv)
     set_threads(args.threads)
     dev = resolve_device(args.device)
@@ -369,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     print(f"{'score':22} {'size':38} {'ganlab ms':>10} {'ref ms':>10} {'ratio':>6} {'spread':>11}  agreement")
     out = None if args.out is None else args.out if args.out.is_absolute() else REPO / args.out
+    if args.append and out is not None and out.is_file():
+        earlier = json.loads(out.read_text())
+        names = {(c.score, c.size) for c in cells}
+        report["cells"] = [c for c in earlier["cells"] if (c["score"], c["size"]) not in names]
+        older = earlier["env"].pop("earlier_runs", [])
+        report["env"]["earlier_runs"] = [earlier["env"], *older]
     for cell in cells:
         r = run_cell(cell, dev, args.repeats, clock)
         report["cells"].append(r)
