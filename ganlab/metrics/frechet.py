@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, eigh, eigvalsh, gram, rows_per_block, validate_embeddings
 from ganlab.metrics.workers import WorkerPool
 
 __all__ = ["frechet_distance", "frechet_distance_from_stats", "gaussian_stats"]
@@ -59,7 +59,7 @@ def gaussian_stats(x: Tensor, block_size: int = DEFAULT_BLOCK_SIZE) -> tuple[Ten
         x64 = x.to(f64)
         mu = x64.mean(0)
         xc = x64.sub_(mu) if x64 is not x else x64 - mu
-        return mu, torch.mm(xc.T, xc).div_(n - 1)
+        return mu, gram(xc).div_(n - 1)
     with WorkerPool(x.device) as pool:
         mu = sum(pool.map_rows(col_sum, n)) / n
         sigma = sum(pool.map_rows(scatter, n))
@@ -68,7 +68,7 @@ def gaussian_stats(x: Tensor, block_size: int = DEFAULT_BLOCK_SIZE) -> tuple[Ten
 
 def _sqrtm_psd(s: Tensor) -> Tensor:
     """Principal square root of a symmetric PSD matrix (negative eigenvalues clamped to 0)."""
-    evals, evecs = torch.linalg.eigh(s)
+    evals, evecs = eigh(s)
     return (evecs * evals.clamp(min=0).sqrt()) @ evecs.T
 
 
@@ -104,7 +104,7 @@ def _frechet(mu1: Tensor, sigma1: Tensor, mu2: Tensor, sigma2: Tensor) -> float:
     """:func:`frechet_distance_from_stats` on checked float64 statistics."""
     root1 = _sqrtm_psd((sigma1 + sigma1.T) / 2)
     middle = root1 @ sigma2 @ root1
-    tr_covmean = torch.linalg.eigvalsh((middle + middle.T) / 2).clamp(min=0).sqrt().sum()
+    tr_covmean = eigvalsh((middle + middle.T) / 2).clamp(min=0).sqrt().sum()
     diff = mu1 - mu2
     return float(diff.dot(diff) + torch.trace(sigma1) + torch.trace(sigma2) - 2 * tr_covmean)
 

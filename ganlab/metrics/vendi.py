@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, eigvalsh, pairwise_sq_dists, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import gram as gram_of_columns
 from ganlab.metrics.similarity import normalize_rows
 from ganlab.metrics.workers import WorkerPool
 
@@ -124,7 +125,7 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
                 out: Tensor | None = None
                 for s in range(start, end, rows):
                     xb = normalize_rows(x[s:min(s + rows, end)].to(torch.float64))
-                    out = xb.T @ xb if out is None else out.addmm_(xb.T, xb)
+                    out = gram_of_columns(xb) if out is None else out.add_(gram_of_columns(xb))
                 return out
 
             if n <= rows:  # one block: no worker pool
