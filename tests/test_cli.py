@@ -67,7 +67,7 @@ def test_compare_table_equals_the_jobs_metrics(sweep: Path) -> None:
 
 
 def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
-    from ganlab.cli.train import format_scores
+    from ganlab.cli.common import format_scores
 
     table = format_scores({"reverse_kl": 2.079, "modes_covered": 1.0, "data/modes_covered": 8.0, "fd": 3.2,
                            "data/reverse_kl": 0.0038})
@@ -78,7 +78,7 @@ def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
 
 
 def test_end_of_run_table_leaves_single_classes_to_metrics_json() -> None:
-    from ganlab.cli.train import format_scores
+    from ganlab.cli.common import format_scores
 
     table = format_scores({"class/mean/recall": 0.5, "data/class/mean/recall": 0.9, "class/0/recall": 0.4,
                            "class/10/recall": 0.6, "pred_class/3/precision": 0.7, "pred_class/worst/precision": 0.2})
@@ -130,3 +130,20 @@ def test_a_bad_setting_in_a_sweep_is_listed_as_a_config_error(tmp_path, capsys) 
     runs, failed = collect_runs(sweep_dir)
     assert runs == [] and [f.status for f in failed] == ["config error"]
     assert "optim.schedule.generator.kind must be one of" in failed[0].error
+
+
+def test_help_is_written_for_a_person(capsys) -> None:
+    """``ganlab-train --help``: usage, examples, every group with each of its options (from conf/), the top-level
+    keys; none of the ConfigStore's internal schema groups that Hydra's own help (``--hydra-help``) lists."""
+    from ganlab import CONFIG_DIR
+    from ganlab.cli.train import check_arguments
+
+    with pytest.raises(SystemExit) as stop:
+        check_arguments(["--help"])
+    text = capsys.readouterr().out
+    assert stop.value.code == 0 and text.startswith("usage: ganlab-train")
+    words = set(text.replace(",", " ").split())
+    for group in ("dataset", "model", "loss", "strategy", "experiment", "metrics/embedder"):
+        assert {p.stem for p in (Path(CONFIG_DIR) / group).glob("*.yaml")} <= words, group
+    assert "seed [0]: seeds data generation" in text and "--hydra-help" in text
+    assert "schema" not in text and len(text.splitlines()) < 80

@@ -2,7 +2,7 @@
 
 The generator is rebuilt from the config stored in the checkpoint (the run's composed config, as in
 ``.hydra/config.yaml``, resolved), with the EMA copy's weights when the run kept one (``ema=true``, the default: the
-generator the run's scores came from, its batch-norm statistics recomputed as :func:`ganlab.strategies.ema.
+generator the run's scores came from, its batch-norm statistics recomputed as :func:`ganlab.trainer.state.
 scored_generator` does). Every latent code comes from a ``torch.Generator`` seeded with ``seed`` on the CPU, so
 the same checkpoint and settings give the same pictures on any device:
 
@@ -36,14 +36,14 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
-from ganlab.cli.evaluate import checkpoint_command, overrides_tag
+from ganlab.cli.common import checkpoint_command
 from ganlab.config.check import did_you_mean
 from ganlab.data.base import GANData
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import make_codes
-from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
-from ganlab.run.build import build_strategies, class_count, is_conditional, load_data, make, resolve_device
-from ganlab.strategies.base import Part
+from ganlab.run import layout
+from ganlab.run.build import resolve_device
+from ganlab.run.rebuild import find_run_checkpoint, load_generator, overrides_tag
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.visuals import (
     GRID_MIN_WIDTH,
@@ -118,9 +118,14 @@ def load_settings(overrides: list[str]) -> SampleSettings:
 
 def latent_codes(n: int, z_dim: int, truncation: float | None = None,
                  generator: torch.Generator | None = None) -> Tensor:
-    """(n, z_dim) standard normal codes; with ``truncation=t``, every entry with ``|z_i| > t`` is redrawn from
-    N(0, 1) until it falls inside, so entries already inside keep their value and the result is N(0, 1)
-    truncated to [-t, t] (the truncation trick, Brock et al. 2019, BigGAN Sec. 3.1).
+    """(n, z_dim) standard normal codes; with ``truncation=t``, every entry with ``|z_i| > t`` is replaced by a draw
+    of N(0, 1) truncated to [-t, t], so entries already inside keep their value and the result is N(0, 1) truncated
+    to [-t, t] (the truncation trick, Brock et al. 2019, BigGAN Sec. 3.1).
+
+    The replacements are drawn exactly, by the inverse CDF: ``Phi^-1(Phi(-t) + u (Phi(t) - Phi(-t)))`` with
+    ``u ~ U[0, 1)`` (in float64, clamped to [-t, t] against rounding), one uniform draw per entry outside; so any
+    ``t > 0`` takes the same time (redrawing until inside took about ``1 / (2 Phi(t) - 1)`` rounds: ~1.25 million
+    for t = 1e-6).
 
     Raises:
         ValueError: ``truncation`` is not positive.
@@ -130,10 +135,13 @@ def latent_codes(n: int, z_dim: int, truncation: float | None = None,
         return z
     if not truncation > 0:
         raise ValueError(f"truncation must be positive, got {truncation}")
-    outside = z.abs() > truncation
-    while bool(outside.any()):
-        z[outside] = torch.randn(int(outside.sum()), generator=generator)
-        outside = z.abs() > truncation
+    t = float(truncation)
+    outside = z.abs() > t
+    k = int(outside.sum())
+    if k:
+        low = float(torch.special.ndtr(torch.tensor(-t, dtype=torch.float64)))  # Phi(-t); Phi(t) = 1 - Phi(-t)
+        u = torch.rand(k, generator=generator, dtype=torch.float64)
+        z[outside] = torch.special.ndtri(low + u * (1.0 - 2.0 * low)).clamp(-t, t).to(z.dtype)
     return z
 
 
@@ -164,28 +172,6 @@ def interpolate(a: Tensor, b: Tensor, steps: int, method: str = "slerp") -> Tens
     safe = sin.clamp_min(1e-6)
     slerp = torch.sin((1 - t) * omega) / safe * a3 + torch.sin(t * omega) / safe * b3
     return torch.where(sin < 1e-6, lerp, slerp)
-
-
-def load_generator(ckpt: dict[str, Any], device: torch.device, ema: bool = True) -> tuple[nn.Module, str, GANData]:
-    """The checkpoint's generator, rebuilt from its stored config on ``device``, and the run's data.
-
-    Returns:
-        ``(G in eval mode, "ema" or "G", data)``: the EMA copy (its batch-norm statistics recomputed with the EMA
-        strategy's standing-statistics settings) when ``ema`` and the run kept one, else the trained G.
-
-    Raises:
-        ValueError: the stored config cannot be built here (e.g. its data set is missing).
-    """
-    cfg = OmegaConf.create(ckpt["config"])
-    data = load_data(cfg, device)
-    classes = {"num_classes": class_count(data)} if is_conditional(cfg) else {}
-    G = make(cfg.model.generator, data_shape=data.sample_shape, **classes).to(device)
-    use_ema = ema and ckpt.get("g_ema") is not None
-    G.load_state_dict(ckpt["g_ema"] if use_ema else ckpt["generator"])
-    if use_ema:
-        keeper = [s for s in build_strategies(cfg) if Part.G_EMA in s.replaces]
-        recalibrate_batch_norm(G, getattr(keeper[0], "standing_stats", StandingStats()) if keeper else StandingStats())
-    return G.eval(), "ema" if use_ema else "G", data
 
 
 @torch.no_grad()
@@ -249,15 +235,10 @@ def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> d
         FileNotFoundError: no checkpoint at ``path``.
     """
     s = load_settings(list(overrides or []))
-    last = Path(path).expanduser() / "checkpoints" / "last.pt"
-    try:
-        ckpt_path, ckpt = ckpt_io.find_checkpoint(last if last.is_file() else path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding checkpoints/*.pt or a "
-                                "checkpoint file") from None
+    ckpt_path, ckpt = find_run_checkpoint(path, holding="checkpoints/*.pt")
     G, which, data = load_generator(ckpt, resolve_device(s.device), ema=s.ema)
     out = Path(s.out).expanduser() if s.out else \
-        ckpt_path.parent.parent / "sample" / (ckpt_path.stem + overrides_tag(overrides))
+        layout.run_dir_of(ckpt_path) / layout.SAMPLE_DIR / (ckpt_path.stem + overrides_tag(overrides))
     title = f"{data.name}, step {int(ckpt['step'])}, {which}"
     drawn = write_pictures(G, data, s, out, title)
     record = {"checkpoint": str(ckpt_path.resolve()), "step": int(ckpt["step"]), "generator": which,
