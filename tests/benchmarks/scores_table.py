@@ -51,7 +51,7 @@ def render(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
                f"{'yes' if c['agrees'] else 'NO: ' + c['agreement']} |")
         if before:
             prev = old.get((c["score"], c["size"]))
-            row += f" {prev:.2f} |" if prev is not None else " (unchanged code) |"
+            row += f" {prev:.2f} |" if prev is not None else " n/a |"
         lines.append(row)
     return "\n".join(lines) + "\n"
 
