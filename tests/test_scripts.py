@@ -87,38 +87,8 @@ def test_rollback_study_factorial_by_hand(monkeypatch):
     assert study.factorial(rows[:-1], "modes_covered", 100) == ""  # a cell with one seed: no table
 
 
-def test_fair_table_chooses_the_lr_by_mean_modes_then_hq(monkeypatch):
-    """Tuning seeds at 3 lrs: the highest mean final modes wins (1e-3: 7.5); a tie on modes goes to the higher HQ
-    (grid25: 3e-4 over 1e-4), an unfinished tuning run leaves its (arm, data set) without a choice."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    fair = load_script("fair_table")
-    arm = next(iter(fair.ARMS))
-    modes = {("ring8", 1e-4): (6, 7), ("ring8", 3e-4): (8, 6), ("ring8", 1e-3): (8, 7),
-             ("grid25", 1e-4): (20, 20), ("grid25", 3e-4): (20, 20), ("grid25", 1e-3): (10, 12)}
-    hq = {1e-4: 0.5, 3e-4: 0.6, 1e-3: 0.9}
-    rows = [{"arm": arm, "dataset": d, "lr": lr, "seed": s, "step": 100, "modes_covered": m, "hq_fraction": hq[lr]}
-            for (d, lr), ms in modes.items() for s, m in zip(fair.TUNE_SEEDS, ms)]
-    lrs = (1e-4, 3e-4, 1e-3)
-    assert fair.choose_lr(rows, [arm], 100, lrs) == {(arm, "ring8"): 1e-3, (arm, "grid25"): 3e-4}
-    assert fair.choose_lr(rows[1:], [arm], 100, lrs) == {(arm, "grid25"): 3e-4}  # ring8 lr 1e-4 lacks a seed
-    assert fair.choose_lr(rows, [arm], 200, lrs) == {}  # no run reached step 200
-    assert fair.choose_lr(rows, [arm], 100) == {}  # the protocol's 3e-3 has no run
-
-
-def test_fair_table_refuses_steps_that_miss_the_last_evaluation(tmp_path, monkeypatch, capsys):
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    fair = load_script("fair_table")
-    monkeypatch.setattr(sys, "argv", ["fair_table.py", "all", "--steps", "2500", "--eval-every", "1000",
-                                      "--out", str(tmp_path / "out")])
-    with pytest.raises(SystemExit) as exc:
-        fair.main()
-    assert exc.value.code == 2
-    assert "--steps a multiple of --eval-every" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
-
-
 def test_study_train_continues_a_finished_run_only_when_asked_for_more_steps(tmp_path, monkeypatch):
-    """rollback_study.train (used by fair_table.py): a run whose metrics.json is at step 10 is skipped for steps=None
+    """rollback_study.train: a run whose metrics.json is at step 10 is skipped for steps=None
     or 10, and continued in place from its checkpoints (trainer.resume=<folder>) for steps=20."""
     import json
     import subprocess
@@ -136,36 +106,3 @@ def test_study_train_continues_a_finished_run_only_when_asked_for_more_steps(tmp
     assert calls == []
     study.train(run, ["trainer.steps=20"], steps=20)
     assert len(calls) == 1 and "trainer.steps=20" in calls[0] and f"trainer.resume={run}" in calls[0]
-
-
-def test_fair_table_row_by_hand(monkeypatch):
-    """Plain GAN seeds end at 8 and 6 modes, the other arm's at 8 and 8 (Welch: t = 1 / 1 on 1 df, p = 0.5); every
-    seed's 6 evaluations are 2 modes at the first and its final value after, so the last-5 mean is the final one.
-    A run at another lr, or one that did not reach the last step, is left out."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    fair = load_script("fair_table")
-    plain, other = list(fair.ARMS)[:2]
-    rows = []
-    for arm, finals in ((plain, [8, 6]), (other, [8, 8])):
-        for seed, final in enumerate(finals):
-            for step in range(100, 601, 100):
-                rows.append({"arm": arm, "dataset": "ring8", "lr": 1e-3, "seed": seed, "step": step,
-                             "modes_covered": 2 if step == 100 else final, "hq_fraction": 0.5, "reverse_kl": 0.1})
-    rows.append({**rows[-1], "lr": 1e-4, "modes_covered": 0})  # not the chosen lr
-    rows.append({**rows[-1], "lr": 1e-3, "seed": 9, "step": 300})  # unfinished seed
-    best = {(plain, "ring8"): 1e-3, (other, "ring8"): 1e-3}
-    text = fair.table(rows, best, type("A", (), {"steps": 600})())
-    lines = text.splitlines()
-    same = "| 50.0 ± 0.0 | 0.100 ± 0.000 |"
-    assert lines[2] == f"| ring8 | {plain} | 0.001 | 2 | 7.0 ± 1.4 | - {same} 1/2 | 7.0 ± 1.4, 50.0 ± 0.0 |"
-    assert lines[3] == f"| ring8 | {other} | 0.001 | 2 | 8.0 ± 0.0 | +1.0, p = 0.5 {same} 2/2 | 8.0 ± 0.0, 50.0 ± 0.0 |"
-
-
-def test_fair_table_collect_from_an_empty_folder_says_so(tmp_path, monkeypatch):
-    """``--jobs 0`` (collect only) on a folder without runs used to write an empty table without a word."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    fair = load_script("fair_table")
-    monkeypatch.setattr(sys, "argv", ["fair_table.py", "all", "--jobs", "0", "--out", str(tmp_path / "out")])
-    with pytest.raises(SystemExit, match="no evaluations under .*runs; train first"):
-        fair.main()
-    assert not (tmp_path / "out").exists()

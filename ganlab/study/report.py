@@ -5,6 +5,8 @@ embeds one of these files is refreshed (:mod:`ganlab.study.blocks`)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from pathlib import Path
 from typing import Any
@@ -192,16 +194,19 @@ def report(study: StudySchema, rows: Rows, root: Path = Path(".")) -> list[Path]
     """
     from ganlab.study.blocks import update_blocks
 
-    out = Path(study.results)
+    out, sfx = Path(study.results), study.suffix
     text, chosen = table_text(study, rows)
-    atomic_write_text(out / "table.md", text)
-    written = [out / "table.md"]
+    atomic_write_text(out / f"table{sfx}.md", text)
+    written = [out / f"table{sfx}.md"]
     if study.tuning is not None:
-        lines = ["arm,dataset," + study.tuning.axis.name] + [f'"{a}",{d},{v:g}' for (a, d), v in chosen.items()]
-        atomic_write_text(out / "choices.csv", "\n".join(lines) + "\n")
-        written.append(out / "choices.csv")
-    plot(study, rows, chosen, out / "curves.png")
-    written.append(out / "curves.png")
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["arm", "dataset", study.tuning.axis.name])
+        writer.writerows([a, d, f"{v:g}"] for (a, d), v in chosen.items())
+        atomic_write_text(out / f"choices{sfx}.csv", buf.getvalue())
+        written.append(out / f"choices{sfx}.csv")
+    plot(study, rows, chosen, out / f"curves{sfx}.png")
+    written.append(out / f"curves{sfx}.png")
     if not (out / "README.md").is_file():
         atomic_write_text(out / "README.md", page(study))
         written.append(out / "README.md")

@@ -109,6 +109,8 @@ class StudySchema:
     (``evaluations.csv``), ``table.md``, ``curves.png`` and the results page go. ``scores``: the scores written to
     the CSV at every evaluation; ``data_scores``: those whose held-out baseline (``data/<score>``) goes there too.
     ``reach``: a score whose per-seed final value is counted when it equals the data's (e.g. seeds with all modes).
+    ``suffix``: appended to the report's file names, so a variant (other axis values, say) reports beside its
+    parent study from the same ``evaluations.csv``.
     """
 
     name: str = MISSING
@@ -128,6 +130,8 @@ class StudySchema:
     reach: Optional[str] = "modes_covered"
     runs: str = "runs/study/${.name}"
     results: str = "docs/results/${.name}"
+    #: appended to the report's file names (``table<suffix>.md``, ...): a variant reported beside its parent
+    suffix: str = ""
 
 
 class StudyError(ValueError):

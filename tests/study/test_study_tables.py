@@ -142,3 +142,40 @@ def test_every_generated_block_of_the_docs_equals_its_file():
     """README.md and docs/**/*.md: each <!-- generated:PATH --> block is PATH's text; fix drift with
     ``ganlab-study blocks`` (or ``ganlab-study report <study>`` after regenerating a study)."""
     assert stale_blocks(ROOT) == []
+
+
+@pytest.mark.parametrize("name,suffix", [("fair_table", ""), ("fair_table_3lrs", "_3lrs")])
+def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
+    """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md and choices.csv."""
+    from ganlab.study.collect import read_table
+    from ganlab.study.report import table_text
+
+    s = study(f"study={name}")
+    folder = ROOT / s.results
+    text, chosen = table_text(s, read_table(folder / "evaluations.csv"))
+    assert text == (folder / f"table{suffix}.md").read_text()
+    committed = (folder / f"choices{suffix}.csv").read_text().splitlines()[1:]
+    assert sorted(f"{a},{d},{v:g}" for (a, d), v in chosen.items()) == sorted(committed)
+
+
+def test_the_fair_table_keeps_the_published_numbers():
+    """Cells of the table before the port (fair_table.py's), by value: the plain GAN's ring8 row and D lr damping's
+    grid25 row at three lrs, with the Welch p values the old table printed."""
+    fair = (ROOT / "docs/results/fair_table/table.md").read_text()
+    assert "| ring8 | GAN (no strategy) | 0.003 | 5 | 7.4 ± 0.5 | - | 2/5 | 91.1 ± 7.5 | - | 0.199 ± 0.079 |" in fair
+    assert "| ring8 | D lr damping (x0.5) | 0.001 | 5 | 7.8 ± 0.4 | +0.4, p = 0.24 (Holm 1) | 4/5 | 86.6 ± 6.8" in fair
+    three = (ROOT / "docs/results/fair_table/table_3lrs.md").read_text()
+    assert "| grid25 | D lr damping (x0.5) | 0.0003 | 5 | 1.0 ± 0.0 | -22.6, p = 4.8e-06 (Holm 6.8e-05) |" in three
+
+
+def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch, capsys):
+    from ganlab.study import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "report", "smoke", f"study.results={tmp_path}/res",
+                                     f"study.runs={tmp_path}/runs"])
+    with pytest.raises(SystemExit) as exc:
+        cli.main()
+    assert exc.value.code == 1
+    assert "no table of evaluations at" in capsys.readouterr().err
+    assert not (tmp_path / "res").exists()
