@@ -79,10 +79,11 @@ def final_jobs(study: StudySchema, chosen: dict[tuple[str, str], float] | None =
         if arms is not None and a.name not in arms:
             continue
         for d in study.datasets:
+            seeds = a.seeds if a.seeds is not None else study.seeds
             if study.tuning is None:
-                jobs += [Job(a.name, d, "final", s) for s in study.seeds]
+                jobs += [Job(a.name, d, "final", s) for s in seeds]
             elif chosen is not None and (a.name, d) in chosen:
-                jobs += [Job(a.name, d, "final", s, chosen[(a.name, d)]) for s in study.seeds]
+                jobs += [Job(a.name, d, "final", s, chosen[(a.name, d)]) for s in seeds]
     return jobs
 
 

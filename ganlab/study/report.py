@@ -33,10 +33,18 @@ def _final_runs(study: StudySchema, rows: Rows, arm: str, dataset: str,
     return {s: ev for s, ev in stats.runs_of(rows, study.budget.steps, **match).items() if s in study.seeds}
 
 
-def _test_cell(diff: float, p: float, adjusted: float, fmt: str, scale: float, holm: bool) -> str:
+def _test_cell(diff: float, p: float, adjusted: float, fmt: str, scale: float, holm: bool, p_fmt: str) -> str:
     if math.isnan(p):
         return f"{format(scale * diff, '+' + fmt)}, p -"
-    return f"{format(scale * diff, '+' + fmt)}, p = {p:.2g}" + (f" (Holm {adjusted:.2g})" if holm else "")
+    return (f"{format(scale * diff, '+' + fmt)}, p = {format(p, p_fmt)}"
+            + (f" (Holm {format(adjusted, p_fmt)})" if holm else ""))
+
+
+def _head(col: Any) -> str:
+    """A column's header: its label, and how a run becomes one value when not the final evaluation."""
+    if col.reduce == "best":
+        return f"{_label(col)}, best during the run"
+    return _label(col) if col.last == 1 else f"{_label(col)}, last {col.last} evaluations"
 
 
 def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float]) -> str:
@@ -49,7 +57,7 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
     holm = study.tests.correction == "holm"
     head = ["data", "arm", *([f"{study.tuning.axis.name} (chosen)"] if study.tuning else []), "seeds"]
     for i, c in enumerate(cols):
-        head.append(_label(c) if c.last == 1 else f"{_label(c)}, last {c.last} evaluations")
+        head.append(_head(c) + {"ci95": " (95 % CI)", "se": " (± s.e.)"}.get(c.spread, ""))
         if tested[i]:
             head.append(f"vs {study.control}: diff, p")
         if i == 0 and study.reach:
@@ -63,13 +71,13 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
                 continue
             line = [d, a.name, *([f"{chosen[(a.name, d)]:g}"] if study.tuning else []), str(len(runs))]
             for i, c in enumerate(cols):
-                mine = stats.endpoint(runs, c.score, c.last)
-                line.append(stats.mean_std(list(mine.values()), c.fmt, c.scale))
+                mine = stats.endpoint(runs, c.score, c.last, c.reduce)
+                line.append(stats.summary(list(mine.values()), c.fmt, c.scale, c.spread))
                 if tested[i]:
                     if a.name == study.control or not control:
                         line.append("-")
                     else:
-                        base = stats.endpoint(control, c.score, c.last)
+                        base = stats.endpoint(control, c.score, c.last, c.reduce)
                         if study.tests.test == "paired":
                             both = sorted(set(mine) & set(base))
                             x, y = [mine[s] for s in both], [base[s] for s in both]
@@ -85,9 +93,31 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
             cells.append(line)
     adjusted = stats.holm([t[3] for t in tests])
     for (r, c, diff, p, fmt, scale), adj in zip(tests, adjusted):
-        cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm)
+        cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm, study.tests.p_fmt)
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(c) + " |" for c in cells)]
-    return "\n".join(lines) + "\n\n" + tests_note(study, len([t for t in tests if not math.isnan(t[3])]))
+    text = "\n".join(lines) + "\n\n" + tests_note(study, len([t for t in tests if not math.isnan(t[3])]))
+    for d in study.datasets if study.factorial is not None else []:
+        text += "\n\n" + factorial_table(study, rows, chosen, d)
+    return text
+
+
+def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], dataset: str) -> str:
+    """Markdown: the 2 x 2 design's effects on the primary endpoint (:func:`ganlab.study.stats.factorial`) on one
+    data set; a note instead when a cell has fewer than two finished seeds."""
+    f, ep = study.factorial, study.endpoint
+    assert f is not None
+    cells = [list(stats.endpoint(_final_runs(study, rows, a, dataset, chosen), ep.score, ep.last, ep.reduce).values())
+             for a in f.cells]
+    effects = stats.factorial(cells)
+    title = f"2 x 2 effect on {_head(ep)} ({dataset})"
+    if effects is None:
+        return f"{title}: a cell has fewer than two finished seeds, no estimate."
+    lines = [f"| {title} | estimate (95 % CI) | p |", "|---|---|---|"]
+    for name, (est, lo, hi, p) in zip((f.a, f.b, f.interaction), effects):
+        g, pf = "+" + ep.fmt, study.tests.p_fmt
+        lines.append(f"| {name} | {format(est, g)} [{format(lo, g)}, {format(hi, g)}] | {format(p, pf)} |")
+    return "\n".join(lines) + ("\n\nThe 2 x 2 effects are not part of the multiplicity correction above." if
+                                study.tests.correction != "none" else "")
 
 
 def tests_note(study: StudySchema, n: int) -> str:
@@ -98,7 +128,9 @@ def tests_note(study: StudySchema, n: int) -> str:
             if study.tests.correction == "holm" else f"no multiplicity correction ({n} tests)")
     ep = study.endpoint
     window = "the final evaluation" if ep.last == 1 else f"the mean of the last {ep.last} evaluations"
-    return (f"Cells: mean ± std over the reporting seeds that reached step {study.budget.steps} (seeds "
+    cells = {"std": "mean ± std", "ci95": "mean [95 % Student-t interval]", "se": "mean ± standard error",
+             "none": "mean"}[ep.spread]
+    return (f"Cells: {cells} over the reporting seeds that reached step {study.budget.steps} (seeds "
             f"{', '.join(map(str, study.seeds))}). Primary endpoint: {_label(ep)} at {window} of each seed. "
             f"Tests: {test} (two-sided) of each arm against {study.control} per data set; {corr}.")
 
@@ -120,8 +152,9 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
             for v in study.tuning.axis.values:
                 runs = stats.runs_of(rows, study.budget.steps, arm=a.name, dataset=d, stage="tune",
                                      **{axis: float(v)})
-                vals = [format(c.scale * stats.statistics.fmean(stats.endpoint(runs, c.score, ep.last).values()),
-                               c.fmt) for c in shown] if runs else []
+                means = [stats.statistics.fmean(stats.endpoint(runs, c.score, ep.last, ep.reduce).values())
+                         for c in shown] if runs else []
+                vals = [format(c.scale * m, c.fmt) for c, m in zip(shown, means)]
                 row.append(f"{', '.join(vals)} ({len(runs)} seeds)" if runs else "-")
             if any(c != "-" for c in row):
                 lines.append(f"| {d} | {a.name} | " + " | ".join(row) + " |")

@@ -33,10 +33,11 @@ JOBS_FILE = "study_jobs.jsonl"
 CHECKPOINT = re.compile(r"step_(\d+)\.pt$")
 
 
-def newest_checkpoint_step(run_dir: Path) -> int:
-    """The step of the newest ``checkpoints/step_<step>.pt`` in ``run_dir`` (0 when there is none)."""
+def newest_checkpoint_step(run_dir: Path) -> int | None:
+    """The step of the newest ``checkpoints/step_<step>.pt`` in ``run_dir`` (None when there is none; a run
+    checkpoints step 0 before its first step)."""
     steps = [int(m.group(1)) for p in (run_dir / "checkpoints").glob("step_*.pt") if (m := CHECKPOINT.search(p.name))]
-    return max(steps, default=0)
+    return max(steps, default=None)
 
 
 def finished_step(run_dir: Path) -> int | None:
@@ -53,7 +54,7 @@ def job_overrides(study: StudySchema, job: Job) -> list[str] | None:
     if done is not None and done >= study.budget.steps:
         return None
     axis = study.tuning.axis.name if study.tuning is not None else None
-    resume = [f"trainer.resume={run_dir}"] if newest_checkpoint_step(run_dir) > 0 else []
+    resume = [f"trainer.resume={run_dir}"] if newest_checkpoint_step(run_dir) is not None else []
     return [*overrides(study, job), *resume, f"hydra.sweep.dir={Path(study.runs).resolve()}",
             f"hydra.sweep.subdir={relative_folder(job, axis)}"]
 
@@ -79,7 +80,7 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
     from ganlab.train import StartError, run
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    start = newest_checkpoint_step(run_dir) if cfg.trainer.get("resume") else 0
+    start = (newest_checkpoint_step(run_dir) or 0) if cfg.trainer.get("resume") else 0
     t0, error, step = time.perf_counter(), None, start
     try:
         step = int(run(cfg)["step"])

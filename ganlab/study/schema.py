@@ -28,6 +28,8 @@ class ArmSchema:
     #: this arm's own overrides for the tuning axis (``{value}`` replaced), e.g. WGAN-GP's ``strategy.wgan_gp.lr``;
     #: null: the axis's ``overrides``
     axis_overrides: Optional[List[str]] = None
+    #: this arm's reporting seeds when fewer than the study's (a costly arm; a subset of ``seeds``); null: all
+    seeds: Optional[List[int]] = None
 
 
 @dataclasses.dataclass
@@ -62,16 +64,26 @@ class BudgetSchema:
     chunk: int = MISSING
 
 
+#: How a table cell summarises the per-seed values: ``std`` (mean ± sample std), ``ci95`` (mean [low, high], the
+#: two-sided 95 % Student-t interval of the mean), ``se`` (mean ± standard error), ``none`` (the mean alone).
+SPREADS = ("std", "ci95", "se", "none")
+#: How one run becomes one value: ``window`` (the mean of its last ``last`` evaluations) or ``best`` (its best
+#: evaluation, by the score's direction, over the whole run).
+REDUCES = ("window", "best")
+
+
 @dataclasses.dataclass
 class EndpointSchema:
     """The primary endpoint: per seed, the mean of ``score`` over its last ``last`` evaluations (1: the final
-    evaluation); cells show ``scale`` x the value with format ``fmt``."""
+    evaluation); cells show ``scale`` x the value with format ``fmt`` and the spread ``spread`` (:data:`SPREADS`)."""
 
     score: str = "modes_covered"
     last: int = 5
     label: Optional[str] = None
     scale: float = 1.0
     fmt: str = ".1f"
+    spread: str = "std"
+    reduce: str = "window"
 
 
 @dataclasses.dataclass
@@ -85,6 +97,8 @@ class ColumnSchema:
     scale: float = 1.0
     fmt: str = ".1f"
     test: bool = False
+    spread: str = "std"
+    reduce: str = "window"
 
 
 @dataclasses.dataclass
@@ -98,6 +112,21 @@ class TestsSchema:
     test: str = "welch"
     correction: str = "holm"
     alpha: float = 0.05
+    p_fmt: str = ".2g"
+
+
+@dataclasses.dataclass
+class FactorialSchema:
+    """A 2 x 2 design inside the arms: ``cells`` names the arms (A off, B off), (A off, B on), (A on, B off),
+    (A on, B on); the table gives each main effect (the difference of the means over the other factor's two levels)
+    and the interaction ((A on, B on) - (A on, B off)) - ((A off, B on) - (A off, B off)) on the primary endpoint,
+    with 95 % t-intervals and p from the pooled within-cell variance (two-way ANOVA with replication, N - 4 df).
+    ``a``, ``b``, ``interaction``: the rows' labels."""
+
+    cells: List[str] = MISSING
+    a: str = MISSING
+    b: str = MISSING
+    interaction: str = "interaction"
 
 
 @dataclasses.dataclass
@@ -125,6 +154,7 @@ class StudySchema:
     columns: List[ColumnSchema] = dataclasses.field(default_factory=list)
     control: str = MISSING
     tests: TestsSchema = dataclasses.field(default_factory=TestsSchema)
+    factorial: Optional[FactorialSchema] = None
     scores: List[str] = dataclasses.field(default_factory=lambda: ["modes_covered", "hq_fraction", "reverse_kl"])
     data_scores: List[str] = dataclasses.field(default_factory=lambda: ["modes_covered"])
     reach: Optional[str] = "modes_covered"
@@ -187,7 +217,17 @@ def check_study(study: StudySchema) -> None:
     if study.tests.test not in ("welch", "paired") or study.tests.correction not in ("holm", "none"):
         raise StudyError(f"study {study.name}: tests.test must be welch or paired (got {study.tests.test!r}) and "
                          f"tests.correction holm or none (got {study.tests.correction!r})")
+    for arm in study.arms:
+        if arm.seeds is not None and (extra := sorted(set(arm.seeds) - set(study.seeds))):
+            raise StudyError(f"study {study.name}, arm {arm.name!r}: its seeds {extra} are not reporting seeds "
+                             f"{list(study.seeds)}; an arm's seeds are a subset of the study's")
+    if study.factorial is not None and (len(study.factorial.cells) != 4 or set(study.factorial.cells) - set(names)):
+        raise StudyError(f"study {study.name}: factorial.cells must name 4 arms of the study (got "
+                         f"{list(study.factorial.cells)}; arms: {names})")
     for col in [study.endpoint, *study.columns]:
+        if col.spread not in SPREADS or col.reduce not in REDUCES:
+            raise StudyError(f"study {study.name}: column {col.score}: spread must be one of {SPREADS} (got "
+                             f"{col.spread!r}) and reduce one of {REDUCES} (got {col.reduce!r})")
         if col.last < 1:
             raise StudyError(f"study {study.name}: the window of {col.score} (last) must be >= 1, got {col.last}")
         if col.score not in study.scores:

@@ -32,8 +32,14 @@ def window_mean(evals: Rows, score: str, last: int) -> float:
     return statistics.fmean(r[score] for r in evals[-last:])
 
 
-def endpoint(runs: dict[int, Rows], score: str, last: int) -> dict[int, float]:
-    """seed -> :func:`window_mean` of each run."""
+def endpoint(runs: dict[int, Rows], score: str, last: int, reduce: str = "window") -> dict[int, float]:
+    """seed -> one value per run: :func:`window_mean` (``reduce="window"``) or the run's best evaluation by the
+    score's direction (``"best"``)."""
+    if reduce == "best":
+        from ganlab.metrics.directions import higher_is_better
+
+        pick = min if higher_is_better(score) is False else max
+        return {s: pick(r[score] for r in ev) for s, ev in runs.items()}
     return {s: window_mean(ev, score, last) for s, ev in runs.items()}
 
 
@@ -54,13 +60,14 @@ def select(study: StudySchema, rows: Rows, arm: str, dataset: str) -> float | No
         runs = runs_of(rows, steps, arm=arm, dataset=dataset, stage="tune", **{axis: float(value)})
         if sorted(runs) != sorted(study.tuning.seeds):
             return None
-        key = [_signed(statistics.fmean(endpoint(runs, ep.score, ep.last).values()), higher_is_better(ep.score))]
+        key = [_signed(statistics.fmean(endpoint(runs, ep.score, ep.last, ep.reduce).values()),
+                       higher_is_better(ep.score))]
         for tb in study.tuning.tie_break:
             name, lower = tb.lstrip("-"), tb.startswith("-")
             if name == "value":
                 key.append(-float(value) if lower else float(value))
             else:
-                mean = statistics.fmean(endpoint(runs, name, ep.last).values())
+                mean = statistics.fmean(endpoint(runs, name, ep.last, ep.reduce).values())
                 key.append(-mean if lower else _signed(mean, higher_is_better(name)))
         keys[float(value)] = tuple(key)
     return max(keys, key=keys.get)
@@ -110,10 +117,61 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return out
 
 
-def mean_std(values: Sequence[float], fmt: str, scale: float = 1.0) -> str:
-    """``mean ± sample std`` of ``scale`` x values in format ``fmt`` (std 0 for one value; ``-`` for none)."""
+def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """The two-sided Student-t confidence interval of the mean (n - 1 df; at least two values)."""
+    from scipy import stats
+
+    m, h = statistics.fmean(values), stats.t.ppf(0.5 + level / 2, len(values) - 1) * statistics.stdev(values)
+    return m - h / math.sqrt(len(values)), m + h / math.sqrt(len(values))
+
+
+def summary(values: Sequence[float], fmt: str, scale: float = 1.0, spread: str = "std") -> str:
+    """``scale`` x values summarised in format ``fmt``: ``mean ± sample std`` (``spread="std"``; std 0 for one
+    value), ``mean [low, high]`` (``"ci95"``, :func:`t_interval`; ``value (1 seed)`` for one), ``mean ± standard
+    error`` (``"se"``) or the mean alone (``"none"``); ``-`` for no value."""
     if not values:
         return "-"
     v = [scale * x for x in values]
+    m = format(statistics.fmean(v), fmt)
+    if spread == "none":
+        return m
+    if spread == "ci95":
+        if len(v) < 2:
+            return f"{m} (1 seed)"
+        lo, hi = t_interval(v)
+        return f"{m} [{format(lo, fmt)}, {format(hi, fmt)}]"
     sd = statistics.stdev(v) if len(v) > 1 else 0.0
-    return f"{format(statistics.fmean(v), fmt)} ± {format(sd, fmt)}"
+    return f"{m} ± {format(sd / math.sqrt(len(v)) if spread == 'se' else sd, fmt)}"
+
+
+def mean_std(values: Sequence[float], fmt: str, scale: float = 1.0) -> str:
+    """``mean ± sample std`` (:func:`summary` with ``spread="std"``)."""
+    return summary(values, fmt, scale, "std")
+
+
+def factorial(cells: Sequence[Sequence[float]]) -> list[tuple[float, float, float, float]] | None:
+    """A 2 x 2 design's main effects and interaction from its four cells' values, ordered (A off, B off),
+    (A off, B on), (A on, B off), (A on, B on): A = ((m10 + m11) - (m00 + m01)) / 2,
+    B = ((m01 + m11) - (m00 + m10)) / 2, AB = (m11 - m10) - (m01 - m00); standard errors from the pooled
+    within-cell variance MSE (two-way ANOVA with replication, N - 4 df): sqrt(MSE x sum(1/n_i) / 4) for a main
+    effect, sqrt(MSE x sum(1/n_i)) for the interaction.
+
+    Returns:
+        (estimate, 95 % low, 95 % high, two-sided p) for A, B and AB; None when a cell has fewer than 2 values.
+    """
+    from scipy import stats
+
+    if min(len(c) for c in cells) < 2:
+        return None
+    m = [statistics.fmean(c) for c in cells]
+    df = sum(len(c) for c in cells) - 4
+    mse = sum((v - mi) ** 2 for c, mi in zip(cells, m) for v in c) / df
+    inv = sum(1 / len(c) for c in cells)
+    t = stats.t.ppf(0.975, df)
+    out = []
+    for est, weight in ((((m[2] + m[3]) - (m[0] + m[1])) / 2, 4), (((m[1] + m[3]) - (m[0] + m[2])) / 2, 4),
+                        ((m[3] - m[2]) - (m[1] - m[0]), 1)):
+        se = math.sqrt(mse * inv / weight)
+        p = 2 * stats.t.sf(abs(est) / se, df) if se > 0 else math.nan
+        out.append((est, est - t * se, est + t * se, float(p)))
+    return out

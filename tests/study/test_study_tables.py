@@ -144,7 +144,8 @@ def test_every_generated_block_of_the_docs_equals_its_file():
     assert stale_blocks(ROOT) == []
 
 
-@pytest.mark.parametrize("name,suffix", [("fair_table", ""), ("fair_table_3lrs", "_3lrs")])
+@pytest.mark.parametrize("name,suffix", [("fair_table", ""), ("fair_table_3lrs", "_3lrs"), ("rollback_study", ""),
+                                         ("rollback_study_clusters", "_clusters")])
 def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
     """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md and choices.csv."""
     from ganlab.study.collect import read_table
@@ -154,6 +155,8 @@ def test_report_regenerates_the_committed_table_from_the_committed_evaluations(n
     folder = ROOT / s.results
     text, chosen = table_text(s, read_table(folder / "evaluations.csv"))
     assert text == (folder / f"table{suffix}.md").read_text()
+    if s.tuning is None:
+        return
     committed = (folder / f"choices{suffix}.csv").read_text().splitlines()[1:]
     assert sorted(f"{a},{d},{v:g}" for (a, d), v in chosen.items()) == sorted(committed)
 
@@ -166,6 +169,9 @@ def test_the_fair_table_keeps_the_published_numbers():
     assert "| ring8 | D lr damping (x0.5) | 0.001 | 5 | 7.8 ± 0.4 | +0.4, p = 0.24 (Holm 1) | 4/5 | 86.6 ± 6.8" in fair
     three = (ROOT / "docs/results/fair_table/table_3lrs.md").read_text()
     assert "| grid25 | D lr damping (x0.5) | 0.0003 | 5 | 1.0 ± 0.0 | -22.6, p = 4.8e-06 (Holm 6.8e-05) |" in three
+    rollback = (ROOT / "docs/results/rollback_study/table.md").read_text()  # study.md's cells before the port
+    assert "| periodic rollback | 10 | 9.90 [6.23, 13.57] | -1.70, p = 0.519 (Holm 0.955) | 0/10 | 19.40 |" in rollback
+    assert "| D lr halved (halved - as is) | +3.45 [-0.24, +7.14] | 0.0663 |" in rollback
 
 
 def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch, capsys):
@@ -179,3 +185,20 @@ def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch,
     assert exc.value.code == 1
     assert "no table of evaluations at" in capsys.readouterr().err
     assert not (tmp_path / "res").exists()
+
+
+def test_ci95_cell_and_factorial_by_hand():
+    """Seeds [8, 10]: mean 9, sd sqrt(2), t(0.975, 1 df) = 12.706 from a printed t-table, so 9 ± 12.706 x sqrt(2) /
+    sqrt(2). The 2 x 2 cells [1, 3], [5, 7], [2, 4], [6, 8] (base, B on, A on, both): means 2, 6, 3, 7; pooled
+    variance 2 on 4 df; A = +1 and B = +4 with standard error sqrt(2 x 2 / 4) = 1, interaction 0 with standard
+    error 2; t(0.975, 4 df) = 2.776, p(A) = 2 P(T_4 > 1) = 0.3739, p(B) = 2 P(T_4 > 4) = 0.0161."""
+    h = 12.706
+    assert stats.summary([8, 10], ".2f", spread="ci95") == f"9.00 [{9 - h:.2f}, {9 + h:.2f}]"
+    assert stats.summary([8], ".2f", spread="ci95") == "8.00 (1 seed)"
+    assert stats.summary([8, 10], ".2f", spread="se") == "9.00 ± 1.00"
+    (a, a_lo, a_hi, a_p), (b, _, _, b_p), (ab, ab_lo, ab_hi, ab_p) = stats.factorial([[1, 3], [5, 7], [2, 4], [6, 8]])
+    assert (a, b, ab) == (1.0, 4.0, 0.0)
+    assert (a_lo, a_hi) == pytest.approx((1 - 2.776, 1 + 2.776), abs=1e-3)
+    assert (ab_lo, ab_hi) == pytest.approx((-2 * 2.776, 2 * 2.776), abs=2e-3)
+    assert (a_p, b_p, ab_p) == pytest.approx((0.3739, 0.0161, 1.0), abs=1e-4)
+    assert stats.factorial([[1, 3], [5, 7], [2, 4], [6]]) is None  # a cell with one seed: no estimate
