@@ -65,7 +65,7 @@ CANDIDATES = {
 
 
 def train(folder: Path, overrides: list[str], cheap: bool = True, steps: int | None = None) -> None:
-    """One ``ganlab.train`` run into ``folder`` (with the :data:`CHEAP` scorer set unless ``cheap`` is False);
+    """One ``ganlab.cli.train`` run into ``folder`` (with the :data:`CHEAP` scorer set unless ``cheap`` is False);
     skipped when its ``metrics.json`` exists (with ``steps``: at that step or beyond); an interrupted run
     (checkpoints but no ``metrics.json``), or with ``steps`` a finished run that stopped short of it, is continued in
     place from its newest checkpoint (``trainer.resume``; the evaluations after it are redone)."""
@@ -73,7 +73,7 @@ def train(folder: Path, overrides: list[str], cheap: bool = True, steps: int | N
     if done.is_file() and (steps is None or json.loads(done.read_text())["step"] >= steps):
         return
     resume = [f"trainer.resume={folder}"] if any((folder / "checkpoints").glob("*.pt")) else []
-    cmd = [sys.executable, "-m", "ganlab.train", *overrides, *resume, "logger=none", "trainer.progress=false",
+    cmd = [sys.executable, "-m", "ganlab.cli.train", *overrides, *resume, "logger=none", "trainer.progress=false",
            "trainer.projector=false", "threads=1", *(CHEAP if cheap else []), f"hydra.run.dir={folder}"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)

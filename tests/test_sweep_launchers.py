@@ -15,7 +15,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig
 
 from ganlab import CONFIG_DIR
-from ganlab.compare import collect_runs
+from ganlab.analysis.table import collect_runs
 
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=32", "trainer.eval_every=3", "trainer.log_every=2",
         "trainer.ckpt_every=6", "trainer.grid_size=16", "trainer.progress=false", "metrics.num_samples=200",

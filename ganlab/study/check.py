@@ -8,7 +8,7 @@ import contextlib
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 
-from ganlab.config_check import (
+from ganlab.config.check import (
     ConfigError,
     _check_untyped_bools,
     _strict_bools,
@@ -25,7 +25,7 @@ def check_overrides(lines: list[str]) -> None:
     true/false values, the schemas of the typed groups, the ``_target_`` arguments, ``model.conditional``.
 
     Raises:
-        ConfigError: what :func:`ganlab.config_check.check_command_line` raises, and Hydra's own message for a
+        ConfigError: what :func:`ganlab.config.check.check_command_line` raises, and Hydra's own message for a
             composition error that module does not explain (an unknown config group, a bad override line).
     """
     _strict_bools(lines)

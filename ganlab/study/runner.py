@@ -76,8 +76,9 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
     """
     from hydra.core.hydra_config import HydraConfig
 
-    from ganlab import distributed, sweep
-    from ganlab.train import StartError, run
+    from ganlab import distributed
+    from ganlab.cli import sweep
+    from ganlab.cli.train import StartError, run
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     start = (newest_checkpoint_step(run_dir) or 0) if cfg.trainer.get("resume") else 0

@@ -16,11 +16,12 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ganlab import CONFIG_DIR, distributed, sweep
-from ganlab.build import build_trainer
-from ganlab.config_check import ConfigError, check_command_line
+from ganlab import CONFIG_DIR, distributed
+from ganlab.cli import sweep
+from ganlab.config.check import ConfigError, check_command_line
 from ganlab.io import remove_stale_temp_files
 from ganlab.metrics.directions import higher_is_better, score_directions
+from ganlab.run.build import build_trainer
 from ganlab.trainer.interrupt import TrainingInterrupted
 
 log = logging.getLogger("ganlab")
@@ -65,7 +66,7 @@ def tensorboard_command(run_dir: Path) -> str:
 
 def preflight(cfg: DictConfig) -> bool:
     """``preflight=true``: dry-run the experiment, print the pass/fail table; True when every check passed."""
-    from ganlab.health.preflight import format_table, run_preflight
+    from ganlab.run.preflight import format_table, run_preflight
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     rows = run_preflight(cfg, run_dir)
@@ -199,7 +200,7 @@ def _quiet_other_ranks(dist: distributed.Dist) -> None:
 
 
 def check_arguments(argv: list[str]) -> None:
-    """Before Hydra starts: :func:`ganlab.config_check.check_command_line` on the command's overrides (each value
+    """Before Hydra starts: :func:`ganlab.config.check.check_command_line` on the command's overrides (each value
     of a sweep under ``-m``); a bad key, type or option prints its message as a bad setting found at the start does
     (:func:`_report`) and exits 1, before Hydra makes a run folder. Left to Hydra: ``--help``, ``--info``, shell
     completion, another config (``--config-name/-path/-dir``) and command lines Hydra's parser refuses."""

@@ -1,11 +1,11 @@
 """Clear messages for a bad configuration, before anything runs.
 
-The schemas of :mod:`ganlab.config_schema` make OmegaConf refuse a wrong type or an unknown key while Hydra composes
+The schemas of :mod:`ganlab.config.schema` make OmegaConf refuse a wrong type or an unknown key while Hydra composes
 the config; Hydra's own messages for those say neither the type expected nor what the user may have meant, advise
 ``+key=value`` for a typo (which then fails later), and list no choices for an unknown strategy. Here:
 
 * :func:`check_typed` checks a composed config's typed nodes (what ``+key=value`` or ``strategy.<name>=<word>`` slip
-  past composition) and is run by :func:`ganlab.build.check_config` before every run;
+  past composition) and is run by :func:`ganlab.run.build.check_config` before every run;
 * :func:`check_command_line` composes ``ganlab-train``'s overrides as Hydra will and turns a composition error into
   one :class:`ConfigError` naming the key, the type it takes, the closest valid key or option, and the choices.
 """
@@ -24,7 +24,7 @@ from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
-from ganlab.config_schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
+from ganlab.config.schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
 
 #: Both spellings of a union: ``Optional[int]`` (typing.Union) and ``int | None`` (types.UnionType, PEP 604).
 UNIONS = (typing.Union, types.UnionType)
@@ -289,13 +289,13 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
 
 def _check_untyped_bools(cfg: DictConfig, lines: Sequence[str]) -> None:
     """``model.conditional``, which no ``_target_`` takes, through the builder's own check
-    (:func:`ganlab.build.is_conditional`; ``model.conditional=no`` composes as the string 'no'), before anything runs:
-    under ``-m`` before the sweep starts rather than in each job.
+    (:func:`ganlab.run.build.is_conditional`; ``model.conditional=no`` composes as the string 'no'), before anything
+    runs: under ``-m`` before the sweep starts rather than in each job.
 
     Raises:
         ConfigError: the builder's message, after the line that set the key.
     """
-    from ganlab.build import is_conditional  # ganlab.build imports this module
+    from ganlab.run.build import is_conditional  # ganlab.run.build imports this module
 
     try:
         is_conditional(cfg)

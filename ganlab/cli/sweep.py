@@ -2,7 +2,7 @@
 
 * Job folders are named ``<num>_<strategies>_s<seed>`` (resolver ``ganlab.job_name`` in ``conf/train.yaml``),
   so ``tensorboard --logdir <sweep dir>`` labels every run readably.
-* Under multirun a job that raises does not stop the sweep: ``ganlab.train.train`` logs the traceback into
+* Under multirun a job that raises does not stop the sweep: ``ganlab.cli.train.train`` logs the traceback into
   the job's log and calls :func:`record_failure`, which writes ``failure.json`` and ``FAILED`` into the job.
 * ``debug.fail_at_step=k`` (tests only) makes a run raise after its k-th generator step; the failed job
   returns the worst objective (:func:`failed_objective`) to an Optuna sweep.
@@ -135,7 +135,7 @@ class SweepSummary(Callback):
         self.filename = filename
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from ganlab.compare import collect_runs, markdown_table, summarise
+        from ganlab.analysis.table import collect_runs, markdown_table, summarise
 
         sweep_dir = Path(config.hydra.sweep.dir)
         if not sweep_dir.is_dir():
