@@ -47,7 +47,8 @@ def arm_of(study: StudySchema, name: str):  # -> ArmSchema
 
 
 def overrides(study: StudySchema, job: Job, steps: int | None = None) -> list[str]:
-    """The ``ganlab-train`` overrides of ``job``: the study's ``common``, ``dataset=``, the arm's, the axis
+    """The ``ganlab-train`` overrides of ``job``: the study's ``common``, the data set's (``dataset=<name>`` unless
+    ``dataset_overrides`` gives others), the arm's, the axis
     overrides at the job's value, ``seed=`` and the budget (``trainer.steps``, ``eval_every``, ``ckpt_every`` =
     the chunk). ``steps`` replaces the budget's steps (the checks compose one short variant)."""
     arm = arm_of(study, job.arm)
@@ -57,7 +58,8 @@ def overrides(study: StudySchema, job: Job, steps: int | None = None) -> list[st
         template = arm.axis_overrides if arm.axis_overrides is not None else study.tuning.axis.overrides
         axis = [o.replace("{value}", f"{job.value:g}") for o in template]
     b = study.budget
-    return [*study.common, f"dataset={job.dataset}", *arm.overrides, *axis, f"seed={job.seed}",
+    data = study.dataset_overrides.get(job.dataset) or [f"dataset={job.dataset}"]
+    return [*study.common, *data, *arm.overrides, *axis, f"seed={job.seed}",
             f"trainer.steps={steps or b.steps}", f"trainer.eval_every={b.eval_every}", f"trainer.ckpt_every={b.chunk}"]
 
 

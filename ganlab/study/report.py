@@ -72,7 +72,7 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
             line = [d, a.name, *([f"{chosen[(a.name, d)]:g}"] if study.tuning else []), str(len(runs))]
             for i, c in enumerate(cols):
                 mine = stats.endpoint(runs, c.score, c.last, c.reduce)
-                line.append(stats.summary(list(mine.values()), c.fmt, c.scale, c.spread))
+                line.append(stats.summary(list(mine.values()), c.fmt, c.scale, c.spread, c.spread_fmt))
                 if tested[i]:
                     if a.name == study.control or not control:
                         line.append("-")
@@ -98,6 +98,10 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
     text = "\n".join(lines) + "\n\n" + tests_note(study, len([t for t in tests if not math.isnan(t[3])]))
     for d in study.datasets if study.factorial is not None else []:
         text += "\n\n" + factorial_table(study, rows, chosen, d)
+    if study.published is not None:
+        pub = study.published
+        text += ("\n\n" + (f"{pub.title}\n\n" if pub.title else "") + "| " + " | ".join(pub.header) + " |\n"
+                 + "|" + "---|" * len(pub.header) + "\n" + "\n".join("| " + " | ".join(r) + " |" for r in pub.rows))
     return text
 
 

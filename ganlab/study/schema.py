@@ -14,7 +14,7 @@ the reporting seeds only, so the selection does not bias the table.
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional  # noqa: UP035 (OmegaConf reads these)
+from typing import Dict, List, Optional  # noqa: UP035 (OmegaConf reads these)
 
 from omegaconf import MISSING
 
@@ -84,6 +84,8 @@ class EndpointSchema:
     fmt: str = ".1f"
     spread: str = "std"
     reduce: str = "window"
+    #: the spread's format (null: ``fmt``), e.g. ``.2g`` for a standard error beside a ``.3g`` mean
+    spread_fmt: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -99,6 +101,7 @@ class ColumnSchema:
     test: bool = False
     spread: str = "std"
     reduce: str = "window"
+    spread_fmt: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -130,6 +133,16 @@ class FactorialSchema:
 
 
 @dataclasses.dataclass
+class PublishedSchema:
+    """Numbers from elsewhere, printed under the study's table as given: ``title`` (a line above), ``header`` (the
+    column names) and ``rows`` (each a list of cells, as many as the header)."""
+
+    title: str = ""
+    header: List[str] = MISSING
+    rows: List[List[str]] = MISSING
+
+
+@dataclasses.dataclass
 class StudySchema:
     """A study: arms x data sets, an optional tuning stage, reporting seeds, one budget, the endpoint and the tests.
 
@@ -146,6 +159,8 @@ class StudySchema:
     description: str = ""
     arms: List[ArmSchema] = MISSING
     datasets: List[str] = MISSING
+    #: a data set's own train overrides (default ``dataset=<name>``), e.g. ``ring: [experiment=pacgan_ring]``
+    dataset_overrides: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
     common: List[str] = dataclasses.field(default_factory=list)
     tuning: Optional[TuningSchema] = None
     seeds: List[int] = MISSING
@@ -155,6 +170,8 @@ class StudySchema:
     control: str = MISSING
     tests: TestsSchema = dataclasses.field(default_factory=TestsSchema)
     factorial: Optional[FactorialSchema] = None
+    #: published numbers shown under the table as given (e.g. a paper's rows, copied): a header and rows of cells
+    published: Optional[PublishedSchema] = None
     scores: List[str] = dataclasses.field(default_factory=lambda: ["modes_covered", "hq_fraction", "reverse_kl"])
     data_scores: List[str] = dataclasses.field(default_factory=lambda: ["modes_covered"])
     reach: Optional[str] = "modes_covered"
@@ -217,6 +234,12 @@ def check_study(study: StudySchema) -> None:
     if study.tests.test not in ("welch", "paired") or study.tests.correction not in ("holm", "none"):
         raise StudyError(f"study {study.name}: tests.test must be welch or paired (got {study.tests.test!r}) and "
                          f"tests.correction holm or none (got {study.tests.correction!r})")
+    if extra := sorted(set(study.dataset_overrides) - set(study.datasets)):
+        raise StudyError(f"study {study.name}: dataset_overrides names {extra}, which are not among datasets "
+                         f"{list(study.datasets)}")
+    if study.published is not None and any(len(r) != len(study.published.header) for r in study.published.rows):
+        raise StudyError(f"study {study.name}: every row of published.rows needs {len(study.published.header)} cells "
+                         "(one per header entry)")
     for arm in study.arms:
         if arm.seeds is not None and (extra := sorted(set(arm.seeds) - set(study.seeds))):
             raise StudyError(f"study {study.name}, arm {arm.name!r}: its seeds {extra} are not reporting seeds "

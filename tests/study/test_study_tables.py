@@ -145,7 +145,7 @@ def test_every_generated_block_of_the_docs_equals_its_file():
 
 
 @pytest.mark.parametrize("name,suffix", [("fair_table", ""), ("fair_table_3lrs", "_3lrs"), ("rollback_study", ""),
-                                         ("rollback_study_clusters", "_clusters")])
+                                         ("rollback_study_clusters", "_clusters"), ("pacgan_table", "")])
 def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
     """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md and choices.csv."""
     from ganlab.study.collect import read_table
@@ -172,6 +172,9 @@ def test_the_fair_table_keeps_the_published_numbers():
     rollback = (ROOT / "docs/results/rollback_study/table.md").read_text()  # study.md's cells before the port
     assert "| periodic rollback | 10 | 9.90 [6.23, 13.57] | -1.70, p = 0.519 (Holm 0.955) | 0/10 | 19.40 |" in rollback
     assert "| D lr halved (halved - as is) | +3.45 [-0.24, +7.14] | 0.0663 |" in rollback
+    pacgan = (ROOT / "docs/results/pacgan_table/table.md").read_text()  # the script's table.md before the port
+    assert "| ring | PacGAN2 | 4 | 8 ± 0 | +0.5, p = 0.18 (Holm 1) | 85 ± 2.7 |" in pacgan
+    assert "| 0.0593 ± 0.019 | -0.391, p = 0.098 (Holm 0.88) | 0.0289 ± 0.00082 |" in pacgan
 
 
 def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch, capsys):
