@@ -253,9 +253,11 @@ def check_study(study: StudySchema) -> None:
                              f"{col.spread!r}) and reduce one of {REDUCES} (got {col.reduce!r})")
         if col.last < 1:
             raise StudyError(f"study {study.name}: the window of {col.score} (last) must be >= 1, got {col.last}")
-        if col.score not in study.scores:
-            raise StudyError(f"study {study.name}: table score {col.score!r} is not collected; add it to scores "
-                             f"(now {list(study.scores)})")
+        base = col.score.removeprefix("data/")
+        if base not in (study.data_scores if col.score.startswith("data/") else study.scores):
+            raise StudyError(f"study {study.name}: table score {col.score!r} is not collected; add "
+                             f"{base!r} to {'data_scores' if col.score.startswith('data/') else 'scores'} "
+                             f"(now {list(study.scores)}, data_scores {list(study.data_scores)})")
 
 
 def register() -> None:

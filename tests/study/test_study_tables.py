@@ -145,7 +145,8 @@ def test_every_generated_block_of_the_docs_equals_its_file():
 
 
 @pytest.mark.parametrize("name,suffix", [("fair_table", ""), ("fair_table_3lrs", "_3lrs"), ("rollback_study", ""),
-                                         ("rollback_study_clusters", "_clusters"), ("pacgan_table", "")])
+                                         ("rollback_study_clusters", "_clusters"), ("pacgan_table", ""),
+                                         ("stacked_table", "")])
 def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
     """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md and choices.csv."""
     from ganlab.study.collect import read_table
@@ -175,6 +176,8 @@ def test_the_fair_table_keeps_the_published_numbers():
     pacgan = (ROOT / "docs/results/pacgan_table/table.md").read_text()  # the script's table.md before the port
     assert "| ring | PacGAN2 | 4 | 8 ± 0 | +0.5, p = 0.18 (Holm 1) | 85 ± 2.7 |" in pacgan
     assert "| 0.0593 ± 0.019 | -0.391, p = 0.098 (Holm 0.88) | 0.0289 ± 0.00082 |" in pacgan
+    stacked = (ROOT / "docs/results/stacked_table/table.md").read_text()
+    assert "| PacDCGAN2 | 3 | 998 ± 0.88 | +1.67, p = 0.52 (Holm 0.52) | 0.247 ± 0.029 |" in stacked
 
 
 def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch, capsys):
