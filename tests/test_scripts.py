@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,19 +13,6 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.mark.parametrize("first,trials", [(3, 2), (3, 3), (-1, 2)])
-def test_pacgan_table_refuses_a_seed_range_with_no_trial(first, trials, tmp_path, monkeypatch, capsys):
-    """``--first-trial 3 --trials 2`` used to run nothing and write a table of paper rows only."""
-    script = load_script("pacgan_table")
-    monkeypatch.setattr(sys, "argv", ["pacgan_table.py", "--first-trial", str(first), "--trials", str(trials),
-                                      "--out", str(tmp_path / "out")])
-    with pytest.raises(SystemExit) as exc:
-        script.main()
-    assert exc.value.code == 2
-    assert "--first-trial 3 --trials 5 runs seeds 3 and 4" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
 
 
 def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs(monkeypatch):
