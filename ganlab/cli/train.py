@@ -18,9 +18,12 @@ from omegaconf import DictConfig
 from ganlab import CONFIG_DIR, distributed
 from ganlab.cli import sweep
 from ganlab.cli.common import format_scores, program
+from ganlab.cli.help import train_help
 from ganlab.config.check import ConfigError, check_command_line
+from ganlab.ensemble.run import build_ensemble, format_members, mean_scores
 from ganlab.run import layout
 from ganlab.run.build import build_trainer
+from ganlab.run.preflight import format_table, run_preflight
 from ganlab.trainer.interrupt import TrainingInterrupted
 
 log = logging.getLogger("ganlab")
@@ -31,8 +34,6 @@ def tensorboard_command(run_dir: Path) -> str:
 
 def preflight(cfg: DictConfig) -> bool:
     """``preflight=true``: dry-run the experiment, print the pass/fail table; True when every check passed."""
-    from ganlab.run.preflight import format_table, run_preflight
-
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     rows = run_preflight(cfg, run_dir)
     print(format_table(rows), flush=True)
@@ -69,7 +70,6 @@ def run(cfg: DictConfig) -> dict:
         raise StartError(str(err)) from err
     if trainer.dist.main:
         layout.remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
-    sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
     with trainer.dist.guard("a collective of the training loop"):  # a hang becomes an error naming the rank
         metrics = trainer.fit()
@@ -90,8 +90,6 @@ def run_ensemble(cfg: DictConfig, run_dir: Path) -> dict:
     Raises:
         StartError: the ensemble could not be built (a setting it or a single run refuses).
     """
-    from ganlab.ensemble.run import build_ensemble, format_members, mean_scores
-
     try:
         ensemble = build_ensemble(cfg, run_dir)
     except (ValueError, FileNotFoundError) as err:
@@ -141,7 +139,8 @@ def _quiet_other_ranks(dist: distributed.Dist) -> None:
 def check_arguments(argv: list[str]) -> None:
     """Before Hydra starts: :func:`ganlab.config.check.check_command_line` on the command's overrides (each value
     of a sweep under ``-m``); a bad key, type or option prints its message as a bad setting found at the start does
-    (:func:`_report`) and exits 1, before Hydra makes a run folder. Left to Hydra: ``--help``, ``--info``, shell
+    (:func:`_report`) and exits 1, before Hydra makes a run folder. ``--help`` prints :func:`ganlab.cli.help.train_help`
+    and exits. Left to Hydra: ``--hydra-help``, ``--info``, shell
     completion, another config (``--config-name/-path/-dir``) and command lines Hydra's parser refuses."""
     from hydra._internal.utils import get_args_parser
 
@@ -150,7 +149,10 @@ def check_arguments(argv: list[str]) -> None:
             args = get_args_parser().parse_args(argv)
     except SystemExit:
         return
-    if any([args.help, args.hydra_help, args.info, args.shell_completion, args.config_path, args.config_name,
+    if args.help:  # written for a person; Hydra's own (with the schema groups) stays behind --hydra-help
+        print(train_help(CONFIG_DIR))
+        sys.exit(0)
+    if any([args.hydra_help, args.info, args.shell_completion, args.config_path, args.config_name,
             args.config_dir, args.experimental_rerun]):
         return
     try:

@@ -77,8 +77,8 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
     from hydra.core.hydra_config import HydraConfig
 
     from ganlab import distributed
-    from ganlab.cli import sweep
     from ganlab.cli.train import StartError, run
+    from ganlab.run import layout
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     start = (newest_checkpoint_step(run_dir) or 0) if cfg.trainer.get("resume") else 0
@@ -88,7 +88,7 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
     except Exception as err:  # noqa: BLE001 - recorded in the folder (failure.json) and reported by the study
         error = f"{type(err).__name__}: {err}"
         stage = "start" if isinstance(err, StartError) else "train"
-        sweep.record_failure(run_dir, err, log_traceback=True, stage=stage)
+        layout.record_failure(run_dir, err, log_traceback=True, stage=stage)
     finally:
         distributed.shutdown()
         import matplotlib.pyplot as plt
