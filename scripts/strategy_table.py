@@ -48,7 +48,7 @@ CONFIGS: dict[str, list[str]] = {
 #: reverse KL) per data set; their geometry differs (see notes).
 PUBLISHED = [
     ("PacGAN paper: GAN (10 trials)", (6.3, 98.2, 0.45), (17.3, 94.8, 0.70)),
-    ("PacGAN paper: PacGAN2 / PacGAN3", (7.9, 95.6, 0.07), (24.6, 94.2, 0.06)),
+    ("PacGAN paper: PacGAN2 (ring8 cells) / PacGAN3 (grid25 cells)", (7.9, 95.6, 0.07), (24.6, 94.2, 0.06)),
     ("PacGAN paper: PacGAN4", (7.8, 95.9, 0.07), (24.8, 93.6, 0.04)),
     ("VEEGAN paper: Unrolled GAN", (7.6, 35.6, None), (23.6, 16.0, None)),
     ("VEEGAN paper: VEEGAN", (8.0, 52.9, None), (24.6, 40.0, None)),

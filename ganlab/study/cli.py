@@ -1,0 +1,144 @@
+"""``ganlab-study``: run or report a study declared in ``conf/study/<name>.yaml`` (see docs/howto/studies.md).
+
+A Hydra main over ``conf/ganlab_study.yaml``; the study is its ``study`` group::
+
+    ganlab-study fair_table                          # = ganlab-study study=fair_table action=run
+    ganlab-study fair_table study.budget.steps=200   # any key of the study, or of the command, overridden
+    ganlab-study fair_table hydra/launcher=submitit_slurm hydra.launcher.partition=gpu hydra.launcher.gpus_per_node=1
+    ganlab-study check fair_table                    # check every job's overrides, run nothing
+    ganlab-study collect fair_table                  # the table of evaluations from the run folders, train nothing
+    ganlab-study report fair_table                   # table.md, curves.png, results page from that table alone
+    ganlab-study blocks [--check]                    # refresh (check) every generated block of the docs
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from ganlab import CONFIG_DIR
+from ganlab.study import collect as collect_mod
+from ganlab.study.plan import final_jobs, tuning_jobs
+from ganlab.study.schema import StudyError, StudySchema, register
+
+register()  # conf/study/*.yaml name /schema/study
+
+#: Words that may precede the study's name on the command line (each sets ``action``).
+ACTIONS = ("run", "check", "collect", "report")
+
+
+def hydra_argv(argv: list[str]) -> list[str]:
+    """Rewrite the short forms into Hydra overrides: ``[ACTION] NAME rest`` -> ``study=NAME action=ACTION rest``
+    (the first word without ``=`` or a leading ``-`` is the name; ``run`` when no action is given)."""
+    out, action, name = [], None, None
+    for a in argv:
+        if name is None and "=" not in a and not a.startswith("-"):
+            if action is None and a in ACTIONS:
+                action = a
+            else:
+                name = a
+            continue
+        out.append(a)
+    return ([f"study={name}"] if name else []) + ([f"action={action}"] if action else []) + out
+
+
+def _fail(err: Exception) -> None:
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        raise err
+    print(f"ganlab-study: {err}", file=sys.stderr)
+    sys.exit(1)
+
+
+def all_jobs(study: StudySchema) -> list:
+    """Every job a folder may hold: each tuning job, and each reporting job at every axis value (an earlier choice's
+    runs stay in the table; the report reads the current choice's)."""
+    if study.tuning is None:
+        return final_jobs(study)
+    every = {(a.name, d): None for a in study.arms for d in study.datasets}
+    jobs = tuning_jobs(study)
+    for v in study.tuning.axis.values:
+        jobs += final_jobs(study, {k: float(v) for k in every})
+    return jobs
+
+
+def run_study(study: StudySchema, cfg: DictConfig) -> None:
+    """Check every job, then the tuning stage, the choice, the reporting stage (as ``cfg.stage`` says; only the
+    arms ``cfg.arms`` when set), then the table of evaluations."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from ganlab.study import stats
+    from ganlab.study.check import check_jobs
+    from ganlab.study.runner import launch
+
+    n = check_jobs(study)
+    print(f"ganlab-study: {study.name}: the overrides of all {n} (arm, data set, value) variants pass "
+          "ganlab-train's checks", flush=True)
+    arms = list(cfg.arms) if cfg.get("arms") else None
+    if arms and (unknown := sorted(set(arms) - {a.name for a in study.arms})):
+        raise StudyError(f"arms={unknown}: not arms of {study.name}; choose from {[a.name for a in study.arms]}")
+    launcher = HydraConfig.get().launcher
+    done = []
+    if cfg.stage in ("all", "tune"):
+        done += launch(study, tuning_jobs(study, arms), launcher)
+    if cfg.stage in ("all", "final"):
+        chosen = stats.choices(study, collect_mod.collect(study, tuning_jobs(study))) if study.tuning else None
+        done += launch(study, final_jobs(study, chosen, arms), launcher)
+    path = collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study)))
+    failed = [r for r in done if r.get("error")]
+    print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
+          f"the table: ganlab-study report {study.name}", flush=True)
+    for r in failed:
+        print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
+    if failed:
+        sys.exit(1)
+
+
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="ganlab_study")
+def study_main(cfg: DictConfig) -> None:
+    """The Hydra job of ``ganlab-study``: ``cfg.action`` on ``cfg.study``."""
+    from ganlab.study.report import report
+    from ganlab.study.schema import check_study
+
+    try:
+        study: StudySchema = OmegaConf.to_object(cfg.study)
+        if cfg.action == "check":
+            from ganlab.study.check import check_jobs
+
+            print(f"ganlab-study: {study.name}: all {check_jobs(study)} override variants pass ganlab-train's checks")
+        elif cfg.action == "run":
+            run_study(study, cfg)
+        elif cfg.action == "collect":
+            check_study(study)
+            print(f"ganlab-study: wrote {collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study)))}")
+        elif cfg.action == "report":
+            check_study(study)
+            table = Path(study.results) / collect_mod.TABLE
+            if not table.is_file():
+                raise StudyError(f"no table of evaluations at {table}: run the study (ganlab-study {study.name}) or "
+                                 f"collect its run folders (ganlab-study collect {study.name}) first")
+            for p in report(study, collect_mod.read_table(table)):
+                print(f"wrote {p}")
+        else:
+            raise StudyError(f"action={cfg.action}: choose one of {', '.join(ACTIONS)}")
+    except StudyError as err:
+        _fail(err)
+
+
+def main() -> None:
+    """``ganlab-study``: ``blocks`` goes to :func:`ganlab.study.blocks.main`; anything else to :func:`study_main`
+    after :func:`hydra_argv`."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["blocks"]:
+        from ganlab.study.blocks import main as blocks_main
+
+        sys.exit(blocks_main(argv[1:]))
+    sys.argv = [sys.argv[0], *hydra_argv(argv)]
+    study_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""A study's jobs: one training run each, its ``ganlab-train`` overrides and its run folder."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from ganlab.study.schema import StudySchema
+
+#: Stages of a study: ``tune`` runs every axis value on the tuning seeds, ``final`` the chosen value on the
+#: reporting seeds (every study without a tuning stage is ``final`` only).
+STAGES = ("tune", "final")
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One run of a study: an arm on a data set, at a stage and seed, at an axis value (None without tuning)."""
+
+    arm: str
+    dataset: str
+    stage: str
+    seed: int
+    value: float | None = None
+
+
+def slug(text: str) -> str:
+    """A folder name for a label: every character other than a letter or digit becomes ``_`` (stripped at the
+    ends), e.g. ``"GAN (no strategy)"`` -> ``GAN__no_strategy``."""
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_")
+
+
+def relative_folder(job: Job, axis: str | None) -> str:
+    """The run folder below the study's ``runs`` folder: ``<data set>/<arm slug>/<axis><value>_s<seed>`` (or
+    ``s<seed>`` without an axis), e.g. ``ring8/GAN__no_strategy/lr0.001_s100``."""
+    leaf = f"s{job.seed}" if job.value is None else f"{axis}{job.value:g}_s{job.seed}"
+    return f"{job.dataset}/{slug(job.arm)}/{leaf}"
+
+
+def folder(study: StudySchema, job: Job) -> Path:
+    """The job's run folder (absolute when ``study.runs`` is)."""
+    axis = study.tuning.axis.name if study.tuning is not None else None
+    return Path(study.runs) / relative_folder(job, axis)
+
+
+def arm_of(study: StudySchema, name: str):  # -> ArmSchema
+    return next(a for a in study.arms if a.name == name)
+
+
+def overrides(study: StudySchema, job: Job, steps: int | None = None) -> list[str]:
+    """The ``ganlab-train`` overrides of ``job``: the study's ``common``, the data set's (``dataset=<name>`` unless
+    ``dataset_overrides`` gives others), the arm's, the axis
+    overrides at the job's value, ``seed=`` and the budget (``trainer.steps``, ``eval_every``, ``ckpt_every`` =
+    the chunk). ``steps`` replaces the budget's steps (the checks compose one short variant)."""
+    arm = arm_of(study, job.arm)
+    axis: list[str] = []
+    if job.value is not None:
+        assert study.tuning is not None
+        template = arm.axis_overrides if arm.axis_overrides is not None else study.tuning.axis.overrides
+        axis = [o.replace("{value}", f"{job.value:g}") for o in template]
+    b = study.budget
+    data = study.dataset_overrides.get(job.dataset) or [f"dataset={job.dataset}"]
+    return [*study.common, *data, *arm.overrides, *axis, f"seed={job.seed}",
+            f"trainer.steps={steps or b.steps}", f"trainer.eval_every={b.eval_every}", f"trainer.ckpt_every={b.chunk}"]
+
+
+def tuning_jobs(study: StudySchema, arms: list[str] | None = None) -> list[Job]:
+    """Every (arm, data set, axis value, tuning seed); none without a tuning stage."""
+    if study.tuning is None:
+        return []
+    return [Job(a.name, d, "tune", s, float(v)) for a in study.arms if arms is None or a.name in arms
+            for d in study.datasets for v in study.tuning.axis.values for s in study.tuning.seeds]
+
+
+def final_jobs(study: StudySchema, chosen: dict[tuple[str, str], float] | None = None,
+               arms: list[str] | None = None) -> list[Job]:
+    """The reporting runs: every (arm, data set) on the reporting seeds, at its chosen axis value (``chosen``,
+    (arm, data set) -> value; pairs without a choice are left out) or without an axis when the study has no
+    tuning stage."""
+    jobs = []
+    for a in study.arms:
+        if arms is not None and a.name not in arms:
+            continue
+        for d in study.datasets:
+            seeds = a.seeds if a.seeds is not None else study.seeds
+            if study.tuning is None:
+                jobs += [Job(a.name, d, "final", s) for s in seeds]
+            elif chosen is not None and (a.name, d) in chosen:
+                jobs += [Job(a.name, d, "final", s, chosen[(a.name, d)]) for s in seeds]
+    return jobs
+
+
+def all_variants(study: StudySchema) -> list[Job]:
+    """One job per distinct override list up to the seed: every (arm, data set, axis value) at the first tuning
+    seed, and every (arm, data set) at every axis value at the first reporting seed (what the final stage may
+    choose). What :mod:`ganlab.study.check` composes before any run starts."""
+    values: list[float | None] = [float(v) for v in study.tuning.axis.values] if study.tuning else [None]
+    return [Job(a.name, d, "final", study.seeds[0], v) for a in study.arms for d in study.datasets for v in values]

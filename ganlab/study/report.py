@@ -1,0 +1,251 @@
+"""``ganlab-study report``: a study's table, curves and results page from its table of evaluations alone (no
+training): ``<results>/table.md``, ``<results>/choices.csv`` (the tuning stage's choice per arm and data set),
+``<results>/curves.png`` and, when the folder has none, ``<results>/README.md``; then every generated block that
+embeds one of these files is refreshed (:mod:`ganlab.study.blocks`)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+from ganlab.io import atomic_write_text
+from ganlab.study import stats
+from ganlab.study.schema import ColumnSchema, StudySchema
+
+Rows = list[dict[str, Any]]
+
+
+def _label(col: Any) -> str:
+    return col.label or col.score
+
+
+def _final_runs(study: StudySchema, rows: Rows, arm: str, dataset: str,
+                chosen: dict[tuple[str, str], float]) -> dict[int, Rows]:
+    """seed -> evaluations of the finished reporting runs of (arm, data set) at its chosen axis value."""
+    match: dict[str, Any] = {"arm": arm, "dataset": dataset, "stage": "final"}
+    if study.tuning is not None:
+        if (arm, dataset) not in chosen:
+            return {}
+        match[study.tuning.axis.name] = chosen[(arm, dataset)]
+    return {s: ev for s, ev in stats.runs_of(rows, study.budget.steps, **match).items() if s in study.seeds}
+
+
+def _test_cell(diff: float, p: float, adjusted: float, fmt: str, scale: float, holm: bool, p_fmt: str) -> str:
+    if math.isnan(p):
+        return f"{format(scale * diff, '+' + fmt)}, p -"
+    return (f"{format(scale * diff, '+' + fmt)}, p = {format(p, p_fmt)}"
+            + (f" (Holm {format(adjusted, p_fmt)})" if holm else ""))
+
+
+def _head(col: Any) -> str:
+    """A column's header: its label, and how a run becomes one value when not the final evaluation."""
+    if col.reduce == "best":
+        return f"{_label(col)}, best during the run"
+    return _label(col) if col.last == 1 else f"{_label(col)}, last {col.last} evaluations"
+
+
+def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float]) -> str:
+    """Markdown: per data set and arm, over the finished reporting seeds at the chosen axis value, the primary
+    endpoint (mean ± std; its difference to the control arm with the test's p and, under ``correction: holm``, the
+    Holm-adjusted p over every test in the table), the seeds whose final ``reach`` score equals the data's, and each
+    further column (tested ones with their own test cell); a closing line states the test and the correction."""
+    cols: list[Any] = [study.endpoint, *study.columns]
+    tested = [True] + [c.test for c in study.columns]
+    holm = study.tests.correction == "holm"
+    head = ["data", "arm", *([f"{study.tuning.axis.name} (chosen)"] if study.tuning else []), "seeds"]
+    for i, c in enumerate(cols):
+        head.append(_head(c) + {"ci95": " (95 % CI)", "se": " (± s.e.)"}.get(c.spread, ""))
+        if tested[i]:
+            head.append(f"vs {study.control}: diff, p")
+        if i == 0 and study.reach:
+            head.append(f"seeds with all {study.reach.replace('_', ' ')}")
+    cells, tests = [], []  # tests: (row index, cell index, diff, p, fmt, scale)
+    for d in study.datasets:
+        control = _final_runs(study, rows, study.control, d, chosen)
+        for a in study.arms:
+            runs = _final_runs(study, rows, a.name, d, chosen)
+            if not runs:
+                continue
+            line = [d, a.name, *([f"{chosen[(a.name, d)]:g}"] if study.tuning else []), str(len(runs))]
+            for i, c in enumerate(cols):
+                mine = stats.endpoint(runs, c.score, c.last, c.reduce)
+                line.append(stats.summary(list(mine.values()), c.fmt, c.scale, c.spread, c.spread_fmt))
+                if tested[i]:
+                    if a.name == study.control or not control:
+                        line.append("-")
+                    else:
+                        base = stats.endpoint(control, c.score, c.last, c.reduce)
+                        if study.tests.test == "paired":
+                            both = sorted(set(mine) & set(base))
+                            x, y = [mine[s] for s in both], [base[s] for s in both]
+                        else:
+                            x, y = list(mine.values()), list(base.values())
+                        diff, p = stats.compare(x, y, study.tests.test)
+                        tests.append((len(cells), len(line), diff, p, c.fmt, c.scale))
+                        line.append("")
+                if i == 0 and study.reach:
+                    data = f"data/{study.reach}"
+                    hit = sum(ev[-1][study.reach] == ev[-1].get(data) for ev in runs.values())
+                    line.append(f"{hit}/{len(runs)}")
+            cells.append(line)
+    adjusted = stats.holm([t[3] for t in tests])
+    for (r, c, diff, p, fmt, scale), adj in zip(tests, adjusted):
+        cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm, study.tests.p_fmt)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(c) + " |" for c in cells)]
+    text = "\n".join(lines) + "\n\n" + tests_note(study, len([t for t in tests if not math.isnan(t[3])]))
+    for d in study.datasets if study.factorial is not None else []:
+        text += "\n\n" + factorial_table(study, rows, chosen, d)
+    if study.published is not None:
+        pub = study.published
+        text += ("\n\n" + (f"{pub.title}\n\n" if pub.title else "") + "| " + " | ".join(pub.header) + " |\n"
+                 + "|" + "---|" * len(pub.header) + "\n" + "\n".join("| " + " | ".join(r) + " |" for r in pub.rows))
+    return text
+
+
+def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], dataset: str) -> str:
+    """Markdown: the 2 x 2 design's effects on the primary endpoint (:func:`ganlab.study.stats.factorial`) on one
+    data set; a note instead when a cell has fewer than two finished seeds."""
+    f, ep = study.factorial, study.endpoint
+    assert f is not None
+    cells = [list(stats.endpoint(_final_runs(study, rows, a, dataset, chosen), ep.score, ep.last, ep.reduce).values())
+             for a in f.cells]
+    effects = stats.factorial(cells)
+    title = f"2 x 2 effect on {_head(ep)} ({dataset})"
+    if effects is None:
+        return f"{title}: a cell has fewer than two finished seeds, no estimate."
+    lines = [f"| {title} | estimate (95 % CI) | p |", "|---|---|---|"]
+    for name, (est, lo, hi, p) in zip((f.a, f.b, f.interaction), effects):
+        g, pf = "+" + ep.fmt, study.tests.p_fmt
+        lines.append(f"| {name} | {format(est, g)} [{format(lo, g)}, {format(hi, g)}] | {format(p, pf)} |")
+    return "\n".join(lines) + ("\n\nThe 2 x 2 effects are not part of the multiplicity correction above." if
+                                study.tests.correction != "none" else "")
+
+
+def tests_note(study: StudySchema, n: int) -> str:
+    """The sentence under the table that states the test and the multiplicity correction."""
+    test = ("Welch's unequal-variance t-test" if study.tests.test == "welch" else "the paired t-test over shared seeds")
+    corr = (f"Holm's step-down correction over the {n} tests of this table (family-wise alpha "
+            f"{study.tests.alpha:g}: a difference counts when its Holm p is <= {study.tests.alpha:g})"
+            if study.tests.correction == "holm" else f"no multiplicity correction ({n} tests)")
+    ep = study.endpoint
+    window = "the final evaluation" if ep.last == 1 else f"the mean of the last {ep.last} evaluations"
+    cells = {"std": "mean ± std", "ci95": "mean [95 % Student-t interval]", "se": "mean ± standard error",
+             "none": "mean"}[ep.spread]
+    return (f"Cells: {cells} over the reporting seeds that reached step {study.budget.steps} (seeds "
+            f"{', '.join(map(str, study.seeds))}). Primary endpoint: {_label(ep)} at {window} of each seed. "
+            f"Tests: {test} (two-sided) of each arm against {study.control} per data set; {corr}.")
+
+
+def tuning_table(study: StudySchema, rows: Rows) -> str:
+    """Markdown: per (data set, arm), the mean endpoint (and the tie-break scores) over the tuning seeds at every
+    axis value (``-`` where no run reached the budget)."""
+    assert study.tuning is not None
+    ep, axis = study.endpoint, study.tuning.axis.name
+    extra = [t for t in study.tuning.tie_break if t.lstrip("-") != "value"]
+    shown: list[Any] = [ep, *(next((c for c in study.columns if c.score == t.lstrip("-") and c.last == 1),
+                                   ColumnSchema(score=t.lstrip("-"), fmt=".3g")) for t in extra)]
+    names = ", ".join(_label(c) for c in shown)
+    head = "| data | arm | " + " | ".join(f"{axis} {v:g}: {names}" for v in study.tuning.axis.values) + " |"
+    lines = [head, "|---|---|" + "---|" * len(study.tuning.axis.values)]
+    for d in study.datasets:
+        for a in study.arms:
+            row = []
+            for v in study.tuning.axis.values:
+                runs = stats.runs_of(rows, study.budget.steps, arm=a.name, dataset=d, stage="tune",
+                                     **{axis: float(v)})
+                means = [stats.statistics.fmean(stats.endpoint(runs, c.score, ep.last, ep.reduce).values())
+                         for c in shown] if runs else []
+                vals = [format(c.scale * m, c.fmt) for c, m in zip(shown, means)]
+                row.append(f"{', '.join(vals)} ({len(runs)} seeds)" if runs else "-")
+            if any(c != "-" for c in row):
+                lines.append(f"| {d} | {a.name} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def table_text(study: StudySchema, rows: Rows) -> tuple[str, dict[tuple[str, str], float]]:
+    """``table.md``'s text and the tuning choices it used."""
+    chosen = stats.choices(study, rows) if study.tuning is not None else {}
+    text = main_table(study, rows, chosen) + "\n"
+    if study.tuning is not None:
+        text += (f"\nTuning stage (seeds {', '.join(map(str, study.tuning.seeds))}; chosen: the best mean "
+                 f"{_label(study.endpoint)}, ties broken by {', '.join(study.tuning.tie_break)}):\n\n"
+                 + tuning_table(study, rows))
+    return text, chosen
+
+
+def plot(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], path: Path) -> None:
+    """The endpoint's score (and each further column's score) against step, one panel per data set, one line
+    per arm at its chosen value (the mean over its finished reporting seeds; each seed faint)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores = list(dict.fromkeys([study.endpoint.score, *(c.score for c in study.columns)]))
+    scale = {study.endpoint.score: study.endpoint.scale, **{c.score: c.scale for c in study.columns}}
+    fig, axes = plt.subplots(len(scores), len(study.datasets), figsize=(6 * len(study.datasets), 3.5 * len(scores)),
+                             dpi=100, sharex=True, squeeze=False)
+    for col, d in enumerate(study.datasets):
+        for row, score in enumerate(scores):
+            ax = axes[row][col]
+            for i, a in enumerate(study.arms):
+                runs = _final_runs(study, rows, a.name, d, chosen)
+                for ev in runs.values():
+                    ax.plot([r["step"] for r in ev], [scale[score] * r[score] for r in ev], color=f"C{i}", alpha=0.2,
+                            lw=0.8)
+                if runs:
+                    steps = sorted({r["step"] for ev in runs.values() for r in ev})
+                    mean = [stats.statistics.fmean(scale[score] * r[score] for ev in runs.values() for r in ev
+                                                   if r["step"] == s) for s in steps]
+                    ax.plot(steps, mean, color=f"C{i}", lw=1.8, label=f"{a.name} ({len(runs)} seeds)")
+            ax.set_title(f"{d}: {score}" + (f" (x {scale[score]:g})" if scale[score] != 1 else ""), fontsize=9)
+            ax.grid(alpha=0.3)
+            if row == len(scores) - 1:
+                ax.set_xlabel("generator step")
+            if row == 0:
+                ax.legend(fontsize=6.5)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def page(study: StudySchema) -> str:
+    """A results page for a study that has none: its description, where its files are, and the table as a
+    generated block."""
+    table = f"{study.results}/table.md"
+    return (f"# {study.name}\n\n{study.description.strip()}\n\nProtocol: `conf/study/{study.name}.yaml`; every "
+            f"evaluation of every run: `{study.results}/evaluations.csv`. Regenerate this page's table and "
+            f"`curves.png`:\n\n    ganlab-study report {study.name}\n\n<!-- generated:{table} -->\n"
+            f"<!-- /generated:{table} -->\n\n![curves](curves.png)\n")
+
+
+def report(study: StudySchema, rows: Rows, root: Path = Path(".")) -> list[Path]:
+    """Write the report files of ``study`` from ``rows`` (see the module docstring) and refresh the generated
+    blocks under ``root`` that embed them.
+
+    Returns:
+        The files written.
+    """
+    from ganlab.study.blocks import update_blocks
+
+    out, sfx = Path(study.results), study.suffix
+    text, chosen = table_text(study, rows)
+    atomic_write_text(out / f"table{sfx}.md", text)
+    written = [out / f"table{sfx}.md"]
+    if study.tuning is not None:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["arm", "dataset", study.tuning.axis.name])
+        writer.writerows([a, d, f"{v:g}"] for (a, d), v in chosen.items())
+        atomic_write_text(out / f"choices{sfx}.csv", buf.getvalue())
+        written.append(out / f"choices{sfx}.csv")
+    plot(study, rows, chosen, out / f"curves{sfx}.png")
+    written.append(out / f"curves{sfx}.png")
+    if not (out / "README.md").is_file():
+        atomic_write_text(out / "README.md", page(study))
+        written.append(out / "README.md")
+    update_blocks(root)
+    return written

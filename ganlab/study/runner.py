@@ -1,0 +1,153 @@
+"""Run a study's jobs through Hydra's launcher plugins: each job is one ``ganlab-train`` run in its own folder.
+
+No scheduler of ganlab's own: the launcher configured for the study command (``hydra/launcher=joblib`` locally,
+``submitit_slurm`` on a cluster, ``submitit_local`` or ``basic`` for tests) is instantiated through Hydra's plugin
+API with ``conf/train.yaml`` as its primary config, and its ``launch()`` is given one override list per job, as
+Hydra's own sweeper does. Every job's folder is then exactly what ``ganlab-train`` writes (``.hydra/``,
+``train.log``, ``checkpoints/``, ``metrics.jsonl``, ``metrics.json``), plus ``study_jobs.jsonl``: one line per
+job that ran there (the steps it covered, its wall time, the commit).
+
+A job is skipped when its ``metrics.json`` is at the budget's step or beyond; a folder with checkpoints but fewer
+steps (killed, or a larger budget) continues from its newest checkpoint (``trainer.resume``; on CPU the continued
+run equals an uninterrupted one bit for bit).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from ganlab.study.plan import Job, folder, overrides, relative_folder
+from ganlab.study.schema import StudySchema
+
+log = logging.getLogger("ganlab.study")
+#: One line per job that ran in a run folder (written by :func:`train_job`).
+JOBS_FILE = "study_jobs.jsonl"
+CHECKPOINT = re.compile(r"step_(\d+)\.pt$")
+
+
+def newest_checkpoint_step(run_dir: Path) -> int | None:
+    """The step of the newest ``checkpoints/step_<step>.pt`` in ``run_dir`` (None when there is none; a run
+    checkpoints step 0 before its first step)."""
+    steps = [int(m.group(1)) for p in (run_dir / "checkpoints").glob("step_*.pt") if (m := CHECKPOINT.search(p.name))]
+    return max(steps, default=None)
+
+
+def finished_step(run_dir: Path) -> int | None:
+    """The step recorded in ``run_dir/metrics.json`` (written when a run ends), None when there is none."""
+    path = run_dir / "metrics.json"
+    return int(json.loads(path.read_text())["step"]) if path.is_file() else None
+
+
+def job_overrides(study: StudySchema, job: Job) -> list[str] | None:
+    """The launcher's override list for ``job`` (train overrides, ``trainer.resume`` when its folder holds a
+    checkpoint, the job's folder as ``hydra.sweep.dir``/``subdir``); None when the run already reached the budget."""
+    run_dir = folder(study, job).resolve()
+    done = finished_step(run_dir)
+    if done is not None and done >= study.budget.steps:
+        return None
+    axis = study.tuning.axis.name if study.tuning is not None else None
+    resume = [f"trainer.resume={run_dir}"] if newest_checkpoint_step(run_dir) is not None else []
+    return [*overrides(study, job), *resume, f"hydra.sweep.dir={Path(study.runs).resolve()}",
+            f"hydra.sweep.subdir={relative_folder(job, axis)}"]
+
+
+def _commit() -> str | None:
+    from ganlab.provenance import _git
+
+    return _git("rev-parse", "HEAD")
+
+
+def train_job(cfg: DictConfig) -> dict[str, Any]:
+    """The launchers' task function: one ``ganlab-train`` run into the job's output folder (Hydra's
+    ``runtime.output_dir``), then a line in its ``study_jobs.jsonl``: ``from_step`` (the checkpoint it resumed,
+    0 for a fresh run), ``to_step``, ``wall_s`` (seconds), ``commit`` and ``error`` (None, or why it failed).
+
+    Returns:
+        That line. A failed run does not stop the study: its folder gets ``failure.json`` (as ``ganlab-train``
+        writes it) and the study reports it.
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    from ganlab import distributed
+    from ganlab.cli.train import StartError, run
+    from ganlab.run import layout
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    start = (newest_checkpoint_step(run_dir) or 0) if cfg.trainer.get("resume") else 0
+    t0, error, step = time.perf_counter(), None, start
+    try:
+        step = int(run(cfg)["step"])
+    except Exception as err:  # noqa: BLE001 - recorded in the folder (failure.json) and reported by the study
+        error = f"{type(err).__name__}: {err}"
+        stage = "start" if isinstance(err, StartError) else "train"
+        layout.record_failure(run_dir, err, log_traceback=True, stage=stage)
+    finally:
+        distributed.shutdown()
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+    record = {"from_step": start, "to_step": step, "wall_s": round(time.perf_counter() - t0, 3),
+              "commit": _commit(), "error": error}
+    with open(run_dir / JOBS_FILE, "a") as f:  # one short line; a torn last line is skipped when read
+        f.write(json.dumps(record) + "\n")
+    return record
+
+
+def launcher_master_config(launcher: DictConfig, runs: Path) -> DictConfig:
+    """``conf/train.yaml`` composed for a multirun whose sweep folder is ``runs``, with ``launcher`` (the study
+    command's ``hydra.launcher`` node, unresolved) as its launcher: what the launcher's ``setup()`` takes."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    loader = GlobalHydra.instance().config_loader()
+    master = loader.load_configuration("train", overrides=[f"hydra.sweep.dir={runs}", "hydra.job.name=train"],
+                                       run_mode=RunMode.MULTIRUN)
+    with open_dict(master.hydra):
+        master.hydra.launcher = OmegaConf.create(OmegaConf.to_container(launcher, resolve=False))
+    return master
+
+
+def launch(study: StudySchema, jobs: Sequence[Job], launcher: DictConfig) -> list[dict[str, Any]]:
+    """Run the jobs of ``jobs`` that have not reached the budget, through the launcher ``launcher`` (a
+    ``hydra.launcher`` node: ``_target_`` and its settings), and wait for them.
+
+    Returns:
+        One record per job run (see :func:`train_job`); a job whose launcher reports a failure gets
+        ``{"error": ...}``.
+    """
+    from hydra._internal.callbacks import Callbacks
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.plugins import Plugins
+    from hydra.core.utils import JobStatus
+    from hydra.types import HydraContext
+
+    todo = [(job, ov) for job in jobs if (ov := job_overrides(study, job)) is not None]
+    if not todo:
+        return []
+    runs = Path(study.runs).resolve()
+    runs.mkdir(parents=True, exist_ok=True)
+    master = launcher_master_config(launcher, runs)
+    context = HydraContext(config_loader=GlobalHydra.instance().config_loader(), callbacks=Callbacks(master))
+    saved = HydraConfig.instance().cfg  # the basic launcher runs jobs in this process and leaves the last one's
+    try:
+        plugin = Plugins.instance().instantiate_launcher(hydra_context=context, task_function=train_job,
+                                                        config=master)
+        returns = plugin.launch([ov for _, ov in todo], initial_job_idx=0)
+    finally:
+        HydraConfig.instance().cfg = saved
+    out = []
+    for (job, _), ret in zip(todo, returns):
+        if ret.status == JobStatus.COMPLETED:
+            out.append({"job": job, **ret.return_value})
+        else:
+            out.append({"job": job, "error": f"{type(ret._return_value).__name__}: {ret._return_value}"})
+    return out

@@ -1,0 +1,267 @@
+"""The study schema: a study is data (``conf/study/<name>.yaml``), checked against these dataclasses.
+
+Each study YAML names :class:`StudySchema` first in its defaults list (``- /schema/study@_here_``), so OmegaConf
+refuses a key the schema lacks and a value of the wrong type when the study is composed; :func:`check_study` then
+checks what types cannot say (seeds disjoint, the control among the arms, the budget's steps a multiple of its
+evaluation interval, ...).
+
+A study trains every arm on every data set. With a tuning stage, each (arm, data set) first runs at every value of
+the tuning axis on the tuning seeds; the value whose primary endpoint has the best mean over those seeds is chosen
+(ties broken as ``tuning.tie_break`` states), then the reporting seeds run at the chosen value. The report reads
+the reporting seeds only, so the selection does not bias the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional  # noqa: UP035 (OmegaConf reads these)
+
+from omegaconf import MISSING
+
+
+@dataclasses.dataclass
+class ArmSchema:
+    """One arm: a name (the table's row label) and the ``ganlab-train`` overrides it adds to ``common``."""
+
+    name: str = MISSING
+    overrides: List[str] = dataclasses.field(default_factory=list)
+    #: this arm's own overrides for the tuning axis (``{value}`` replaced), e.g. WGAN-GP's ``strategy.wgan_gp.lr``;
+    #: null: the axis's ``overrides``
+    axis_overrides: Optional[List[str]] = None
+    #: this arm's reporting seeds when fewer than the study's (a costly arm; a subset of ``seeds``); null: all
+    seeds: Optional[List[int]] = None
+
+
+@dataclasses.dataclass
+class AxisSchema:
+    """The tuning axis: its name (a CSV column, e.g. ``lr``), the train overrides that set it (``{value}`` is
+    replaced by each value) and the values tried."""
+
+    name: str = MISSING
+    overrides: List[str] = MISSING
+    values: List[float] = MISSING
+
+
+@dataclasses.dataclass
+class TuningSchema:
+    """The tuning stage: every value of ``axis`` on every tuning seed; the best mean primary endpoint wins.
+
+    ``tie_break``: applied in order when means tie; a score name (its mean over the tuning seeds, at the endpoint's
+    window, better by its direction), ``-value`` (the lower axis value) or ``value`` (the higher one)."""
+
+    axis: AxisSchema = MISSING
+    seeds: List[int] = MISSING
+    tie_break: List[str] = dataclasses.field(default_factory=lambda: ["-value"])
+
+
+@dataclasses.dataclass
+class BudgetSchema:
+    """Every run's budget: generator steps, the evaluation interval and the chunk length (the checkpoint interval:
+    a killed run loses at most one chunk; each evaluation row carries the wall time of the job that made it)."""
+
+    steps: int = MISSING
+    eval_every: int = MISSING
+    chunk: int = MISSING
+
+
+#: How a table cell summarises the per-seed values: ``std`` (mean ± sample std), ``ci95`` (mean [low, high], the
+#: two-sided 95 % Student-t interval of the mean), ``se`` (mean ± standard error), ``none`` (the mean alone).
+SPREADS = ("std", "ci95", "se", "none")
+#: How one run becomes one value: ``window`` (the mean of its last ``last`` evaluations) or ``best`` (its best
+#: evaluation, by the score's direction, over the whole run).
+REDUCES = ("window", "best")
+
+
+@dataclasses.dataclass
+class EndpointSchema:
+    """The primary endpoint: per seed, the mean of ``score`` over its last ``last`` evaluations (1: the final
+    evaluation); cells show ``scale`` x the value with format ``fmt`` and the spread ``spread`` (:data:`SPREADS`)."""
+
+    score: str = "modes_covered"
+    last: int = 5
+    label: Optional[str] = None
+    scale: float = 1.0
+    fmt: str = ".1f"
+    spread: str = "std"
+    reduce: str = "window"
+    #: the spread's format (null: ``fmt``), e.g. ``.2g`` for a standard error beside a ``.3g`` mean
+    spread_fmt: Optional[str] = None
+
+
+@dataclasses.dataclass
+class ColumnSchema:
+    """A further table column, like the endpoint: a score averaged over each seed's last ``last`` evaluations;
+    ``test``: compared with the control arm too (and counted in the multiplicity correction)."""
+
+    score: str = MISSING
+    last: int = 1
+    label: Optional[str] = None
+    scale: float = 1.0
+    fmt: str = ".1f"
+    test: bool = False
+    spread: str = "std"
+    reduce: str = "window"
+    spread_fmt: Optional[str] = None
+
+
+@dataclasses.dataclass
+class TestsSchema:
+    """The comparison of each arm with the control arm, per data set and tested column.
+
+    ``test``: ``welch`` (Welch's unequal-variance t-test, scipy.stats.ttest_ind(equal_var=False)) or ``paired``
+    (scipy.stats.ttest_rel over the seeds both arms ran; arms must share their seeds). ``correction``: ``holm``
+    (Holm 1979, over every test in the table) or ``none``; ``alpha``: the family-wise level the table states."""
+
+    test: str = "welch"
+    correction: str = "holm"
+    alpha: float = 0.05
+    p_fmt: str = ".2g"
+
+
+@dataclasses.dataclass
+class FactorialSchema:
+    """A 2 x 2 design inside the arms: ``cells`` names the arms (A off, B off), (A off, B on), (A on, B off),
+    (A on, B on); the table gives each main effect (the difference of the means over the other factor's two levels)
+    and the interaction ((A on, B on) - (A on, B off)) - ((A off, B on) - (A off, B off)) on the primary endpoint,
+    with 95 % t-intervals and p from the pooled within-cell variance (two-way ANOVA with replication, N - 4 df).
+    ``a``, ``b``, ``interaction``: the rows' labels."""
+
+    cells: List[str] = MISSING
+    a: str = MISSING
+    b: str = MISSING
+    interaction: str = "interaction"
+
+
+@dataclasses.dataclass
+class PublishedSchema:
+    """Numbers from elsewhere, printed under the study's table as given: ``title`` (a line above), ``header`` (the
+    column names) and ``rows`` (each a list of cells, as many as the header)."""
+
+    title: str = ""
+    header: List[str] = MISSING
+    rows: List[List[str]] = MISSING
+
+
+@dataclasses.dataclass
+class StudySchema:
+    """A study: arms x data sets, an optional tuning stage, reporting seeds, one budget, the endpoint and the tests.
+
+    ``common``: train overrides every run gets (the model, batch size, cheap scorers, ...). ``runs``: the folder
+    holding one run folder per job (the source of truth). ``results``: where the study's table of every evaluation
+    (``evaluations.csv``), ``table.md``, ``curves.png`` and the results page go. ``scores``: the scores written to
+    the CSV at every evaluation; ``data_scores``: those whose held-out baseline (``data/<score>``) goes there too.
+    ``reach``: a score whose per-seed final value is counted when it equals the data's (e.g. seeds with all modes).
+    ``suffix``: appended to the report's file names, so a variant (other axis values, say) reports beside its
+    parent study from the same ``evaluations.csv``.
+    """
+
+    name: str = MISSING
+    description: str = ""
+    arms: List[ArmSchema] = MISSING
+    datasets: List[str] = MISSING
+    #: a data set's own train overrides (default ``dataset=<name>``), e.g. ``ring: [experiment=pacgan_ring]``
+    dataset_overrides: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+    common: List[str] = dataclasses.field(default_factory=list)
+    tuning: Optional[TuningSchema] = None
+    seeds: List[int] = MISSING
+    budget: BudgetSchema = MISSING
+    endpoint: EndpointSchema = dataclasses.field(default_factory=EndpointSchema)
+    columns: List[ColumnSchema] = dataclasses.field(default_factory=list)
+    control: str = MISSING
+    tests: TestsSchema = dataclasses.field(default_factory=TestsSchema)
+    factorial: Optional[FactorialSchema] = None
+    #: published numbers shown under the table as given (e.g. a paper's rows, copied): a header and rows of cells
+    published: Optional[PublishedSchema] = None
+    scores: List[str] = dataclasses.field(default_factory=lambda: ["modes_covered", "hq_fraction", "reverse_kl"])
+    data_scores: List[str] = dataclasses.field(default_factory=lambda: ["modes_covered"])
+    reach: Optional[str] = "modes_covered"
+    runs: str = "runs/study/${.name}"
+    results: str = "docs/results/${.name}"
+    #: appended to the report's file names (``table<suffix>.md``, ...): a variant reported beside its parent
+    suffix: str = ""
+
+
+class StudyError(ValueError):
+    """A study that cannot run or be reported; the message names what is wrong and how to fix it."""
+
+
+def _duplicates(items: list) -> list:
+    return sorted({x for x in items if items.count(x) > 1}, key=str)
+
+
+def check_study(study: StudySchema) -> None:
+    """What the types cannot check: unique arm names and data sets, the control among the arms, reporting seeds
+    disjoint from the tuning seeds, positive budget with ``steps`` a multiple of ``eval_every`` and ``chunk``, a
+    ``{value}`` in every axis override, known tests and correction, windows >= 1.
+
+    Raises:
+        StudyError: naming the first problem and how to fix it.
+    """
+    names = [a.name for a in study.arms]
+    if not names:
+        raise StudyError(f"study {study.name}: no arms; list at least one under arms:")
+    if dup := _duplicates(names):
+        raise StudyError(f"study {study.name}: arm names must be unique, {dup} appear more than once")
+    if dup := _duplicates(list(study.datasets)):
+        raise StudyError(f"study {study.name}: datasets {dup} appear more than once")
+    if study.control not in names:
+        raise StudyError(f"study {study.name}: control arm {study.control!r} is not an arm; choose from {names}")
+    if not study.seeds or (dup := _duplicates(list(study.seeds))):
+        raise StudyError(f"study {study.name}: seeds must be a non-empty list without repeats (got {study.seeds})")
+    b = study.budget
+    if min(b.steps, b.eval_every, b.chunk) <= 0 or b.steps % b.eval_every or b.steps % b.chunk:
+        raise StudyError(f"study {study.name}: budget.steps ({b.steps}) must be a positive multiple of "
+                         f"budget.eval_every ({b.eval_every}) and of budget.chunk ({b.chunk}), so that the last "
+                         "step is evaluated and checkpointed")
+    if study.tuning is not None:
+        t = study.tuning
+        if overlap := sorted(set(t.seeds) & set(study.seeds)):
+            raise StudyError(f"study {study.name}: tuning seeds {list(t.seeds)} and reporting seeds "
+                             f"{list(study.seeds)} overlap in {overlap}; the table must use seeds the selection "
+                             "did not see: pick disjoint seeds")
+        if not t.seeds or not t.axis.values or _duplicates(list(t.axis.values)):
+            raise StudyError(f"study {study.name}: tuning.seeds and tuning.axis.values must be non-empty lists "
+                             "without repeats")
+        for arm in study.arms:
+            axis = arm.axis_overrides if arm.axis_overrides is not None else t.axis.overrides
+            if not axis or not all("{value}" in o for o in axis):
+                raise StudyError(f"study {study.name}, arm {arm.name!r}: every axis override must contain "
+                                 f"{{value}} (got {list(axis)})")
+        for key in t.tie_break:
+            if key.lstrip("-") != "value" and key.lstrip("-") not in study.scores:
+                raise StudyError(f"study {study.name}: tuning.tie_break entry {key!r} is neither value, -value "
+                                 f"nor one of the collected scores {list(study.scores)}")
+    if study.tests.test not in ("welch", "paired") or study.tests.correction not in ("holm", "none"):
+        raise StudyError(f"study {study.name}: tests.test must be welch or paired (got {study.tests.test!r}) and "
+                         f"tests.correction holm or none (got {study.tests.correction!r})")
+    if extra := sorted(set(study.dataset_overrides) - set(study.datasets)):
+        raise StudyError(f"study {study.name}: dataset_overrides names {extra}, which are not among datasets "
+                         f"{list(study.datasets)}")
+    if study.published is not None and any(len(r) != len(study.published.header) for r in study.published.rows):
+        raise StudyError(f"study {study.name}: every row of published.rows needs {len(study.published.header)} cells "
+                         "(one per header entry)")
+    for arm in study.arms:
+        if arm.seeds is not None and (extra := sorted(set(arm.seeds) - set(study.seeds))):
+            raise StudyError(f"study {study.name}, arm {arm.name!r}: its seeds {extra} are not reporting seeds "
+                             f"{list(study.seeds)}; an arm's seeds are a subset of the study's")
+    if study.factorial is not None and (len(study.factorial.cells) != 4 or set(study.factorial.cells) - set(names)):
+        raise StudyError(f"study {study.name}: factorial.cells must name 4 arms of the study (got "
+                         f"{list(study.factorial.cells)}; arms: {names})")
+    for col in [study.endpoint, *study.columns]:
+        if col.spread not in SPREADS or col.reduce not in REDUCES:
+            raise StudyError(f"study {study.name}: column {col.score}: spread must be one of {SPREADS} (got "
+                             f"{col.spread!r}) and reduce one of {REDUCES} (got {col.reduce!r})")
+        if col.last < 1:
+            raise StudyError(f"study {study.name}: the window of {col.score} (last) must be >= 1, got {col.last}")
+        base = col.score.removeprefix("data/")
+        if base not in (study.data_scores if col.score.startswith("data/") else study.scores):
+            raise StudyError(f"study {study.name}: table score {col.score!r} is not collected; add "
+                             f"{base!r} to {'data_scores' if col.score.startswith('data/') else 'scores'} "
+                             f"(now {list(study.scores)}, data_scores {list(study.data_scores)})")
+
+
+def register() -> None:
+    """Store :class:`StudySchema` in Hydra's ConfigStore as ``schema/study`` (idempotent)."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(group="schema", name="study", node=StudySchema, provider="ganlab")

@@ -1,0 +1,180 @@
+"""A study's statistics from its table of evaluations: per-seed endpoints, the tuning stage's choice, the tests
+against the control arm and Holm's correction.
+
+The t-tests are scipy.stats' (``ttest_ind(equal_var=False)``: Welch 1947, the default, since the arms' spreads
+differ by an order of magnitude; ``ttest_rel`` for seeds that pair); Holm's step-down correction (Holm 1979) is
+written out here, in :func:`holm`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from ganlab.study.schema import StudySchema
+
+Rows = list[dict[str, Any]]
+
+
+def runs_of(rows: Rows, steps: int, **match: Any) -> dict[int, Rows]:
+    """seed -> that run's evaluations up to ``steps`` in step order, for the runs matching ``match`` (column ->
+    value) that reached ``steps`` (an evaluation at that step); unfinished runs are left out."""
+    mine = [r for r in rows if all(r.get(k) == v for k, v in match.items()) and r["step"] <= steps]
+    done = sorted({r["seed"] for r in mine if r["step"] == steps})
+    return {s: sorted((r for r in mine if r["seed"] == s), key=lambda r: r["step"]) for s in done}
+
+
+def window_mean(evals: Rows, score: str, last: int) -> float:
+    """The mean of ``score`` over the last ``last`` evaluations of one run (``last`` = 1: the final one)."""
+    return statistics.fmean(r[score] for r in evals[-last:])
+
+
+def endpoint(runs: dict[int, Rows], score: str, last: int, reduce: str = "window") -> dict[int, float]:
+    """seed -> one value per run: :func:`window_mean` (``reduce="window"``) or the run's best evaluation by the
+    score's direction (``"best"``)."""
+    if reduce == "best":
+        from ganlab.metrics.directions import higher_is_better
+
+        pick = min if higher_is_better(score) is False else max
+        return {s: pick(r[score] for r in ev) for s, ev in runs.items()}
+    return {s: window_mean(ev, score, last) for s, ev in runs.items()}
+
+
+def select(study: StudySchema, rows: Rows, arm: str, dataset: str) -> float | None:
+    """The tuning stage's choice for (arm, data set): the axis value with the best mean primary endpoint over the
+    tuning seeds (better by the score's direction), ties broken by ``tuning.tie_break`` in order; None until every
+    tuning run of the pair has reached the budget.
+
+    Example: endpoints (final modes) 7.5 at lr 1e-3 and 8.0 at 3e-3 choose 3e-3; a tie at 8.0 goes to the higher
+    mean HQ fraction with ``tie_break: [hq_fraction, -value]``, then to the lower lr.
+    """
+    from ganlab.metrics.directions import higher_is_better
+
+    assert study.tuning is not None
+    axis, ep, steps = study.tuning.axis.name, study.endpoint, study.budget.steps
+    keys = {}
+    for value in study.tuning.axis.values:
+        runs = runs_of(rows, steps, arm=arm, dataset=dataset, stage="tune", **{axis: float(value)})
+        if sorted(runs) != sorted(study.tuning.seeds):
+            return None
+        key = [_signed(statistics.fmean(endpoint(runs, ep.score, ep.last, ep.reduce).values()),
+                       higher_is_better(ep.score))]
+        for tb in study.tuning.tie_break:
+            name, lower = tb.lstrip("-"), tb.startswith("-")
+            if name == "value":
+                key.append(-float(value) if lower else float(value))
+            else:
+                mean = statistics.fmean(endpoint(runs, name, ep.last, ep.reduce).values())
+                key.append(-mean if lower else _signed(mean, higher_is_better(name)))
+        keys[float(value)] = tuple(key)
+    return max(keys, key=keys.get)
+
+
+def _signed(x: float, higher: bool | None) -> float:
+    return -x if higher is False else x
+
+
+def choices(study: StudySchema, rows: Rows) -> dict[tuple[str, str], float]:
+    """(arm, data set) -> :func:`select`'s choice, for the pairs that have one."""
+    out = {}
+    for a in study.arms:
+        for d in study.datasets:
+            if (v := select(study, rows, a.name, d)) is not None:
+                out[(a.name, d)] = v
+    return out
+
+
+def compare(x: Sequence[float], control: Sequence[float], test: str) -> tuple[float, float]:
+    """The difference of means (x minus control) and the two-sided p value of ``test``: ``welch``
+    (scipy.stats.ttest_ind, equal_var=False) or ``paired`` (scipy.stats.ttest_rel; x[i] pairs control[i]).
+    NaN p when a test is undefined (fewer than two values, or both samples constant and equal)."""
+    from scipy import stats
+
+    diff = statistics.fmean(x) - statistics.fmean(control)
+    if min(len(x), len(control)) < 2:
+        return diff, math.nan
+    with warnings.catch_warnings():  # a constant arm (all seeds at 8 of 8 modes) is a valid sample, not a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = stats.ttest_rel(x, control) if test == "paired" else stats.ttest_ind(x, control, equal_var=False)
+    return diff, float(res.pvalue)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p values (Holm 1979), in the input order: with the m finite p values sorted
+    ascending, p_(i) becomes max over j <= i of min(1, (m - j + 1) p_(j)); a test rejects at family-wise level
+    alpha when its adjusted p is <= alpha. NaN stays NaN and does not count in m.
+
+    Example: [0.01, 0.04, 0.03, 0.005] -> [0.03, 0.06, 0.06, 0.02].
+    """
+    finite = sorted((p, i) for i, p in enumerate(pvalues) if not math.isnan(p))
+    out, running = [math.nan] * len(pvalues), 0.0
+    for rank, (p, i) in enumerate(finite):
+        running = max(running, min(1.0, (len(finite) - rank) * p))
+        out[i] = running
+    return out
+
+
+def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """The two-sided Student-t confidence interval of the mean (n - 1 df; at least two values)."""
+    from scipy import stats
+
+    m, h = statistics.fmean(values), stats.t.ppf(0.5 + level / 2, len(values) - 1) * statistics.stdev(values)
+    return m - h / math.sqrt(len(values)), m + h / math.sqrt(len(values))
+
+
+def summary(values: Sequence[float], fmt: str, scale: float = 1.0, spread: str = "std",
+            spread_fmt: str | None = None) -> str:
+    """``scale`` x values summarised in format ``fmt``: ``mean ± sample std`` (``spread="std"``; std 0 for one
+    value), ``mean [low, high]`` (``"ci95"``, :func:`t_interval`; ``value (1 seed)`` for one), ``mean ± standard
+    error`` (``"se"``; ``value (1 seed)`` for one) or the mean alone (``"none"``); ``-`` for no value. ``spread_fmt``
+    formats the spread (default ``fmt``)."""
+    if not values:
+        return "-"
+    v = [scale * x for x in values]
+    m = format(statistics.fmean(v), fmt)
+    if spread == "none":
+        return m
+    sf = spread_fmt or fmt
+    if spread in ("ci95", "se") and len(v) < 2:
+        return f"{m} (1 seed)"
+    if spread == "ci95":
+        lo, hi = t_interval(v)
+        return f"{m} [{format(lo, sf)}, {format(hi, sf)}]"
+    sd = statistics.stdev(v) if len(v) > 1 else 0.0
+    return f"{m} ± {format(sd / math.sqrt(len(v)) if spread == 'se' else sd, sf)}"
+
+
+def mean_std(values: Sequence[float], fmt: str, scale: float = 1.0) -> str:
+    """``mean ± sample std`` (:func:`summary` with ``spread="std"``)."""
+    return summary(values, fmt, scale, "std")
+
+
+def factorial(cells: Sequence[Sequence[float]]) -> list[tuple[float, float, float, float]] | None:
+    """A 2 x 2 design's main effects and interaction from its four cells' values, ordered (A off, B off),
+    (A off, B on), (A on, B off), (A on, B on): A = ((m10 + m11) - (m00 + m01)) / 2,
+    B = ((m01 + m11) - (m00 + m10)) / 2, AB = (m11 - m10) - (m01 - m00); standard errors from the pooled
+    within-cell variance MSE (two-way ANOVA with replication, N - 4 df): sqrt(MSE x sum(1/n_i) / 4) for a main
+    effect, sqrt(MSE x sum(1/n_i)) for the interaction.
+
+    Returns:
+        (estimate, 95 % low, 95 % high, two-sided p) for A, B and AB; None when a cell has fewer than 2 values.
+    """
+    from scipy import stats
+
+    if min(len(c) for c in cells) < 2:
+        return None
+    m = [statistics.fmean(c) for c in cells]
+    df = sum(len(c) for c in cells) - 4
+    mse = sum((v - mi) ** 2 for c, mi in zip(cells, m) for v in c) / df
+    inv = sum(1 / len(c) for c in cells)
+    t = stats.t.ppf(0.975, df)
+    out = []
+    for est, weight in ((((m[2] + m[3]) - (m[0] + m[1])) / 2, 4), (((m[1] + m[3]) - (m[0] + m[2])) / 2, 4),
+                        ((m[3] - m[2]) - (m[1] - m[0]), 1)):
+        se = math.sqrt(mse * inv / weight)
+        p = 2 * stats.t.sf(abs(est) / se, df) if se > 0 else math.nan
+        out.append((est, est - t * se, est + t * se, float(p)))
+    return out

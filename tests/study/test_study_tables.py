@@ -1,0 +1,210 @@
+"""ganlab-study's statistics and tables worked by hand, its refusals before any run, and the generated blocks."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+import ganlab
+from ganlab.study import stats
+from ganlab.study.blocks import find_blocks, stale_blocks, update_blocks
+from ganlab.study.check import check_jobs
+from ganlab.study.report import main_table
+from ganlab.study.schema import StudyError, StudySchema, register
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def study(*overrides: str) -> StudySchema:
+    """The shipped smoke study composed with ``overrides`` (keys of the study command, e.g. ``study.seeds=[1]``)."""
+    register()
+    with initialize_config_dir(config_dir=str(ganlab.CONFIG_DIR), version_base="1.3"):
+        cfg = compose("ganlab_study", overrides=["study=smoke", *overrides])
+    return OmegaConf.to_object(cfg.study)
+
+
+def test_holm_matches_a_worked_example():
+    """R's p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm") = 0.05 0.08 0.09 0.09 0.09 (5 x 0.01, 4 x 0.02,
+    3 x 0.03, then the running maximum); order is kept and a NaN neither counts nor changes."""
+    assert stats.holm([0.01, 0.02, 0.03, 0.04, 0.05]) == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])
+    out = stats.holm([0.04, math.nan, 0.01, 0.03, 0.005])
+    assert math.isnan(out[1])
+    assert [out[i] for i in (0, 2, 3, 4)] == pytest.approx([0.06, 0.03, 0.06, 0.02])
+    assert stats.holm([0.6, 0.9]) == [1.0, 1.0]  # capped at 1
+
+
+def tuning_rows(modes: dict[float, tuple[int, int]], hq: dict[float, float], steps: int = 40) -> list[dict]:
+    """Two tuning seeds (100, 101) at each lr: 20 modes at step 20, the given final modes at ``steps``."""
+    return [{"arm": "GAN (no strategy)", "dataset": "ring8", "stage": "tune", "lr": lr, "seed": s, "step": step,
+             "modes_covered": m if step == steps else 20, "hq_fraction": hq[lr]}
+            for lr, ms in modes.items() for s, m in zip((100, 101), ms) for step in (20, steps)]
+
+
+def test_selection_rule_by_hand():
+    """Final modes (endpoint last=1): 1e-3 -> mean 7.5, 3e-3 -> 8 wins; tied at 8 the higher mean HQ wins, then
+    the lower lr; an unfinished tuning run leaves the pair without a choice."""
+    s = study("study.tuning.seeds=[100,101]", "study.endpoint.last=1")
+    arm = "GAN (no strategy)"
+    rows = tuning_rows({1e-3: (8, 7), 3e-3: (8, 8)}, {1e-3: 0.9, 3e-3: 0.5})
+    assert stats.select(s, rows, arm, "ring8") == 3e-3
+    rows = tuning_rows({1e-3: (8, 8), 3e-3: (8, 8)}, {1e-3: 0.5, 3e-3: 0.6})
+    assert stats.select(s, rows, arm, "ring8") == 3e-3  # HQ 0.6 > 0.5
+    rows = tuning_rows({1e-3: (8, 8), 3e-3: (8, 8)}, {1e-3: 0.6, 3e-3: 0.6})
+    assert stats.select(s, rows, arm, "ring8") == 1e-3  # all tied: the lower lr
+    # with the endpoint the mean of the last 2 evaluations, 20 at step 20 counts: (20 + 8) / 2 both, still tied
+    assert stats.select(study("study.tuning.seeds=[100,101]"), rows, arm, "ring8") == 1e-3
+    assert stats.select(s, [r for r in rows if not (r["seed"] == 101 and r["step"] == 40)], arm, "ring8") is None
+    assert stats.choices(s, rows) == {(arm, "ring8"): 1e-3}  # the other arm ran nothing: no choice
+
+
+def test_table_row_by_hand():
+    """Final modes over seeds 0, 1: control [8, 6] (mean 7, var 2), arm B [8, 8], arm C [4, 6] (var 2).
+    B: t = 1 / sqrt(2/2 + 0) = 1 on 1 df, p = 0.5. C: t = -2 / sqrt(2/2 + 2/2) = -sqrt(2); Welch df = (1 + 1)^2 /
+    (1 + 1) = 2, p = 1 - sqrt(2)/sqrt(2 + 2) = 0.2929. Holm over the 2 tests: 2 x 0.2929 = 0.586, then
+    max(0.586, 0.5) = 0.586. HQ % (tested too? no: test false) is 50 for all; seeds with all 8 modes: 1/2, 2/2, 0/2."""
+    s = study("study.endpoint.last=1", "study.columns=[{score: hq_fraction, label: HQ %, scale: 100}]",
+              "study.arms=[{name: ctrl}, {name: B}, {name: C}]", "study.control=ctrl")
+    rows = []
+    for arm, finals in (("ctrl", [8, 6]), ("B", [8, 8]), ("C", [4, 6])):
+        for seed, final in enumerate(finals):
+            rows += [{"arm": arm, "dataset": "ring8", "stage": "final", "lr": 1e-3, "seed": seed, "step": step,
+                      "modes_covered": final if step == 40 else 1, "hq_fraction": 0.5, "data/modes_covered": 8.0}
+                     for step in (20, 40)]
+    rows.append({**rows[-1], "seed": 7})  # not a reporting seed: left out
+    chosen = {(a, "ring8"): 1e-3 for a in ("ctrl", "B", "C")}
+    lines = main_table(s, rows, chosen).splitlines()
+    assert lines[2] == "| ring8 | ctrl | 0.001 | 2 | 7.0 ± 1.4 | - | 1/2 | 50.0 ± 0.0 |"
+    assert lines[3] == "| ring8 | B | 0.001 | 2 | 8.0 ± 0.0 | +1.0, p = 0.5 (Holm 0.59) | 2/2 | 50.0 ± 0.0 |"
+    assert lines[4] == "| ring8 | C | 0.001 | 2 | 5.0 ± 1.4 | -2.0, p = 0.29 (Holm 0.59) | 0/2 | 50.0 ± 0.0 |"
+    assert "Holm's step-down correction over the 2 tests of this table" in lines[6]
+    assert stats.compare([4, 6], [8, 6], "welch")[1] == pytest.approx(1 - 2 ** 0.5 / 2, abs=1e-12)
+
+
+def test_paired_test_pairs_by_seed():
+    """Differences x - y per seed [1, 2, 3]: mean 2, sd 1, t = 2 / (1 / sqrt 3) = 3.464 on 2 df, p = 0.0742
+    (= 1 - t / sqrt(t^2 + 2))."""
+    diff, p = stats.compare([2, 4, 6], [1, 2, 3], "paired")
+    t = 2 * 3 ** 0.5
+    assert diff == 2 and p == pytest.approx(1 - t / (t * t + 2) ** 0.5)
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["study.seeds=[100,1]"], r"tuning seeds \[100\] and reporting seeds \[100, 1\] overlap in \[100\]"),
+    (["study.control=nobody"], "control arm 'nobody' is not an arm"),
+    (["study.budget.steps=50"], r"budget.steps \(50\) must be a positive multiple of budget.eval_every \(20\)"),
+    (["study.arms.1.overrides=['trainer.stepz=3']"],
+     r"arm 'D lr damping \(x0.5\)' on ring8 at lr 0.001 fails ganlab-train's config check: .*stepz"),
+    (["study.arms.1.overrides=['strategy=[no_such]']"], "fails ganlab-train's config check: .*no_such"),
+    (["study.tuning.axis.overrides=['optim.generator.lr=0.1']"], r"every axis override must contain \{value\}"),
+])
+def test_a_study_that_cannot_run_is_refused_before_any_run(overrides, message, tmp_path):
+    s = study(*overrides, f"study.runs={tmp_path / 'runs'}")
+    with pytest.raises(StudyError, match=message):
+        check_jobs(s)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unknown_study_key_is_refused(tmp_path):
+    """A key the schema lacks, in a study file or on the command line, stops the composition naming the key."""
+    (tmp_path / "study").mkdir()
+    text = (ganlab.CONFIG_DIR / "study" / "smoke.yaml").read_text().replace("seeds: [0, 1]", "seed: [0, 1]")
+    (tmp_path / "study" / "typo.yaml").write_text(text)
+    with pytest.raises(ConfigCompositionException, match="Key 'seed' not in 'StudySchema'"):
+        study("study=typo", f"hydra.searchpath=[file://{tmp_path}]")
+    with pytest.raises(ConfigCompositionException, match="colour"):
+        study("study.colour=red")
+    with pytest.raises(ConfigCompositionException, match="seeds"):
+        study("study.seeds=[a]")
+
+
+def test_generated_blocks_are_found_refreshed_and_checked(tmp_path):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "t.md").write_text("| a |\n|---|\n")
+    doc = tmp_path / "docs" / "page.md"
+    doc.write_text("intro\n<!-- generated:docs/results/t.md -->\nold\n<!-- /generated:docs/results/t.md -->\nend\n")
+    assert [b.text for b in find_blocks(tmp_path)] == ["old\n"]
+    assert stale_blocks(tmp_path) == [f"{doc}: generated block of docs/results/t.md differs from the file"]
+    assert update_blocks(tmp_path) == [doc]
+    assert doc.read_text() == ("intro\n<!-- generated:docs/results/t.md -->\n| a |\n|---|\n"
+                               "<!-- /generated:docs/results/t.md -->\nend\n")
+    assert stale_blocks(tmp_path) == [] and update_blocks(tmp_path) == []
+    doc.write_text("<!-- generated:docs/results/t.md -->\nno end\n")
+    with pytest.raises(ValueError, match="has no closing line"):
+        find_blocks(tmp_path)
+
+
+def test_every_generated_block_of_the_docs_equals_its_file():
+    """README.md and docs/**/*.md: each <!-- generated:PATH --> block is PATH's text; fix drift with
+    ``ganlab-study blocks`` (or ``ganlab-study report <study>`` after regenerating a study)."""
+    assert stale_blocks(ROOT) == []
+
+
+@pytest.mark.parametrize("name,suffix", [("fair_table", ""), ("fair_table_3lrs", "_3lrs"), ("rollback_study", ""),
+                                         ("rollback_study_clusters", "_clusters"), ("pacgan_table", ""),
+                                         ("stacked_table", "")])
+def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
+    """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md and choices.csv."""
+    from ganlab.study.collect import read_table
+    from ganlab.study.report import table_text
+
+    s = study(f"study={name}")
+    folder = ROOT / s.results
+    text, chosen = table_text(s, read_table(folder / "evaluations.csv"))
+    assert text == (folder / f"table{suffix}.md").read_text()
+    if s.tuning is None:
+        return
+    committed = (folder / f"choices{suffix}.csv").read_text().splitlines()[1:]
+    assert sorted(f"{a},{d},{v:g}" for (a, d), v in chosen.items()) == sorted(committed)
+
+
+def test_the_fair_table_keeps_the_published_numbers():
+    """Cells of the table before the port (fair_table.py's), by value: the plain GAN's ring8 row and D lr damping's
+    grid25 row at three lrs, with the Welch p values the old table printed."""
+    fair = (ROOT / "docs/results/fair_table/table.md").read_text()
+    assert "| ring8 | GAN (no strategy) | 0.003 | 5 | 7.4 ± 0.5 | - | 2/5 | 91.1 ± 7.5 | - | 0.199 ± 0.079 |" in fair
+    assert "| ring8 | D lr damping (x0.5) | 0.001 | 5 | 7.8 ± 0.4 | +0.4, p = 0.24 (Holm 1) | 4/5 | 86.6 ± 6.8" in fair
+    three = (ROOT / "docs/results/fair_table/table_3lrs.md").read_text()
+    assert "| grid25 | D lr damping (x0.5) | 0.0003 | 5 | 1.0 ± 0.0 | -22.6, p = 4.8e-06 (Holm 6.8e-05) |" in three
+    rollback = (ROOT / "docs/results/rollback_study/table.md").read_text()  # study.md's cells before the port
+    assert "| periodic rollback | 10 | 9.90 [6.23, 13.57] | -1.70, p = 0.519 (Holm 0.955) | 0/10 | 19.40 |" in rollback
+    assert "| D lr halved (halved - as is) | +3.45 [-0.24, +7.14] | 0.0663 |" in rollback
+    pacgan = (ROOT / "docs/results/pacgan_table/table.md").read_text()  # the script's table.md before the port
+    assert "| ring | PacGAN2 | 4 | 8 ± 0 | +0.5, p = 0.18 (Holm 1) | 85 ± 2.7 |" in pacgan
+    assert "| 0.0593 ± 0.019 | -0.391, p = 0.098 (Holm 0.88) | 0.0289 ± 0.00082 |" in pacgan
+    stacked = (ROOT / "docs/results/stacked_table/table.md").read_text()
+    assert "| PacDCGAN2 | 3 | 998 ± 0.88 | +1.67, p = 0.52 (Holm 0.52) | 0.247 ± 0.029 |" in stacked
+
+
+def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch, capsys):
+    from ganlab.study import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "report", "smoke", f"study.results={tmp_path}/res",
+                                     f"study.runs={tmp_path}/runs"])
+    with pytest.raises(SystemExit) as exc:
+        cli.main()
+    assert exc.value.code == 1
+    assert "no table of evaluations at" in capsys.readouterr().err
+    assert not (tmp_path / "res").exists()
+
+
+def test_ci95_cell_and_factorial_by_hand():
+    """Seeds [8, 10]: mean 9, sd sqrt(2), t(0.975, 1 df) = 12.706 from a printed t-table, so 9 ± 12.706 x sqrt(2) /
+    sqrt(2). The 2 x 2 cells [1, 3], [5, 7], [2, 4], [6, 8] (base, B on, A on, both): means 2, 6, 3, 7; pooled
+    variance 2 on 4 df; A = +1 and B = +4 with standard error sqrt(2 x 2 / 4) = 1, interaction 0 with standard
+    error 2; t(0.975, 4 df) = 2.776, p(A) = 2 P(T_4 > 1) = 0.3739, p(B) = 2 P(T_4 > 4) = 0.0161."""
+    h = 12.706
+    assert stats.summary([8, 10], ".2f", spread="ci95") == f"9.00 [{9 - h:.2f}, {9 + h:.2f}]"
+    assert stats.summary([8], ".2f", spread="ci95") == "8.00 (1 seed)"
+    assert stats.summary([8, 10], ".2f", spread="se") == "9.00 ± 1.00"
+    (a, a_lo, a_hi, a_p), (b, _, _, b_p), (ab, ab_lo, ab_hi, ab_p) = stats.factorial([[1, 3], [5, 7], [2, 4], [6, 8]])
+    assert (a, b, ab) == (1.0, 4.0, 0.0)
+    assert (a_lo, a_hi) == pytest.approx((1 - 2.776, 1 + 2.776), abs=1e-3)
+    assert (ab_lo, ab_hi) == pytest.approx((-2 * 2.776, 2 * 2.776), abs=2e-3)
+    assert (a_p, b_p, ab_p) == pytest.approx((0.3739, 0.0161, 1.0), abs=1e-4)
+    assert stats.factorial([[1, 3], [5, 7], [2, 4], [6]]) is None  # a cell with one seed: no estimate
