@@ -24,14 +24,14 @@ from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
+from ganlab.config_keys import ConfigError, check_top_level, not_a_setting, top_level_keys
 from ganlab.config_schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
 
 #: Both spellings of a union: ``Optional[int]`` (typing.Union) and ``int | None`` (types.UnionType, PEP 604).
 UNIONS = (typing.Union, types.UnionType)
 
 
-class ConfigError(ValueError):
-    """A bad key, value type or option in the configuration; the message says what was wrong and how to fix it."""
+__all__ = ["ConfigError", "check_command_line", "check_target_values", "check_typed"]
 
 
 def _config_dir() -> Any:
@@ -162,13 +162,20 @@ def _strategy_node_message(name: str, value: Any, selected: Sequence[str]) -> st
 
 
 def check_typed(cfg: DictConfig) -> None:
-    """Check the typed nodes of a composed config against their schemas (``trainer``, ``monitor``, ``optim``, each
+    """Check a composed config's top-level keys (no key a ``+`` added that nothing reads, see
+    :mod:`ganlab.config_keys`) and its typed nodes against their schemas (``trainer``, ``monitor``, ``optim``, each
     ``strategy.<name>``): no key the schema lacks (unless the node's ``_target_`` takes it as a keyword), every
     value of its type, every strategy known and a group of settings.
 
     Raises:
         ConfigError: naming the key, the type it takes, the closest valid key and the choices.
     """
+    known = set(top_level_keys(_config_dir()))
+    for key in cfg:
+        if key not in known:
+            value = cfg._get_node(key)._value()  # type: ignore[union-attr]
+            line = f"+{key}={value}" if isinstance(value, (str, int, float, bool)) else f"+{key}"
+            raise ConfigError(not_a_setting(line, str(key), _config_dir()))
     for group, schema in typed_groups().items():
         if cfg.get(group) is not None:
             _check_node(group, cfg[group], schema)
@@ -272,6 +279,7 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
+    check_top_level(lines, _config_dir())
     for overrides in _variants(lines, multirun):
         _strict_bools(overrides)
         with initialize_config_dir(config_dir=str(_config_dir()), version_base="1.3", job_name="ganlab_check"):

@@ -138,6 +138,30 @@ def test_an_unknown_strategy_lists_the_strategies() -> None:
     check_command_line(["strategy=[wgan_gp]"])
 
 
+def test_a_top_level_key_is_checked_with_and_without_plus() -> None:
+    named = ("lr is not a setting of ganlab{}; the settings named lr: optim.generator.lr, optim.discriminator.lr; "
+             "set the one you mean, e.g. optim.generator.lr=1e-3")
+    assert refused("lr=1e-3") == "lr=1e-3: " + named.format("")
+    assert refused("+lr=1e-3") == "+lr=1e-3: " + named.format(" (a + adds a key nothing reads)")
+    assert refused("++lr=1e-3").startswith("++lr=1e-3: lr is not a setting of ganlab (a + adds")
+    assert refused("seed=0,1", "+lr=1e-3,2e-3", multirun=True).startswith("+lr=1e-3,2e-3: lr is not a setting")
+    check_command_line(["optim.generator.lr=1e-3", "optim.discriminator.lr=1e-3"])  # the advice works
+    assert compose_cfg(["optim.generator.lr=1e-3"]).optim.generator.lr == 1e-3
+    with pytest.raises(ConfigError, match=r"^\+lr=0.001: lr is not a setting"):  # a config composed in Python
+        check_config(compose_cfg(["+lr=1e-3"]))
+
+
+def test_top_level_near_misses_name_the_settings_that_exist() -> None:
+    assert refused("+seeed=1").startswith("+seeed=1: seeed is not a setting of ganlab (a + adds a key nothing "
+                                          "reads); did you mean seed? (top level: dataset, model, loss, optim,")
+    assert refused("stpes=10") == ("stpes=10: stpes is not a setting of ganlab; the settings closest to stpes: "
+                                   "trainer.steps, monitor.preflight.steps; set the one you mean, e.g. "
+                                   "trainer.steps=10")
+    assert refused("+gamma=3") == ("+gamma=3: gamma is not a setting of ganlab (a + adds a key nothing reads); the "
+                                   "settings named gamma: strategy.r1.gamma (with strategy=[r1])")
+    check_command_line(["strategy=[r1]", "strategy.r1.gamma=3"])  # that advice works too
+
+
 # ------------------------------------------------------------------ the other answers, and their advice
 def test_setting_a_strategy_that_is_not_selected() -> None:
     assert refused("strategy=[ema]", "strategy.r1.gamma=3") == (
