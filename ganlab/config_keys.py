@@ -168,3 +168,20 @@ def check_top_level(lines: Sequence[str], config_dir: Path) -> None:
         first = key.replace("/", ".").split("@", 1)[0].split(".", 1)[0]
         if first and first not in top and first not in HYDRA_TOP:
             raise ConfigError(not_a_setting(line, first, config_dir))
+
+
+def yaml_default(path: str, config_dir: Path) -> Any:
+    """The value ``conf/``'s YAML gives the setting ``path`` (default options, then the strategies'); None if none."""
+    for tree in (default_tree(config_dir), strategy_tree(config_dir)):
+        node: Any = tree
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            return node
+    return None
+
+
+def quoted(key: str, value: str) -> str:
+    """``key=value`` as one shell word whose value Hydra reads as one string, commas and all:
+    ``'strategy.diffaugment.policy="color,translation"'`` (the shell drops the single quotes, Hydra the double)."""
+    return f"'{key}=\"{value}\"'"

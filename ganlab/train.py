@@ -236,9 +236,16 @@ def check_no_sweep_under_torchrun() -> None:
 
 
 def main() -> None:
-    """``ganlab-train``: :func:`check_arguments`, then the Hydra job :func:`train`."""
+    """``ganlab-train``: :func:`check_arguments`, then the Hydra job :func:`train`. A sweep (``-m``) exits 1 when any
+    job failed or never ran, and writes its ``summary.md`` also when it is interrupted
+    (:func:`ganlab.sweep.sweep_interrupted`)."""
     check_arguments(sys.argv[1:])
-    train()
+    try:
+        train()
+    except (KeyboardInterrupt, SystemExit):
+        sweep.sweep_interrupted()
+        raise
+    sys.exit(sweep.exit_status())
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
