@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ganlab import sweep
 from ganlab.compare_plots import one_run_per_seed, plot_scores, row_label
 from ganlab.compare_stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
@@ -210,24 +211,41 @@ def table_stem(keys: list[str], summary: Summary) -> str:
     return "table_" + hashlib.sha1(",".join(keys).encode()).hexdigest()[:8]
 
 
-def best_rows(summary: Summary, keys: list[str], alpha: float = ALPHA) -> dict[str, set[str]]:
-    """Score -> the row with the best mean in that score's direction, where it beats the runner-up.
-
-    The best and the second-best mean (NaN skipped) are compared by Welch's t-test
-    (:func:`ganlab.compare_stats.welch_t_test`, two-sided); the best is marked when p < ``alpha``. No mark when
-    either row has fewer than 2 seeds, the two means tie, or the score has no direction.
-    """
-    best: dict[str, set[str]] = {}
+def best_tests(summary: Summary, keys: list[str]) -> dict[str, tuple[str, str, float]]:
+    """Score -> ``(best row, runner-up row, p)``: the best and second-best mean in the score's direction (NaN
+    skipped) compared by Welch's t-test (:func:`ganlab.compare_stats.welch_t_test`, two-sided). Scores without a
+    direction, with fewer than two rows or a row of fewer than 2 seeds are left out; tied means get p = 1."""
+    tests: dict[str, tuple[str, str, float]] = {}
     for k in keys:
         direction = higher_is_better(k)
         cells = sorted(((s[k], lab) for lab, s in summary.items() if k in s and not math.isnan(s[k][0])),
                        key=lambda c: -c[0][0] if direction else c[0][0])
         if direction is None or len(cells) < 2 or min(cells[0][0][2], cells[1][0][2]) < 2:
             continue
-        (first, label), (second, _) = cells[:2]
-        if first[0] != second[0] and welch_t_test(*first, *second)[2] < alpha:
-            best[k] = {label}
-    return best
+        (first, label), (second, runner_up) = cells[:2]
+        tests[k] = (label, runner_up, welch_t_test(*first, *second)[2] if first[0] != second[0] else 1.0)
+    return tests
+
+
+def best_rows(summary: Summary, keys: list[str], alpha: float = ALPHA) -> dict[str, set[str]]:
+    """Score -> the row with the best mean in that score's direction, where it beats the runner-up: p < ``alpha``
+    in :func:`best_tests`. No mark when either row has fewer than 2 seeds, the two means tie, or the score has no
+    direction."""
+    return {k: {best} for k, (best, _, p) in best_tests(summary, keys).items() if p < alpha}
+
+
+def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> str:
+    """The tests behind the marks (``--p-values``): per score, the best row, the runner-up and Welch's p, and
+    whether the best is marked (p < ``alpha``)."""
+    tests = best_tests(summary, keys)
+    lines = [f"Welch's t-test of the best row against the runner-up (two-sided; marked where p < {alpha}):"]
+    for k in keys:
+        if k in tests:
+            best, runner_up, p = tests[k]
+            lines.append(f"  {k}: {best} vs {runner_up}: p = {p:.3g}{' (marked)' if p < alpha else ''}")
+        else:
+            lines.append(f"  {k}: no test (no direction, fewer than two rows, or a row of fewer than 2 seeds)")
+    return "\n".join(lines)
 
 
 def legend(mark: str, ci: bool = False) -> str:
@@ -311,13 +329,32 @@ def _parse_keys(given: list[str] | None, summary: Summary) -> list[str]:
     return table_keys(summary) if names == ["all"] else names
 
 
+def jobs_not_run(root: str | Path) -> list[tuple[int, list[str]]]:
+    """The jobs of the sweep in ``root`` that never ran (``(number, swept overrides)``), from the sweep's
+    ``multirun.yaml``; [] for a folder that is no sweep of Hydra's basic sweeper."""
+    from omegaconf import OmegaConf
+
+    path = Path(root) / "multirun.yaml"
+    if not path.is_file():
+        return []
+    config = OmegaConf.load(path)
+    return sweep.jobs_not_run(Path(root), sweep.planned_jobs(config), sweep.swept_keys(config))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished, also for
-    a folder without jobs; 2 for a folder that does not exist or an unknown ``--keys`` score)."""
+    a folder without jobs, and with ``--strict`` when any job failed, is unfinished or never ran; 2 for a folder
+    that does not exist or an unknown ``--keys`` score)."""
     parser = argparse.ArgumentParser(prog="ganlab-compare", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", help="a sweep directory (runs/multirun/...) or any folder of runs")
-    parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default="markdown",
-                        help="how the table is printed (default: markdown)")
+    parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default=None,
+                        help="how the table is printed (default: terminal, aligned columns, on a terminal; "
+                             "markdown when the output goes to a file or a pipe)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit status 1 when any job failed, is unfinished or never ran (for scripts and CI; "
+                             "default: 1 only when no job finished)")
+    parser.add_argument("--p-values", action="store_true",
+                        help="print the test behind each column's mark: best row, runner-up, Welch's p")
     parser.add_argument("--out", help="folder for the table files and <score>.png (default: <sweep_dir>/comparison)")
     parser.add_argument("--no-files", action="store_true", help="only print; write no table or plot files")
     parser.add_argument("--keys", nargs="+", metavar="KEYS",
@@ -352,8 +389,11 @@ def main(argv: list[str] | None = None) -> int:
               "counts once; kept the run trained furthest, then the last folder by name)", file=sys.stderr)
     ci = intervals(runs, keys) if args.ci else None
     if runs:
-        table = {"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[args.format]
+        shown = args.format or ("terminal" if sys.stdout.isatty() else "markdown")
+        table = {"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[shown]
         print(table(summary, keys, ci))
+        if args.p_values:
+            print("\n" + p_value_lines(summary, keys))
     if runs and not args.no_files:
         out = Path(args.out or Path(args.sweep_dir) / "comparison")
         out.mkdir(parents=True, exist_ok=True)
@@ -364,8 +404,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nwrote {md}, {csv_path} and {len(plots)} plots in {out}")
     for job in failed:
         print(f"{job.status.upper()} {job.run_dir}: {job.error} (log: {job.log})")
-    print(f"{len(runs)} finished, {len(failed)} failed or unfinished")
-    return 0 if runs else 1
+    missing = jobs_not_run(args.sweep_dir)
+    for number, overrides in missing:
+        print(f"NOT RUN job {number}: {' '.join(overrides)}")
+    not_run = f", {len(missing)} not run" if missing else ""
+    print(f"{len(runs)} finished, {len(failed)} failed or unfinished{not_run}")
+    if not runs:
+        return 1
+    return 1 if args.strict and (failed or missing) else 0
 
 
 if __name__ == "__main__":

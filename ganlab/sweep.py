@@ -224,7 +224,7 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
     missing = jobs_not_run(sweep_dir, planned, swept)
     head = "Interrupted: " if interrupted else ""
     lines = [f"# Sweep {sweep_dir}", "",
-             f"{head}{len(runs)} jobs finished, {len(failed)} failed, {len(missing)} not run.", ""]
+             f"{head}{len(runs)} jobs finished, {len(failed)} failed or unfinished, {len(missing)} not run.", ""]
     if runs:
         lines += [markdown_table(summarise(runs)), ""]
     if failed:
@@ -233,7 +233,7 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
     if missing:
         lines += ["## Jobs not run", ""] + [f"- {i}: `{' '.join(job)}`" for i, job in missing]
     (sweep_dir / filename).write_text("\n".join(lines).rstrip("\n") + "\n")
-    log.info("sweep %s: %d jobs finished, %d failed, %d not run; summary in %s",
+    log.info("sweep %s: %d jobs finished, %d failed or unfinished, %d not run; summary in %s",
              "interrupted" if interrupted else "finished", len(runs), len(failed), len(missing),
              sweep_dir / filename)
     for f in failed:

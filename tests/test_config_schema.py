@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import shlex
 import subprocess
 import sys
 import typing
@@ -22,7 +23,7 @@ from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
 from ganlab.build import build_trainer, check_config, make
-from ganlab.config_check import ConfigError, check_command_line
+from ganlab.config_check import ConfigError, _variants, check_command_line
 from ganlab.config_schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
 from ganlab.health.detector import DetectorConfig
 
@@ -160,6 +161,45 @@ def test_top_level_near_misses_name_the_settings_that_exist() -> None:
     assert refused("+gamma=3") == ("+gamma=3: gamma is not a setting of ganlab (a + adds a key nothing reads); the "
                                    "settings named gamma: strategy.r1.gamma (with strategy=[r1])")
     check_command_line(["strategy=[r1]", "strategy.r1.gamma=3"])  # that advice works too
+
+
+POLICY = "strategy.diffaugment.policy"
+QUOTED = """'strategy.diffaugment.policy="color,translation"'"""  # one shell word; Hydra reads one string
+
+
+def test_a_comma_in_a_string_setting_gets_the_quoting_that_works() -> None:
+    assert refused("strategy=[diffaugment]", f"{POLICY}=color,translation") == (
+        f"{POLICY}=color,translation: a comma separates the values of a sweep (-m); for the one string "
+        f"'color,translation', quote it for both the shell and Hydra: {QUOTED}")
+    assert refused("strategy=[diffaugment]", f"{POLICY}=[color,translation]") == (
+        f"{POLICY}=[color,translation]: {POLICY} must be a string, got ['color', 'translation']; for several names "
+        f"in one string, quote it: {QUOTED}")
+    (followed,) = shlex.split(QUOTED)  # the advice as a shell passes it on
+    check_command_line(["strategy=[diffaugment]", followed])
+    check_command_line(["strategy=[diffaugment]", followed], multirun=True)
+    assert compose_cfg(["strategy=[diffaugment]", followed]).strategy.diffaugment.policy == "color,translation"
+
+
+def test_a_sweep_never_splits_a_comma_separated_setting_silently() -> None:
+    assert refused("strategy=[diffaugment]", f"{POLICY}=color,translation", multirun=True) == (
+        f"{POLICY}=color,translation: under -m the commas would split {POLICY}, a comma-separated list in one "
+        f"string, into one job per name ({POLICY}=color, {POLICY}=translation); for one job with all of them "
+        f"quote it: {QUOTED}; for that sweep say so: '{POLICY}=choice(color,translation)'")
+    (explicit,) = shlex.split(f"'{POLICY}=choice(color,translation)'")
+    check_command_line(["strategy=[diffaugment]", explicit], multirun=True)  # that advice works too
+    check_command_line(["dataset=ring8,grid25", "seed=0,1"], multirun=True)  # other sweeps are sweeps
+
+
+def test_every_combination_of_swept_groups_is_checked_and_named() -> None:
+    variants = _variants(["model=mlp,dcgan", "dataset=ring8,digits", "seed=0,1", "trainer.steps=3"], True)
+    assert [swept for _, swept in variants] == [["model=mlp", "dataset=ring8"], ["model=mlp", "dataset=digits"],
+                                                ["model=dcgan", "dataset=ring8"], ["model=dcgan", "dataset=digits"],
+                                                ["model=mlp", "dataset=ring8"]]  # the last: seed=1
+    assert variants[-1][0] == ["trainer.steps=3", "model=mlp", "dataset=ring8", "seed=1"]
+    assert refused("model=dcgan,mlp", "model.generator.width=8", multirun=True) == (
+        "model.generator.width=8: model.generator.width is not a setting of model.generator; model.generator takes: "
+        "z_dim, hidden, batch_norm (in the sweep's jobs with model=mlp)")
+    check_command_line(["model=dcgan,resnet", "model.generator.width=8"], multirun=True)
 
 
 # ------------------------------------------------------------------ the other answers, and their advice
