@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ganlab import sweep
-from ganlab.compare_plots import one_run_per_seed, plot_scores, row_label
+from ganlab.compare_plots import current_names, one_run_per_seed, plot_scores, row_label
 from ganlab.compare_stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 
@@ -142,6 +142,7 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
             failed.append(FailedJob(job, log, "no metrics.json (killed, or still running)", "unfinished"))
         else:
             run = {**json.loads((job / "metrics.json").read_text()), "run_dir": str(job)}
+            run["scores"] = current_names(run.get("scores", {}))
             extra = sorted(o for o in overrides[job] if o not in common and _tells_apart(o))
             runs.append({**run, "label": row_label(run, extra)})
     return runs, failed

@@ -178,7 +178,7 @@ def test_bootstrap_intervals_in_the_tables(sweep: Path) -> None:
 
 def test_headline_keys_per_kind_of_data() -> None:
     mixture = ["modes_covered", "hq_fraction", "reverse_kl", "reverse_kl_hq", "clusters_covered", "cluster_kl",
-               "precision", "recall", "density", "coverage", "high_similarity_fraction", "collapsed", "ndb",
+               "precision", "recall", "density", "coverage", "high_similarity_fraction", "high_similarity_flag", "ndb",
                "ndb_fraction", "fd", "vendi"]
     image = ["modes_covered", "kl_uniform", "clusters_covered", "cluster_jsd", "precision", "recall", "density",
              "coverage", "high_similarity_fraction", "ndb_fraction", "fd", "vendi", "duplicate_fraction"]
@@ -298,3 +298,18 @@ def test_a_terminal_gets_aligned_columns_and_a_pipe_markdown(sweep: Path, capsys
     assert lines[0].split() == ["run", "seeds", "modes_covered", "↑", "reverse_kl", "↓"] and set(lines[1]) == {"-", " "}
     assert main([str(sweep), "--no-files", "--format", "markdown"]) == 0  # asked for
     assert capsys.readouterr().out.startswith("| run | seeds |")
+
+
+def test_runs_written_before_a_score_was_renamed_share_its_column(tmp_path: Path) -> None:
+    old = make_job(tmp_path, "0_old", (), 0, {"collapsed": 1.0, "modes_covered": 1.0})
+    make_job(tmp_path, "1_new", (), 1, {"high_similarity_flag": 0.0, "modes_covered": 3.0})
+    runs, _ = collect_runs(tmp_path)
+    assert sorted(r["scores"]["high_similarity_flag"] for r in runs) == [0.0, 1.0]
+    assert summarise(runs)["ring8 [plain]"]["high_similarity_flag"] == (0.5, pytest.approx(0.5**0.5), 2)
+    assert [s["high_similarity_flag"] for _, s in score_curves_of(old)] == [0.5, 1.0]  # metrics.jsonl too
+
+
+def score_curves_of(run_dir: Path) -> list[tuple[int, dict[str, float]]]:
+    from ganlab.compare_plots import read_curve
+
+    return read_curve(run_dir)
