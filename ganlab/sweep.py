@@ -81,6 +81,15 @@ def job_name(num: Any, strategy: Any, seed: Any, overrides: Any = None) -> str:
 OmegaConf.register_new_resolver("ganlab.job_name", job_name, replace=True)
 
 
+def run_group(experiment: Any, dataset: Any) -> str:
+    """The folder under ``runs/`` of a single run: the preset's name with ``experiment=<name>`` (runs of
+    ``pacgan_ring`` apart from the default ring's), else the data set's."""
+    return str(experiment) if experiment not in (None, "", "null", "None") else str(dataset)
+
+
+OmegaConf.register_new_resolver("ganlab.run_group", run_group, replace=True)
+
+
 def is_multirun() -> bool:
     """True inside a job of a Hydra multirun (``-m``); False in a single run or outside Hydra."""
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
