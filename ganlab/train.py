@@ -1,4 +1,8 @@
-"""``ganlab-train``: one Hydra-configured GAN experiment (``-m`` for a sweep). See ``conf/train.yaml``."""
+"""``ganlab-train``: one Hydra-configured GAN experiment (``-m`` for a sweep). See ``conf/train.yaml``.
+
+This module imports torch and the rest of ganlab only inside its functions: ``ganlab-train lr=1e-3`` is answered
+by :func:`ganlab.config_keys.check_top_level` before that import (about a second instead of many).
+"""
 
 from __future__ import annotations
 
@@ -11,22 +15,19 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ganlab import CONFIG_DIR, distributed, sweep
-from ganlab.build import build_trainer
-from ganlab.config_check import ConfigError, check_command_line
-from ganlab.io import remove_stale_temp_files
-from ganlab.metrics.directions import higher_is_better, score_directions
-from ganlab.metrics.scorers import VENDI_READING
-from ganlab.trainer.interrupt import TrainingInterrupted
+from ganlab import _config_dir
+from ganlab.config_keys import ConfigError, check_top_level
+
+if TYPE_CHECKING:
+    from ganlab.distributed import Dist
 
 log = logging.getLogger("ganlab")
-#: How to read a score that has no better direction, printed under the end-of-run table.
-SCORE_READINGS = {"vendi": VENDI_READING}
 #: Score keys of one class (``class/3/recall``, ``pred_class/0/clusters_covered``), left out of the end-of-run table.
 PER_CLASS = re.compile(r"^(pred_)?class/\d+/")
 
@@ -37,6 +38,10 @@ def format_scores(scores: dict[str, float]) -> str:
     Scores of single classes (``class/<c>/...``, ``pred_class/<c>/...``) are left to ``metrics.json``: the table
     keeps their ``mean`` and ``worst`` rows and ends with one line counting the rest. A score without a better
     direction but with a data baseline (``vendi``) reads "near data", with its reading below the table."""
+    from ganlab.metrics.directions import higher_is_better, score_directions
+    from ganlab.metrics.scorers import VENDI_READING
+
+    readings = {"vendi": VENDI_READING}  # how to read a score that has no better direction
     names = [k for k in scores if not k.startswith("data/")]
     per_class = [k for k in names if PER_CLASS.match(k)]
     names = [k for k in names if not PER_CLASS.match(k)]
@@ -50,7 +55,7 @@ def format_scores(scores: dict[str, float]) -> str:
         data_cell = f"{data:>10.4g}" if data is not None else f"{'-':>10}"
         better = direction[higher_is_better(k)] or ("near data" if data is not None else "")
         lines.append(f"  {k:<{width}}  {scores[k]:>10.4g}  {data_cell}  {better}".rstrip())
-    lines += [f"  {SCORE_READINGS[k]}" for k in names if k in SCORE_READINGS]
+    lines += [f"  {readings[k]}" for k in names if k in readings]
     if per_class:
         lines.append(f"  (+ {len(per_class)} scores of single classes in metrics.json)")
     return "\n".join(lines)
@@ -93,6 +98,8 @@ def remove_interrupted_writes(run_dir: Path, resume: str | None) -> list[Path]:
     Returns:
         The files deleted.
     """
+    from ganlab.io import remove_stale_temp_files
+
     folders = [(run_dir / "checkpoints", 0.0)]
     if resume:
         given = Path(resume).expanduser()
@@ -125,6 +132,9 @@ def run(cfg: DictConfig) -> dict:
     Raises:
         StartError: the run could not be built (see :class:`StartError`).
     """
+    from ganlab import distributed, sweep
+    from ganlab.build import build_trainer
+
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if cfg.trainer.get("ensemble") is not None:
         return run_ensemble(cfg, run_dir)
@@ -172,6 +182,8 @@ def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
     """A run that could not start. Single run: print the message (the traceback too with HYDRA_FULL_ERROR=1),
     remove the run folder Hydra made when it holds nothing else, exit 1. Multirun: mark the job's folder
     (``failure.json`` with ``"stage": "start"``, listed by ganlab-compare as a config error) and go on."""
+    from ganlab import sweep
+
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if sweep.is_multirun():
         sweep.record_failure(run_dir, err.__cause__ or err, log_traceback=False, stage="start")
@@ -192,7 +204,7 @@ def resume_command(run_dir: Path) -> str:
     return shlex.join([program("ganlab-train"), *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
 
 
-def _quiet_other_ranks(dist: distributed.Dist) -> None:
+def _quiet_other_ranks(dist: Dist) -> None:
     """On ranks other than 0: no log file of their own in the shared run folder, and only their warnings and errors
     on the console (rank 0 reports the run)."""
     if dist.main:
@@ -220,6 +232,9 @@ def check_arguments(argv: list[str]) -> None:
             args.config_dir, args.experimental_rerun]):
         return
     try:
+        check_top_level(args.overrides, _config_dir())  # before torch is imported: a typo answered at once
+        from ganlab.config_check import check_command_line
+
         check_command_line(args.overrides, multirun=args.multirun)
         if args.multirun:
             check_no_sweep_under_torchrun()
@@ -246,6 +261,9 @@ def main() -> None:
     job failed or never ran, and writes its ``summary.md`` also when it is interrupted
     (:func:`ganlab.sweep.sweep_interrupted`)."""
     check_arguments(sys.argv[1:])
+    from ganlab import CONFIG_DIR, sweep  # CONFIG_DIR: the schemas the YAMLs name, stored before Hydra composes
+
+    log.debug("config folder %s", CONFIG_DIR)
     try:
         train()
     except (KeyboardInterrupt, SystemExit):
@@ -254,7 +272,7 @@ def main() -> None:
     sys.exit(sweep.exit_status())
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
+@hydra.main(version_base="1.3", config_path=str(_config_dir()), config_name="train")
 def train(cfg: DictConfig) -> float | None:
     """The Hydra job of ``ganlab-train``; returns the sweep objective (``cfg.objective``) when set.
 
@@ -262,6 +280,8 @@ def train(cfg: DictConfig) -> float | None:
     ``failure.json`` and ``FAILED`` into its folder, and it returns the worst objective (+-inf). A single run
     re-raises.
     """
+    from ganlab import distributed
+
     if not isinstance(cfg.get("preflight", False), bool):
         raise ValueError(f"preflight must be true or false, got {cfg.preflight!r}")
     if cfg.get("preflight"):
@@ -276,6 +296,9 @@ def train(cfg: DictConfig) -> float | None:
 
 def _train(cfg: DictConfig) -> float | None:
     """:func:`train` after the preflight branch: run, and report a failed start, a signal or an error."""
+    from ganlab import distributed, sweep
+    from ganlab.trainer.interrupt import TrainingInterrupted
+
     try:
         dist = distributed.init(str(cfg.device), float(cfg.trainer.dist_timeout_s)) \
             if cfg.trainer.get("distributed") else distributed.current()

@@ -293,6 +293,17 @@ def test_the_command_prints_one_line_and_makes_no_run_folder(tmp_path: Path) -> 
     assert shown.returncode == 0 and "steps: 7" in shown.stdout  # --cfg job still prints the config
 
 
+def test_a_top_level_typo_is_answered_before_torch_is_imported(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-X", "importtime", "-m", "ganlab.train", "+lr=1e-3", f"hydra.run.dir={tmp_path / 'run'}"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")]
+    assert "omegaconf" in imported and "torch" not in imported  # the answer came from the YAML alone
+    assert done.stderr.splitlines()[-1].startswith("ganlab-train: +lr=1e-3: lr is not a setting of ganlab")
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_config_pickled_to_another_process_keeps_its_schemas(tmp_path: Path) -> None:
     """Hydra's submitit launcher pickles each job's config; the job's process must find the generated schemas."""
     import pickle
