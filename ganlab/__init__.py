@@ -20,11 +20,11 @@ def _config_dir() -> Path:
 
 def __getattr__(name: str) -> Path:
     """``ganlab.CONFIG_DIR``: the Hydra config folder (see :func:`_config_dir`). Its first use also stores the
-    config schemas in Hydra's ConfigStore (:func:`ganlab.config_schema.register`), which the YAMLs there name in
+    config schemas in Hydra's ConfigStore (:func:`ganlab.config.schema.register`), which the YAMLs there name in
     their defaults lists; so anything that composes ``CONFIG_DIR`` gets them, and ``import ganlab`` stays light."""
     if name != "CONFIG_DIR":
         raise AttributeError(f"module 'ganlab' has no attribute {name!r}")
-    from ganlab.config_schema import register
+    from ganlab.config.schema import register
 
     path = _config_dir()
     register(path)

@@ -1,6 +1,6 @@
 """Data-parallel training with ``torch.distributed`` (``trainer.distributed=true``): one process per device.
 
-Launchers: ``torchrun --nproc_per_node=N -m ganlab.train trainer.distributed=true ...`` (sets ``RANK``,
+Launchers: ``torchrun --nproc_per_node=N -m ganlab.cli.train trainer.distributed=true ...`` (sets ``RANK``,
 ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``), or SLURM (``srun`` or Hydra's submitit
 launcher with ``tasks_per_node``), whose ``SLURM_*`` variables submitit's ``TorchDistributedEnvironment`` turns
 into the same ones. Backend: NCCL on CUDA (device ``cuda:LOCAL_RANK``), gloo on the CPU.

@@ -22,8 +22,8 @@ sys.path.insert(0, str(REPO))
 
 
 def main(run: Path) -> None:
-    from ganlab.build import build_trainer
     from ganlab.models.conditional import make_codes
+    from ganlab.run.build import build_trainer
 
     torch.manual_seed(0)
     cfg = OmegaConf.load(run / ".hydra" / "config.yaml")

@@ -142,8 +142,8 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
 
     from ganlab import CONFIG_DIR
-    from ganlab.build import build_trainer
     from ganlab.models.base import eval_mode
+    from ganlab.run.build import build_trainer
 
     c0 = time.process_time()
     run_dir = WORK / run["name"]

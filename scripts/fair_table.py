@@ -111,7 +111,7 @@ def table(final: list[dict], best: dict[tuple[str, str], float], args: argparse.
     difference to the plain GAN's and Welch's two-sided p), HQ % and reverse KL (mean +- std), the seeds with all
     modes, and (less noisy than one evaluation) modes and HQ % averaged over each seed's last :data:`LATE`
     evaluations."""
-    from ganlab.compare_stats import welch_t_test
+    from ganlab.analysis.stats import welch_t_test
 
     lines = ["| data | arm | lr (chosen) | seeds | modes covered | vs plain GAN: modes, Welch p | HQ % | reverse KL "
              f"| seeds with all modes | last {LATE} evaluations: modes, HQ % |", "|---" * 10 + "|"]

@@ -53,7 +53,7 @@ def run_one(out: Path, dataset: str, row: str, seed: int, steps: int, chunk: int
         if done.is_file() and json.loads(done.read_text())["step"] == upto:
             previous = folder
             continue
-        cmd = [sys.executable, "-m", "ganlab.train", f"experiment=pacgan_{dataset}", *ROWS[row], f"seed={seed}",
+        cmd = [sys.executable, "-m", "ganlab.cli.train", f"experiment=pacgan_{dataset}", *ROWS[row], f"seed={seed}",
                f"trainer.steps={upto}", f"trainer.eval_every={eval_every}", f"trainer.ckpt_every={chunk}",
                "logger=none", "trainer.progress=false", "trainer.projector=false", "threads=1",
                f"hydra.run.dir={folder}"]

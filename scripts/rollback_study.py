@@ -72,7 +72,7 @@ CANDIDATES = {
 
 
 def train(folder: Path, overrides: list[str], cheap: bool = True, steps: int | None = None) -> None:
-    """One ``ganlab.train`` run into ``folder`` (with the :data:`CHEAP` scorer set unless ``cheap`` is False);
+    """One ``ganlab.cli.train`` run into ``folder`` (with the :data:`CHEAP` scorer set unless ``cheap`` is False);
     skipped when its ``metrics.json`` exists (with ``steps``: at that step or beyond); an interrupted run
     (checkpoints but no ``metrics.json``), or with ``steps`` a finished run that stopped short of it, is continued in
     place from its newest checkpoint (``trainer.resume``; the evaluations after it are redone)."""
@@ -80,7 +80,7 @@ def train(folder: Path, overrides: list[str], cheap: bool = True, steps: int | N
     if done.is_file() and (steps is None or json.loads(done.read_text())["step"] >= steps):
         return
     resume = [f"trainer.resume={folder}"] if any((folder / "checkpoints").glob("*.pt")) else []
-    cmd = [sys.executable, "-m", "ganlab.train", *overrides, *resume, "logger=none", "trainer.progress=false",
+    cmd = [sys.executable, "-m", "ganlab.cli.train", *overrides, *resume, "logger=none", "trainer.progress=false",
            "trainer.projector=false", "threads=1", *(CHEAP if cheap else []), f"hydra.run.dir={folder}"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -175,7 +175,7 @@ def study_table(rows: list[dict[str, object]], key: str, steps: int, seeds: int,
     """Markdown: final ``key`` per arm (mean, 95 % t-interval over seeds), seeds reaching the data's coverage,
     the mean best coverage over the run, the difference to the base arm (Welch's t-test), and (secondary, less
     noisy than one evaluation) each seed's mean over its last :data:`LATE` evaluations, with its 95 % interval."""
-    from ganlab.compare_stats import welch_t_test
+    from ganlab.analysis.stats import welch_t_test
 
     finals = {a: [float(r[key]) for r in rows if r["arm"] == a and r["step"] == steps] for a in ARMS}
     done = {a: sorted({r["seed"] for r in rows if r["arm"] == a and r["step"] == steps}) for a in ARMS}

@@ -1,7 +1,7 @@
 """Run every anti-collapse strategy on ring8 and grid25 over several seeds and print a markdown table.
 
 Each run goes through ganlab's own API (the real ``conf/train.yaml`` composed with overrides, then
-``ganlab.build.build_trainer(cfg, run_dir).fit()``), one at a time, in this process; its ``metrics.json``
+``ganlab.run.build.build_trainer(cfg, run_dir).fit()``), one at a time, in this process; its ``metrics.json``
 is read back. Finished runs (a ``metrics.json`` at the requested step) are skipped, so an interrupted
 table resumes. Example (about 40 CPU-minutes on one core with the defaults below; ``--steps 2400`` stays safely under)::
 
@@ -21,7 +21,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 import ganlab
-from ganlab.build import build_trainer
+from ganlab.run.build import build_trainer
 
 #: label -> overrides; the first is the plain GAN every strategy is compared with. Shipped defaults unless the
 #: label says otherwise.

@@ -15,8 +15,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from tiny_config import compose_cfg
 
 import ganlab
-from ganlab.build import build_trainer
 from ganlab.health import read_alerts
+from ganlab.run.build import build_trainer
 
 SMALL = ["trainer.steps=4", "trainer.batch_size=32", "trainer.eval_every=4", "logger=none", "trainer.progress=false",
          "trainer.projector=false", "metrics.num_samples=200", "monitor.collapse_z=0"]
@@ -154,7 +154,7 @@ def test_minibatch_stddev_groups_within_a_micro_batch(tmp_path: Path) -> None:
 
 
 def test_the_nan_guard_sees_and_dumps_the_whole_batch(tmp_path: Path) -> None:
-    from ganlab.sweep import inject_faults
+    from ganlab.cli.sweep import inject_faults
 
     cfg = config("mlp", None, "trainer.steps=3", "trainer.eval_every=3", "trainer.accumulate=4",
                  "debug.inject_nan_at_step=2")

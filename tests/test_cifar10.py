@@ -126,7 +126,7 @@ def test_files_read_are_logged_and_a_damaged_batch_is_named(tmp_path: Path, capl
 def test_cifar10_trains(tmp_path: Path) -> None:
     from tiny_config import compose_cfg
 
-    from ganlab.build import build_trainer
+    from ganlab.run.build import build_trainer
 
     make_fake_cifar10(tmp_path / "data", per_batch=16)
     cfg = compose_cfg(["dataset=cifar10", f"dataset.root={tmp_path / 'data'}", "dataset.image_size=8",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ganlab.compare import collect_runs, markdown_table, summarise
+from ganlab.analysis.table import collect_runs, markdown_table, summarise
 
 TINY = ["device=cpu", "trainer.steps=30", "trainer.batch_size=64", "trainer.eval_every=15", "trainer.log_every=5",
         "metrics.num_real=500", "metrics.scorers.ndb.k=20",
@@ -67,7 +67,7 @@ def test_compare_table_equals_the_jobs_metrics(sweep: Path) -> None:
 
 
 def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
-    from ganlab.train import format_scores
+    from ganlab.cli.train import format_scores
 
     table = format_scores({"reverse_kl": 2.079, "modes_covered": 1.0, "data/modes_covered": 8.0, "fd": 3.2,
                            "data/reverse_kl": 0.0038})
@@ -78,8 +78,8 @@ def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
 
 
 def test_end_of_run_table_says_how_to_read_vendi() -> None:
+    from ganlab.cli.train import format_scores
     from ganlab.metrics.scorers import VENDI_READING
-    from ganlab.train import format_scores
 
     lines = format_scores({"vendi": 35.0, "data/vendi": 15.6, "modes_covered": 1.0}).splitlines()
     assert lines[2] == "  vendi                  35        15.6  near data"  # not "more diverse than the data"
@@ -88,7 +88,7 @@ def test_end_of_run_table_says_how_to_read_vendi() -> None:
 
 
 def test_end_of_run_table_leaves_single_classes_to_metrics_json() -> None:
-    from ganlab.train import format_scores
+    from ganlab.cli.train import format_scores
 
     table = format_scores({"class/mean/recall": 0.5, "data/class/mean/recall": 0.9, "class/0/recall": 0.4,
                            "class/10/recall": 0.6, "pred_class/3/precision": 0.7, "pred_class/worst/precision": 0.2})
@@ -101,7 +101,7 @@ def test_the_printed_tensorboard_command_names_an_existing_program(tmp_path) -> 
     import shlex
     import shutil
 
-    from ganlab.train import tensorboard_command
+    from ganlab.cli.train import tensorboard_command
 
     exe, flag, folder = shlex.split(tensorboard_command(tmp_path / "a run"))
     assert (flag, folder) == ("--logdir", str(tmp_path / "a run"))
@@ -113,7 +113,7 @@ def test_a_bad_setting_prints_only_its_message_and_leaves_no_run_folder(tmp_path
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "ganlab.train", "optim.schedule.generator.kind=step", "logger=none",
+    cmd = [sys.executable, "-m", "ganlab.cli.train", "optim.schedule.generator.kind=step", "logger=none",
            f"hydra.run.dir={tmp_path / 'run'}"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("HYDRA_FULL_ERROR", None)
@@ -131,14 +131,12 @@ def test_a_bad_setting_in_a_sweep_is_listed_as_a_config_error(tmp_path, capsys) 
     import subprocess
     import sys
 
-    from ganlab import compare
-
     sweep_dir = tmp_path / "sweep"
-    cmd = [sys.executable, "-m", "ganlab.train", "-m", "optim.schedule.generator.kind=step", "logger=none",
+    cmd = [sys.executable, "-m", "ganlab.cli.train", "-m", "optim.schedule.generator.kind=step", "logger=none",
            f"hydra.sweep.dir={sweep_dir}"]
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
                           cwd=tmp_path)
     assert done.returncode == 1, done.stderr[-2000:]  # the sweep goes on past a job that cannot start, and says so
-    runs, failed = compare.collect_runs(sweep_dir)
+    runs, failed = collect_runs(sweep_dir)
     assert runs == [] and [f.status for f in failed] == ["config error"]
     assert "optim.schedule.generator.kind must be one of" in failed[0].error

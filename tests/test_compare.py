@@ -1,5 +1,6 @@
-"""``ganlab.compare`` on hand-made job folders: grouping, mean ± std over distinct seeds, best marks by direction and
-Welch's t-test, bootstrap intervals, headline keys, one table file per key set, CSV, plots, failures, empty folders."""
+"""``ganlab.analysis.table`` and ``ganlab-compare`` on hand-made job folders: grouping, mean ± std over distinct seeds,
+best marks by direction and Welch's t-test, bootstrap intervals, headline keys, one table file per key set, CSV, plots,
+failures, empty folders."""
 
 from __future__ import annotations
 
@@ -16,20 +17,20 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
-from ganlab.compare import (
+from ganlab.analysis.plots import one_run_per_seed, plot_scores, score_curves
+from ganlab.analysis.stats import bootstrap_ci
+from ganlab.analysis.table import (
     best_rows,
     collect_runs,
     csv_table,
     headline_keys,
     intervals,
-    main,
     markdown_table,
     summarise,
     table_keys,
     terminal_table,
 )
-from ganlab.compare_plots import one_run_per_seed, plot_scores, score_curves
-from ganlab.compare_stats import bootstrap_ci
+from ganlab.cli.compare import main
 
 #: (strategies, seed) -> final scores, 3 seeds a row. modes_covered: plain [1, 2, 3] against wgan_gp [4, 5, 6]
 #: (means 2 and 5, std 1 each: Welch t = -3.674, df = 4, p = 0.021, so wgan_gp is marked); reverse_kl: plain
@@ -72,15 +73,15 @@ def sweep(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_compare_and_its_plots_import_each_other_in_one_direction_only() -> None:
+def test_table_and_its_plots_import_each_other_in_one_direction_only() -> None:
     import ast
     import inspect
 
-    import ganlab.compare_plots
+    import ganlab.analysis.plots
 
-    tree = ast.parse(inspect.getsource(ganlab.compare_plots))
+    tree = ast.parse(inspect.getsource(ganlab.analysis.plots))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert "ganlab.compare" not in imported  # compare imports compare_plots, never the other way round
+    assert "ganlab.analysis.table" not in imported  # the table imports the plots, never the other way round
 
 
 def test_collect_groups_seeds_and_lists_failures(sweep: Path) -> None:
@@ -264,7 +265,7 @@ def test_an_empty_folder_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_row_labels_leave_out_overrides_that_do_not_change_results() -> None:
-    from ganlab.compare import _tells_apart
+    from ganlab.analysis.table import _tells_apart
 
     assert not any(map(_tells_apart, ["seed=1", "trainer.progress=false", "logger=none", "threads=1",
                                       "hydra.launcher.n_jobs=2", "+logger.flush_secs=5", "trainer.resume=runs/a"]))
@@ -310,6 +311,6 @@ def test_runs_written_before_a_score_was_renamed_share_its_column(tmp_path: Path
 
 
 def score_curves_of(run_dir: Path) -> list[tuple[int, dict[str, float]]]:
-    from ganlab.compare_plots import read_curve
+    from ganlab.analysis.plots import read_curve
 
     return read_curve(run_dir)

@@ -1,4 +1,4 @@
-"""``ganlab.compare_stats``: Welch's t-test by hand and against scipy, the percentile bootstrap interval."""
+"""``ganlab.analysis.stats``: Welch's t-test by hand and against scipy, the percentile bootstrap interval."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from ganlab.compare_stats import bootstrap_ci, regularized_beta, t_two_sided_p, welch_t_test
+from ganlab.analysis.stats import bootstrap_ci, regularized_beta, t_two_sided_p, welch_t_test
 
 
 def hand_p_df4(t: float) -> float:

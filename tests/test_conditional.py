@@ -13,7 +13,7 @@ from tiny_config import compose_cfg
 from torch import nn
 from torch.nn.utils.parametrize import is_parametrized
 
-from ganlab.build import build_trainer, class_count
+from ganlab.cli.sample import sample_checkpoint
 from ganlab.data import GANData
 from ganlab.inspection import assign_class_clusters, cluster_occupancy
 from ganlab.metrics.embedders import Embedder
@@ -21,7 +21,7 @@ from ganlab.metrics.evaluator import Evaluator
 from ganlab.metrics.per_class import class_scores
 from ganlab.models import DCGANDiscriminator, DCGANGenerator, ResNetDiscriminator, ResNetGenerator
 from ganlab.models.conditional import ConditionalBatchNorm2d, balanced_labels, code_labels, grid_codes, make_codes
-from ganlab.sample import sample_checkpoint
+from ganlab.run.build import build_trainer, class_count
 from ganlab.strategies.base import StepContext, TrainState
 from ganlab.strategies.spectral_norm import apply_spectral_norm
 

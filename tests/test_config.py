@@ -9,11 +9,11 @@ from hydra.utils import instantiate
 from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
-from ganlab.build import make
 from ganlab.data import GANData
 from ganlab.losses import AdversarialLoss
 from ganlab.metrics import Evaluator
 from ganlab.models import Discriminator, Generator
+from ganlab.run.build import make
 from ganlab.trainer.loggers import NullLogger
 
 
@@ -152,7 +152,7 @@ def test_unknown_option_lists_the_choices() -> None:
 
 
 def test_a_strategy_typed_twice_is_refused() -> None:
-    from ganlab.build import repeated_strategies
+    from ganlab.run.build import repeated_strategies
 
     assert repeated_strategies(["seed=1", "strategy=[r1,ema,r1]"]) == ["r1"]
     assert repeated_strategies(["strategy=[r1,ema]"]) == [] and repeated_strategies(["seed=1"]) == []
@@ -162,7 +162,7 @@ def test_a_preset_s_runs_land_under_its_name() -> None:
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
-    import ganlab.sweep  # noqa: F401 - registers the run folder's resolver, as ganlab-train does
+    import ganlab.cli.sweep  # noqa: F401 - registers the run folder's resolver, as ganlab-train does
 
     folders = {}
     for overrides in (["experiment=pacgan_ring"], [], ["dataset=grid25"]):

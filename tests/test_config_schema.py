@@ -22,10 +22,10 @@ from omegaconf import OmegaConf
 from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
-from ganlab.build import build_trainer, check_config, make
-from ganlab.config_check import ConfigError, _variants, check_command_line
-from ganlab.config_schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
+from ganlab.config.check import ConfigError, _variants, check_command_line
+from ganlab.config.schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
 from ganlab.health.detector import DetectorConfig
+from ganlab.run.build import build_trainer, check_config, make
 
 STRATEGIES = ("ada, d_lr_damping, diffaugment, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, "
               "pacgan, r1, rollback, spectral_norm, ttur, unrolled, wgan_gp")
@@ -110,7 +110,7 @@ def test_untyped_values_of_a_sweep_are_checked_before_any_job() -> None:
 @pytest.mark.slow  # ~30 s: one composition per option
 def test_every_shipped_option_passes_the_target_value_check() -> None:
     """No false alarm on the YAML as shipped: every option of the untyped groups and every experiment."""
-    from ganlab.config_check import check_target_values
+    from ganlab.config.check import check_target_values
 
     for group in ("dataset", "model", "loss", "metrics/embedder", "experiment"):
         for f in sorted((Path(CONFIG_DIR) / group).glob("*.yaml")):
@@ -279,7 +279,7 @@ def test_every_trainer_monitor_and_optim_key_of_the_yaml_is_in_the_schema() -> N
 
 # ------------------------------------------------------------------ ganlab-train as a user runs it
 def test_the_command_prints_one_line_and_makes_no_run_folder(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "ganlab.train", "trainer.step=10", f"hydra.run.dir={tmp_path / 'run'}"]
+    cmd = [sys.executable, "-m", "ganlab.cli.train", "trainer.step=10", f"hydra.run.dir={tmp_path / 'run'}"]
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"} | {"OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
@@ -294,7 +294,8 @@ def test_the_command_prints_one_line_and_makes_no_run_folder(tmp_path: Path) -> 
 
 
 def test_a_top_level_typo_is_answered_before_torch_is_imported(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-X", "importtime", "-m", "ganlab.train", "+lr=1e-3", f"hydra.run.dir={tmp_path / 'run'}"]
+    cmd = [sys.executable, "-X", "importtime", "-m", "ganlab.cli.train", "+lr=1e-3",
+           f"hydra.run.dir={tmp_path / 'run'}"]
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
@@ -309,7 +310,7 @@ def test_a_config_pickled_to_another_process_keeps_its_schemas(tmp_path: Path) -
     import pickle
 
     (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(compose_cfg(["strategy=[r1,wgan_gp]"])))
-    code = ("import pickle, sys; from omegaconf import OmegaConf; from ganlab.config_check import check_typed; "
+    code = ("import pickle, sys; from omegaconf import OmegaConf; from ganlab.config.check import check_typed; "
             "c = pickle.load(open(sys.argv[1], 'rb')); check_typed(c); "
             "print(OmegaConf.get_type(c.strategy.r1).__name__, OmegaConf.get_type(c.monitor.detector).__name__)")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cfg.pkl")], capture_output=True, text=True,

@@ -147,7 +147,7 @@ def test_the_files_read_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixt
 def test_a_truncated_gz_file_is_named(tmp_path: Path) -> None:
     from tiny_config import compose_cfg
 
-    from ganlab.build import load_data
+    from ganlab.run.build import load_data
 
     make_fake_fmnist(tmp_path)
     bad = tmp_path / "t10k-images-idx3-ubyte.gz"

@@ -21,7 +21,7 @@ import torch.multiprocessing as mp
 from tiny_config import compose_cfg, train_tiny
 
 from ganlab import distributed
-from ganlab.build import join_process_group, make
+from ganlab.run.build import join_process_group, make
 from ganlab.strategies.base import check_distributed
 from ganlab.strategies.unrolled import Unrolled
 from ganlab.trainer import visuals
@@ -216,7 +216,7 @@ def test_torchrun_writes_one_run_folder(tmp_path: Path) -> None:
     """The command of the README: torchrun, two CPU processes, one run folder with one metrics.json."""
     torchrun = Path(sys.executable).parent / "torchrun"
     env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
-    cmd = [str(torchrun), "--nproc_per_node=2", "--master_port", str(free_port()), "-m", "ganlab.train",
+    cmd = [str(torchrun), "--nproc_per_node=2", "--master_port", str(free_port()), "-m", "ganlab.cli.train",
            "trainer.distributed=true", "device=cpu", *RUN, f"trainer.batch_size={B}", "trainer.progress=false",
            f"trainer.dist_timeout_s={TIMEOUT_S}"]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -243,7 +243,7 @@ def test_slurm_tasks_find_their_rank_and_master_through_submitit() -> None:
 
 
 def test_a_sweep_under_torchrun_is_refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    from ganlab.train import check_arguments
+    from ganlab.cli.train import check_arguments
 
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "2")

@@ -10,9 +10,8 @@ import pytest
 import torch
 from tiny_config import DIGITS_RUN, TINY, compose_cfg, train_tiny
 
-from ganlab import evaluate
-from ganlab.build import build_trainer
-from ganlab.config_groups import check_group_nodes, choose_option, nested_groups, options
+from ganlab.cli import evaluate
+from ganlab.config.groups import check_group_nodes, choose_option, nested_groups, options
 from ganlab.data import digits as load_digits
 from ganlab.metrics.embedders import (
     ClassifierEmbedder,
@@ -21,6 +20,7 @@ from ganlab.metrics.embedders import (
     PixelEmbedder,
     default_inception_weights,
 )
+from ganlab.run.build import build_trainer
 
 #: TINY without the classifier's keys, which only the auto and classifier embedders have.
 SMALL = [o for o in TINY if not o.startswith("metrics.embedder.")] + ["logger=none"]

@@ -23,10 +23,10 @@ import pytest
 import torch
 from tiny_config import compose_cfg
 
-from ganlab.build import build_trainer
-from ganlab.config_check import check_command_line
+from ganlab.config.check import check_command_line
 from ganlab.ensemble import Stacked, build_ensemble
 from ganlab.models import MLPGenerator
+from ganlab.run.build import build_trainer
 
 N_STEPS, ATOL, SIZE = 10, 1e-6, 2
 BASE = ["logger=none", "threads=1", "monitor.nan_guard=false", "trainer.steps=20", "trainer.eval_every=20",
@@ -174,7 +174,7 @@ def test_ganlab_train_refuses_on_the_command_line(tmp_path: Path) -> None:
 
 
 def test_compare_lists_the_members_as_runs_with_their_ensembles_overrides(tmp_path: Path) -> None:
-    from ganlab.compare import collect_runs
+    from ganlab.analysis.table import collect_runs
 
     def folder(path: Path, overrides: list[str] | None, seed: int | None) -> None:
         path.mkdir(parents=True)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from ganlab import evaluate
-from ganlab.compare import collect_runs
-from ganlab.compare import main as compare_main
+from ganlab.analysis.table import collect_runs
+from ganlab.cli import evaluate
+from ganlab.cli.compare import main as compare_main
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.visuals import image_grid, save_grid_png
 

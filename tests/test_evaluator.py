@@ -177,7 +177,7 @@ def test_metrics_settings_of_the_wrong_type_are_refused_naming_the_key(override:
     in Hydra's wrapper with "'<=' not supported between instances of 'str' and 'int'"."""
     from tiny_config import compose_cfg
 
-    from ganlab.build import make
+    from ganlab.run.build import make
 
     with pytest.raises(ValueError, match=message):
         make(compose_cfg([override]).metrics)

@@ -138,7 +138,7 @@ def test_bad_roots_and_layouts_are_refused_with_advice_that_works(tmp_path: Path
 def test_image_folder_trains(tmp_path: Path) -> None:
     from tiny_config import compose_cfg
 
-    from ganlab.build import build_trainer
+    from ganlab.run.build import build_trainer
 
     for i in range(40):
         solid(tmp_path / "imgs" / ("a" if i % 2 else "b") / f"{i}.png", (6 * i, 255 - 6 * i, 128), size=(10 + i, 12))

@@ -116,7 +116,7 @@ def test_load_run_scores_the_ema_generator(ema_run: Path) -> None:
 
 
 def test_evaluate_checkpoint_scores_the_ema_generator(ema_run: Path) -> None:
-    from ganlab.evaluate import evaluate_checkpoint
+    from ganlab.cli.evaluate import evaluate_checkpoint
 
     result = evaluate_checkpoint(ema_run)  # ganlab-eval: Trainer.start restores the checkpoint's EMA weights
     saved = json.loads((ema_run / "metrics.json").read_text())["scores"]

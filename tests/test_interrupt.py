@@ -19,7 +19,7 @@ import pytest
 import torch
 from tiny_config import compose_cfg
 
-from ganlab.build import build_trainer
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import Strategy, TrainState
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.interrupt import TrainingInterrupted
@@ -67,7 +67,7 @@ def test_a_signal_finishes_the_step_saves_and_resumes_exactly(signum: int, tmp_p
 
 
 def _train_cmd(run_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "ganlab.train", "threads=1", "logger=none", "trainer.progress=false",
+    return [sys.executable, "-m", "ganlab.cli.train", "threads=1", "logger=none", "trainer.progress=false",
             "trainer.projector=false", "trainer.steps=200", "trainer.ckpt_every=10", "trainer.eval_every=100",
             "trainer.batch_size=32", "metrics.num_samples=200", "metrics.num_real=400", "dataset.num_samples=2000",
             f"hydra.run.dir={run_dir}", *extra]
@@ -110,7 +110,7 @@ def test_sigterm_exits_143_and_the_printed_command_resumes(uninterrupted: Path, 
     exe, *args = shlex.split(line[0])
     assert Path(exe).name == "ganlab-train" and shutil.which(exe) is not None  # this venv's, typed as printed
     assert f"trainer.resume={tmp_path}" in args and "trainer.steps=200" in args
-    subprocess.run([sys.executable, "-m", "ganlab.train", *args], check=True, capture_output=True,
+    subprocess.run([sys.executable, "-m", "ganlab.cli.train", *args], check=True, capture_output=True,
                    env={**os.environ, "OMP_NUM_THREADS": "1"})
     a, b = _final_weights(uninterrupted), _final_weights(tmp_path)
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tiny_config import DIGITS_RUN, RING8_RUN, compose_cfg, train_tiny
 
-from ganlab import evaluate
-from ganlab.build import build_trainer
-from ganlab.config_groups import adds_entries, choose_option
+from ganlab.cli import evaluate
+from ganlab.config.groups import adds_entries, choose_option
+from ganlab.run.build import build_trainer
 
 #: both scorers, sized for TINY's 200 scored and 400 real samples
 BOTH = ["metrics/scorers=[kid,inception_score]", "metrics.scorers.kid.subsets=10",

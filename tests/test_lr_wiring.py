@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tiny_config import RecordingLogger, compose_cfg
 
-from ganlab.build import build_trainer
+from ganlab.run.build import build_trainer
 
 #: TINY runs 6 steps and logs at steps 2, 4, 6; the logged lr is the one of that step's updates, i.e. the rule
 #: at state.step = s - 1.
@@ -57,7 +57,7 @@ def test_nan_cut_and_adaptive_damping_compose(tmp_path: Path) -> None:
             "debug.inject_nan_at_step=5", "trainer.ckpt_every=2", "monitor.collapse_z=0"]
     cfg = compose_cfg(over)
     trainer = build_trainer(cfg, tmp_path)
-    from ganlab.sweep import inject_faults
+    from ganlab.cli.sweep import inject_faults
 
     inject_faults(trainer, cfg.debug)
     trainer.logger = logger = RecordingLogger()
@@ -76,7 +76,7 @@ def test_nan_cut_and_adaptive_damping_compose(tmp_path: Path) -> None:
                                            r"\.warmup_steps\?"),
 ])
 def test_bad_schedules_fail_before_training(override: str, message: str, tmp_path: Path) -> None:
-    from ganlab.build import check_config
+    from ganlab.run.build import check_config
 
     with pytest.raises(ValueError, match=message):
         check_config(compose_cfg(["logger=none", override]))

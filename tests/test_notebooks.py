@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ganlab.compare import collect_runs, summarise, table_keys
-from ganlab.compare_plots import score_curves
+from ganlab.analysis.plots import score_curves
+from ganlab.analysis.table import collect_runs, summarise, table_keys
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")

@@ -13,9 +13,9 @@ import torch
 from PIL import Image
 from tiny_config import DIGITS_RUN, train_tiny
 
-from ganlab import sample
-from ganlab.evaluate import overrides_tag, rebuild_from_checkpoint
-from ganlab.sample import interpolate, latent_codes, load_settings
+from ganlab.cli import sample
+from ganlab.cli.evaluate import overrides_tag, rebuild_from_checkpoint
+from ganlab.cli.sample import interpolate, latent_codes, load_settings
 from ganlab.strategies.ema import scored_generator
 
 

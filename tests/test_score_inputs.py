@@ -12,14 +12,14 @@ import pytest
 import torch
 from torch import nn
 
-from ganlab import evaluate
-from ganlab.build import build_trainer
-from ganlab.compare import main as compare_main
+from ganlab.cli import evaluate
+from ganlab.cli.compare import main as compare_main
 from ganlab.data import digits, ring
 from ganlab.health import read_alerts
 from ganlab.metrics import Evaluator
 from ganlab.metrics.embedders import ClassifierEmbedder, InceptionEmbedder, PixelEmbedder, image_inputs
 from ganlab.metrics.scorers import MixtureScorer, SimilarityScorer
+from ganlab.run.build import build_trainer
 from ganlab.trainer.loggers import TensorBoardLogger
 
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from tiny_config import compose_cfg
 
-from ganlab.build import build_trainer
 from ganlab.data.base import Batcher
+from ganlab.run.build import build_trainer
 from ganlab.strategies.common import LRAdjust
 from ganlab.strategies.r1 import R1
 from ganlab.strategies.wgan_gp import WGANGP
@@ -104,7 +104,7 @@ def test_auto_threads_follow_the_experiment_not_the_load(tmp_path, caplog) -> No
 
     from tiny_config import compose_cfg
 
-    from ganlab.build import build_trainer
+    from ganlab.run.build import build_trainer
     from ganlab.trainer.speed import auto_threads
 
     assert auto_threads((2,), 256, 16) == (1, "vector data (an MLP pair)")

@@ -15,7 +15,6 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 
 from ganlab import CONFIG_DIR
-from ganlab.build import build_trainer
 from ganlab.hparams import (
     DIFFERS,
     HPARAM_KEYS,
@@ -25,6 +24,7 @@ from ganlab.hparams import (
     scores_layout,
     strategy_label,
 )
+from ganlab.run.build import build_trainer
 
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=16", "trainer.eval_every=3", "trainer.ckpt_every=3",
         "trainer.log_every=2", "trainer.grid_size=16", "trainer.progress=false", "metrics.num_samples=200",

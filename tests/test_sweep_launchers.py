@@ -17,8 +17,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab import CONFIG_DIR
-from ganlab.compare import collect_runs
-from ganlab.sweep import BASIC_SWEEPER, SWEPT_KEYS_ENV, job_name, jobs_not_run, planned_jobs, swept_keys
+from ganlab.analysis.table import collect_runs
+from ganlab.cli.sweep import BASIC_SWEEPER, SWEPT_KEYS_ENV, job_name, jobs_not_run, planned_jobs, swept_keys
 
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=32", "trainer.eval_every=3", "trainer.log_every=2",
         "trainer.ckpt_every=6", "trainer.grid_size=16", "trainer.progress=false", "metrics.num_samples=200",

@@ -8,9 +8,9 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tiny_config import compose_cfg
 
-from ganlab.build import build_trainer
 from ganlab.data import GANData
 from ganlab.data import images as images_mod
+from ganlab.run.build import build_trainer
 from ganlab.trainer import checkpoint as ckpt_io
 
 PAIRS = [("ring8", "mlp"), ("grid25", "mlp"), ("digits", "dcgan"), ("stacked_digits", "dcgan"),
@@ -106,7 +106,7 @@ def test_nan_in_data_is_refused_before_training(tmp_path: Path) -> None:
     x = torch.randn(100, 2)
     x[37, 0] = float("inf")
     with pytest.raises(ValueError, match="sample 37 contains NaN or Inf"):
-        from ganlab.build import load_data  # the same check load_data runs on every data set
+        from ganlab.run.build import load_data  # the same check load_data runs on every data set
         data = GANData("toy", x=x)
         data.check_finite()
     cfg = compose_cfg(["logger=none"])
@@ -153,7 +153,7 @@ def test_resume_takes_the_experiment_from_the_checkpoint(tmp_path: Path) -> None
 
 
 def test_resume_refuses_a_typed_change_of_experiment(tmp_path: Path) -> None:
-    from ganlab.resume import adopt_checkpoint_config
+    from ganlab.config.resume import adopt_checkpoint_config
 
     fit(["logger=none", "trainer.steps=4"], tmp_path / "first")
     saved = torch.load(tmp_path / "first" / "checkpoints" / "last.pt", weights_only=True)["config"]
@@ -182,7 +182,7 @@ def test_resume_refuses_a_typed_change_of_experiment(tmp_path: Path) -> None:
 def test_resume_compares_a_typed_key_below_a_run_key_on_its_own(tmp_path: Path) -> None:
     """A key typed with the checkpoint's value adopts the checkpoint's node, whose other keys differ from the
     default group's (was: refused, because the whole composed node - the default model - differed)."""
-    from ganlab.resume import adopt_checkpoint_config
+    from ganlab.config.resume import adopt_checkpoint_config
 
     fit(["logger=none", "trainer.steps=2"], tmp_path / "first")
     saved = torch.load(tmp_path / "first" / "checkpoints" / "last.pt", weights_only=True)["config"]
@@ -197,7 +197,7 @@ def test_resume_compares_a_typed_key_below_a_run_key_on_its_own(tmp_path: Path) 
 
 
 def test_resume_takes_accumulate_from_the_checkpoint_unless_typed(tmp_path: Path) -> None:
-    from ganlab.resume import adopt_checkpoint_config
+    from ganlab.config.resume import adopt_checkpoint_config
 
     fit(["logger=none", "trainer.steps=2", "trainer.accumulate=2"], tmp_path / "first")
     saved = torch.load(tmp_path / "first" / "checkpoints" / "last.pt", weights_only=True)["config"]

@@ -38,7 +38,7 @@ DIGITS_RUN = ["dataset=digits", "model=dcgan", "dataset.image_size=8", "model.ge
 
 def train_tiny(overrides: list[str], run_dir: Path) -> Path:
     """Train a shrunk config (TINY, then ``overrides``) into ``run_dir`` in this process; returns ``run_dir``."""
-    from ganlab.build import build_trainer
+    from ganlab.run.build import build_trainer
 
     build_trainer(compose_cfg(overrides), run_dir).fit()
     return run_dir

@@ -12,10 +12,10 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, open_dict
 
-from ganlab.build import build_trainer, check_config
 from ganlab.ensemble.check import check_ensemble
 from ganlab.ensemble.trainer import EnsembleTrainer, score_workers
 from ganlab.metrics.workers import WorkerPool
+from ganlab.run.build import build_trainer, check_config
 
 log = logging.getLogger("ganlab")
 

@@ -1,7 +1,7 @@
 """S seeds of one 2-D experiment trained in one process: the members' networks stacked (:class:`Stacked`), every
 D and G update of all members done by one vectorised forward/backward and one optimiser step.
 
-Each member is first built exactly as its single-seed run (``ganlab.build.build_trainer`` with ``seed=<k>``): its
+Each member is first built exactly as its single-seed run (``ganlab.run.build.build_trainer`` with ``seed=<k>``): its
 own data set, initial weights, batch order (``Batcher``), latent-code stream, evaluator and run folder. The
 ensemble draws every member's batches and codes from that member's own streams, and WGAN-GP's interpolation
 weights from a copy of the member's global RNG as the single run leaves it after building (the single run draws

@@ -2,7 +2,7 @@
 
 The helpers behind ``notebooks/inspect_clusters.ipynb`` (and ``notebooks/compare_strategies.ipynb``'s choice of
 sweep). Everything is computed by the library's own code: the run is rebuilt from its checkpoint's stored config
-(:func:`ganlab.evaluate.rebuild_from_checkpoint`), scored by its own :class:`~ganlab.metrics.Evaluator`, and the
+(:func:`ganlab.cli.evaluate.rebuild_from_checkpoint`), scored by its own :class:`~ganlab.metrics.Evaluator`, and the
 clusters are the k-means fit the ``clusters`` scorer uses, so every picture agrees with the run's scores::
 
     from ganlab import inspection as gi

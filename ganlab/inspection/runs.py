@@ -13,8 +13,8 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
+from ganlab.cli.evaluate import rebuild_from_checkpoint
 from ganlab.data.base import GANData
-from ganlab.evaluate import rebuild_from_checkpoint
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.strategies.ema import scored_generator
 from ganlab.trainer.loop import Trainer

@@ -66,7 +66,7 @@ class GANSpec:
             ``trainer.batch_size * samples_per_score`` real and generated samples, so D still gives
             ``trainer.batch_size`` scores per batch (as PacGAN's code does).
         batch_size: D scores per update (``trainer.batch_size``); None when unknown (a spec built outside
-            :func:`ganlab.build.build_trainer`).
+            :func:`ganlab.run.build.build_trainer`).
         accumulate: micro-batches per update (``trainer.accumulate``); see :attr:`scores_per_pass`.
     """
 

@@ -341,7 +341,7 @@ class Trainer(Checkpointing):
 
         Without a class loss the fakes go through the strategies' ``g_discriminator`` chain. With an AC-GAN head
         D scores them and classifies them in one pass (strategies that replace that function are refused with
-        that head when the run is built: :func:`ganlab.build.check_conditional_model`).
+        that head when the run is built: :func:`ganlab.run.build.check_conditional_model`).
         """
         if self.class_loss is None or ctx.labels is None:
             critic: Any = ctx.critic  # a strategy may score the fakes differently (Strategy.g_discriminator)

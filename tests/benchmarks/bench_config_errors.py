@@ -3,7 +3,7 @@
 Compared, interleaved (A, B, A, B, ...), medians reported:
 
 * ``ganlab-train lr=1e-3``: a top-level key that is no setting, answered from ``conf/``'s YAML before torch is
-  imported (:func:`ganlab.config_keys.check_top_level`);
+  imported (:func:`ganlab.config.keys.check_top_level`);
 * ``ganlab-train trainer.stpes=1``: a key inside a typed group, answered after composition against the schemas,
   which needs torch (the baseline: what every config error cost before the YAML check).
 
@@ -24,11 +24,11 @@ COMMANDS = {"top-level typo (lr=1e-3)": ["lr=1e-3"], "typed-group typo (trainer.
 
 
 def answer_time(args: list[str]) -> float:
-    """Seconds from start to exit of ``python -m ganlab.train <args>``, which must refuse them (exit 1)."""
+    """Seconds from start to exit of ``python -m ganlab.cli.train <args>``, which must refuse them (exit 1)."""
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ganlab.train", *args], capture_output=True, text=True, env=env)
+    done = subprocess.run([sys.executable, "-m", "ganlab.cli.train", *args], capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
     if done.returncode != 1 or not done.stderr.startswith("ganlab-train: "):
         raise SystemExit(f"{args} was not refused with one line: {done.stderr[-500:]}")

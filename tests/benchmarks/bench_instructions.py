@@ -55,7 +55,7 @@ def inner(steps: int, flag_dir: Path, extra: list[str]) -> None:
     """The counted process: build, warm up, then run each variant when the driver says go (flag files)."""
     from bench_loop import PlainGAN
 
-    from ganlab.build import build_trainer
+    from ganlab.run.build import build_trainer
 
     torch.set_num_threads(1)
     cfg = compose(_overrides(extra))

@@ -6,7 +6,7 @@ Usage::
                                           [--repeats 40] [--threads 1] [--profile] [--out DIR]
 
 Two setups, each built the normal way (``conf/train.yaml`` composed with overrides, then
-``ganlab.build.build_trainer``):
+``ganlab.run.build.build_trainer``):
 
 * ``mlp``: the MLP pair (``model=mlp``) on ``dataset=ring8``, batch 256 (``conf/trainer/default.yaml``);
 * ``dcgan``: the DCGAN pair at 32x32, widths 32, batch 64 (``experiment=fashion_mnist_dcgan``'s sizes) on
@@ -86,12 +86,12 @@ from _common import (
     table,
 )
 
-from ganlab.build import build_trainer  # noqa: E402
-from ganlab.compare_stats import bootstrap_ci  # noqa: E402
+from ganlab.analysis.stats import bootstrap_ci  # noqa: E402
+from ganlab.run.build import build_trainer  # noqa: E402
 
 AA = "plain again (A/A control)"  # the plain loop timed as a second variant: the noise floor of the overheads
 BB = "plain, second copy (B/B control)"  # a second PlainGAN with its own networks, optimisers and data copy
-GANLAB_DIR = Path(sys.modules["ganlab.build"].__file__).resolve().parent
+GANLAB_DIR = Path(sys.modules["ganlab.run.build"].__file__).resolve().parents[1]
 LOOP_FILE = str(GANLAB_DIR / "trainer" / "loop.py")
 HEALTH_DIR = str(GANLAB_DIR / "health")
 
@@ -141,7 +141,7 @@ def overrides(kind: str, args: argparse.Namespace, device: torch.device) -> list
 
 def bootstrap_median_ci(xs: list[float], level: float = 0.95, resamples: int = 4000, seed: int = 0) -> list[float]:
     """Percentile-bootstrap interval [lo, hi] of the median of ``xs``
-    (:func:`ganlab.compare_stats.bootstrap_ci` with ``statistic=np.median``; fixed ``seed``: the same data give the
+    (:func:`ganlab.analysis.stats.bootstrap_ci` with ``statistic=np.median``; fixed ``seed``: the same data give the
     same interval). NaNs for fewer than 2 values."""
     if len(xs) < 2:
         return [float("nan"), float("nan")]

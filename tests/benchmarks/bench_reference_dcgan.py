@@ -64,8 +64,8 @@ import torch
 import torch.nn.functional as F
 from _common import QUIET, compose, env_info, finish, median, resolve_device, set_threads, sync, table
 
-from ganlab.build import build_trainer  # noqa: E402
 from ganlab.data.base import GANData  # noqa: E402
+from ganlab.run.build import build_trainer  # noqa: E402
 
 LINE = re.compile(r"^\[(\d+)/(\d+)\]\[(\d+)/(\d+)\] Loss_D")
 

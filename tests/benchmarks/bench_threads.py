@@ -8,7 +8,7 @@ Usage::
 For each experiment (``mlp``: the README's first command, ``ganlab-train`` with no arguments: the MLP pair on
 ring8, batch 256; ``dcgan``: ``experiment=fashion_mnist_dcgan``, 32x32, batch 64, on Fashion-MNIST or on
 scikit-learn's digits resized to 32x32 when the files are absent) and each ``threads`` setting, a child process
-builds the trainer the normal way (``conf/train.yaml`` + overrides, ``ganlab.build.build_trainer``, which applies
+builds the trainer the normal way (``conf/train.yaml`` + overrides, ``ganlab.run.build.build_trainer``, which applies
 ``threads``), runs ``--warmup`` steps, then times ``--steps`` calls of ``trainer.train_step()`` by the wall clock
 (what a user waits for; under load CPU time would hide the waiting). Settings are interleaved in rotating order
 over ``--rounds`` rounds; the table gives the median steps/s per setting, the best one, and auto's ratio to it
@@ -17,7 +17,7 @@ over ``--rounds`` rounds; the table gives the median steps/s per setting, the be
 Two conditions: ``idle`` (nothing else started; the load average is recorded) and ``busy``: ``--busy`` processes
 of ``while True: pass`` started by this script for the whole condition (on a 2-core machine, two busy processes
 keep both cores busy, the case where torch's default thread count collapses). With ``--readme`` the README's
-first command (``python -m ganlab.train`` with no arguments, into a temporary folder) is also timed end to end
+first command (``python -m ganlab.cli.train`` with no arguments, into a temporary folder) is also timed end to end
 under the busy load (the goal: <= 90 s).
 """
 
@@ -42,7 +42,7 @@ def child(experiment: str, threads: str, warmup: int, steps: int) -> None:
     import torch
     from _common import compose
 
-    from ganlab.build import build_trainer
+    from ganlab.run.build import build_trainer
 
     overrides = [*EXPERIMENTS[experiment], f"threads={threads}", *QUIET, "trainer.ckpt_every=1000000"]
     if experiment == "dcgan" and not fashion_mnist_available():
@@ -67,10 +67,10 @@ def measure(experiment: str, threads: str, warmup: int, steps: int) -> dict[str,
 
 
 def readme_command(timeout: float) -> float:
-    """Wall seconds of ``python -m ganlab.train`` with no arguments (the README's first command)."""
+    """Wall seconds of ``python -m ganlab.cli.train`` with no arguments (the README's first command)."""
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ganlab.train", f"hydra.run.dir={tmp}/run"], cwd=REPO, check=True,
+        subprocess.run([sys.executable, "-m", "ganlab.cli.train", f"hydra.run.dir={tmp}/run"], cwd=REPO, check=True,
                        capture_output=True, timeout=timeout)
         return time.perf_counter() - t0
 

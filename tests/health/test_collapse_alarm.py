@@ -7,9 +7,9 @@ import torch
 from tiny_config import compose_cfg
 from torch import nn
 
-from ganlab.build import build_trainer
 from ganlab.health import AlertLog, CollapseAlarm, read_alerts
 from ganlab.metrics.kmeans import KMeansResult
+from ganlab.run.build import build_trainer
 from ganlab.strategies.rollback import Rollback
 from ganlab.trainer.loggers import NullLogger
 

@@ -14,11 +14,11 @@ import torch
 from tiny_config import compose_cfg
 from torch import Tensor
 
-from ganlab.build import build_trainer
+from ganlab.cli.sweep import inject_faults
 from ganlab.health import read_alerts
 from ganlab.health.monitor import UpdateFindings
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import StepContext, Strategy
-from ganlab.sweep import inject_faults
 from ganlab.trainer.loop import Trainer
 
 BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0",

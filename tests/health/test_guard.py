@@ -7,9 +7,9 @@ import pytest
 import torch
 from tiny_config import RecordingLogger, compose_cfg
 
-from ganlab.build import build_trainer
 from ganlab.health import TrainingHealthError, read_alerts
 from ganlab.health.monitor import parse_precision
+from ganlab.run.build import build_trainer
 from ganlab.trainer.loop import Trainer
 
 BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0"]
@@ -18,7 +18,7 @@ BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt
 def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = compose_cfg([*BASE, "debug.inject_nan_at_step=10"])
     trainer = build_trainer(cfg, tmp_path)
-    from ganlab.sweep import inject_faults
+    from ganlab.cli.sweep import inject_faults
     inject_faults(trainer, cfg.debug)
     lr0 = (trainer.state.opt_g.param_groups[0]["lr"], trainer.state.opt_d.param_groups[0]["lr"])
     seen: dict = {}
@@ -53,7 +53,7 @@ def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monke
 def test_too_many_recoveries_stop_with_a_clear_error(tmp_path: Path) -> None:
     cfg = compose_cfg([*BASE, "debug.inject_nan_at_step=5", "monitor.max_recoveries=0"])
     trainer = build_trainer(cfg, tmp_path)
-    from ganlab.sweep import inject_faults
+    from ganlab.cli.sweep import inject_faults
     inject_faults(trainer, cfg.debug)
     with pytest.raises(TrainingHealthError, match="max_recoveries=0"):
         trainer.fit()
@@ -133,7 +133,7 @@ def test_fp16_guard_acts_on_a_non_finite_loss_with_finite_gradients(tmp_path: Pa
     # the injected NaN is a constant: the gradients stay finite, so the GradScaler would apply the step
     cfg = compose_cfg([*BASE, "trainer.precision=fp16", "debug.inject_nan_at_step=10"])
     trainer = build_trainer(cfg, tmp_path)
-    from ganlab.sweep import inject_faults
+    from ganlab.cli.sweep import inject_faults
     inject_faults(trainer, cfg.debug)
     assert trainer.fit()["step"] == 12
     (alert,) = [a for a in read_alerts(tmp_path) if a["kind"] == "nan_recovery"]
@@ -149,13 +149,13 @@ def test_switches_take_only_true_or_false(override: str, tmp_path: Path) -> None
     import subprocess
     import sys
     if override.startswith("preflight"):  # checked by the entry point, before anything is built
-        res = subprocess.run([sys.executable, "-m", "ganlab.train", override, f"hydra.run.dir={tmp_path}"],
+        res = subprocess.run([sys.executable, "-m", "ganlab.cli.train", override, f"hydra.run.dir={tmp_path}"],
                              capture_output=True, text=True, timeout=120)
         assert res.returncode != 0 and "preflight must be true or false, got 'no'" in res.stderr
         return
     # typed settings: ganlab-train checks its command line before Hydra runs (OmegaConf alone reads "off" as
     # false and 2 as true)
-    from ganlab.config_check import ConfigError, check_command_line
+    from ganlab.config.check import ConfigError, check_command_line
 
     key, value = override.split("=")
     with pytest.raises(ConfigError, match=f"^{override}: {key} must be true or false, got '{value}'$"):

@@ -10,8 +10,8 @@ import torch
 from tiny_config import compose_cfg
 from torch import nn
 
-from ganlab.build import build_trainer
 from ganlab.health import TrainingHealthError, read_alerts
+from ganlab.run.build import build_trainer
 from ganlab.trainer.loop import Trainer
 
 #: 24 steps: under fp16 the GradScaler first skips the non-finite updates, halving its scale from 2^16 to 1

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tiny_config import compose_cfg
 
-from ganlab.health.preflight import format_table, run_preflight
+from ganlab.run.preflight import format_table, run_preflight
 
 FAST = ["monitor.preflight.timing_steps=3"]
 
@@ -47,7 +47,7 @@ def test_learning_rate_10_fails(tmp_path: Path) -> None:
 @pytest.mark.slow  # a subprocess run of 15-45 s: `pytest -m slow`
 def test_cli_exits_non_zero_on_failure_and_for_the_hard_limit(tmp_path: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    train = [sys.executable, "-m", "ganlab.train", "device=cpu", "trainer.progress=false", "logger=none"]
+    train = [sys.executable, "-m", "ganlab.cli.train", "device=cpu", "trainer.progress=false", "logger=none"]
     pre = subprocess.run([*train, "preflight=true", *FAST, "optim.generator.lr=10", "optim.discriminator.lr=10",
                           f"hydra.run.dir={tmp_path / 'pre'}"], capture_output=True, text=True, env=env, timeout=300)
     assert pre.returncode == 1 and "preflight FAILED" in pre.stdout, pre.stdout + pre.stderr

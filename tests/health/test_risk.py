@@ -11,10 +11,10 @@ import torch
 from tiny_config import RING8_RUN, RecordingLogger, compose_cfg
 from torch import nn
 
-from ganlab.build import build_trainer
 from ganlab.data import GANData
 from ganlab.health import AlertLog, UpdateFindings, read_alerts
 from ganlab.health.risk import SIGNALS, CollapseRisk, DiversityDrop, RiskConfig, ada_r_v, risk_score, slope
+from ganlab.run.build import build_trainer
 from ganlab.trainer.loggers import NullLogger
 
 REAL = torch.tensor([[1.0, 0.0], [3.0, 0.0], [1.0, 2.0], [3.0, 2.0]])   # D = first coordinate: mean 2

@@ -7,9 +7,9 @@ import functools
 import pytest
 import torch
 
-from ganlab.build import build_trainer
 from ganlab.losses import NonSaturatingLoss
 from ganlab.models import MLPDiscriminator, MLPGenerator
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import GANSpec, StepContext, TrainState
 from ganlab.strategies.d_lr_damping import DLRDamping
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ganlab.build import build_strategies, build_trainer
+from ganlab.run.build import build_strategies, build_trainer
 from ganlab.strategies.common import AugmentedDiscriminator
 from ganlab.strategies.diffaugment import DiffAugment, brightness, contrast, cutout, diff_augment, saturation, translate
 

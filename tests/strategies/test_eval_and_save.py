@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ganlab.build import build_trainer
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import Strategy, TrainState
 
 

@@ -52,7 +52,7 @@ def test_pack_puts_m_consecutive_samples_side_by_side() -> None:
 @pytest.mark.parametrize("m", [2, 3])
 def test_pacgan_update_draws_m_samples_per_score_and_d_scores_batch_size_packs(make_cfg, tmp_path, m: int) -> None:
     """As PacGAN's code: trainer.batch_size=10 gives 10 D scores of m packed samples, for m that divides nothing."""
-    from ganlab.build import build_trainer
+    from ganlab.run.build import build_trainer
 
     trainer = build_trainer(make_cfg("strategy=[pacgan]", f"strategy.pacgan.m={m}", "trainer.batch_size=10"), tmp_path)
     assert trainer.cfg.batch_size == 10 * m

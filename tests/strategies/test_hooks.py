@@ -10,7 +10,7 @@ import torch
 from tiny_config import RecordingLogger
 from torch import Tensor
 
-from ganlab.build import build_trainer
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import Part, StepContext, Strategy, TrainState
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from ganlab.build import build_trainer
+from ganlab.run.build import build_trainer
 from ganlab.strategies.r1 import r1_penalty
 from ganlab.strategies.wgan_gp import WGANGP, gradient_penalty
 

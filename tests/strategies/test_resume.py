@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from ganlab.build import build_trainer
 from ganlab.health import read_alerts
+from ganlab.run.build import build_trainer
 
 DIGITS = ["dataset=digits", "model=dcgan", "dataset.image_size=8", "model.generator.width=8",
           "model.discriminator.width=8", "model.generator.z_dim=8"]

@@ -10,7 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 import ganlab
-from ganlab.build import build_strategies, build_trainer
+from ganlab.run.build import build_strategies, build_trainer
 from ganlab.strategies.base import Strategy, check_compatible
 from ganlab.trainer.loggers import NullLogger
 

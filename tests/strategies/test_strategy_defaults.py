@@ -24,7 +24,7 @@ def _plain(value: Any) -> Any:
 def test_python_defaults_equal_the_yaml(path) -> None:
     """Constructing a strategy from Python without arguments gives the run that ``strategy=[<name>]`` gives."""
     yaml = OmegaConf.to_container(OmegaConf.load(path))
-    assert list(yaml)[0] == "defaults"  # its schema (ganlab/config_schema.py), then the keys under its name
+    assert list(yaml)[0] == "defaults"  # its schema (ganlab/config/schema.py), then the keys under its name
     (name, node), = ((k, v) for k, v in yaml.items() if k != "defaults")
     module, cls_name = node["_target_"].rsplit(".", 1)
     params = inspect.signature(getattr(importlib.import_module(module), cls_name)).parameters

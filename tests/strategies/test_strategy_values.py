@@ -14,9 +14,9 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from ganlab.build import build_trainer
 from ganlab.losses import NonSaturatingLoss
 from ganlab.models import MLPDiscriminator, MLPGenerator
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import GANSpec
 from ganlab.strategies.minibatch_stddev import MinibatchStdDev, minibatch_stddev
 from ganlab.strategies.mode_seeking import ModeSeeking, mode_seeking_ratio

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from ganlab.build import build_trainer
+from ganlab.run.build import build_trainer
 from ganlab.strategies.unrolled import Unrolled
 from ganlab.trainer.loop import Trainer
 
@@ -142,7 +142,7 @@ def test_unrolled_settings() -> None:
 
 
 def test_deleting_a_typed_optimiser_key_is_answered_with_advice_that_works() -> None:
-    from ganlab.config_check import ConfigError, check_command_line
+    from ganlab.config.check import ConfigError, check_command_line
 
     with pytest.raises(ConfigError, match=r"^~optim.generator.betas: optim.generator.betas is a typed setting and "
                                           r"cannot be deleted; set it to null to leave it out: "

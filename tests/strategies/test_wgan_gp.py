@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from ganlab.build import build_trainer
 from ganlab.losses import NonSaturatingLoss, WassersteinLoss
 from ganlab.models import DCGANDiscriminator, DCGANGenerator, MLPDiscriminator, MLPGenerator
+from ganlab.run.build import build_trainer
 from ganlab.strategies.base import GANSpec
 from ganlab.strategies.wgan_gp import WGANGP, gradient_penalty
 

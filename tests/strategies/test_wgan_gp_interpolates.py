@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from ganlab.build import build_trainer
+from ganlab.run.build import build_trainer
 from ganlab.strategies.wgan_gp import gradient_penalty
 
 

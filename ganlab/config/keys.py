@@ -8,7 +8,7 @@ the run would train with the default lr and no word). The answer names the setti
 
 Checked here: the first part of every key (``lr`` in ``lr=...``, ``trainer`` in ``trainer.steps=...``) against the
 top-level keys of ``conf/train.yaml`` and its config groups. The keys inside a group are checked after composition
-by :mod:`ganlab.config_check` (schemas and ``_target_`` signatures, which need the code).
+by :mod:`ganlab.config.check` (schemas and ``_target_`` signatures, which need the code).
 """
 
 from __future__ import annotations

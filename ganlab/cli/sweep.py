@@ -4,7 +4,7 @@
   ``ganlab.job_name`` in ``conf/train.yaml``; ``-m model=mlp,dcgan`` gives ``0_model=mlp_plain_s0`` and
   ``1_model=dcgan_plain_s0``), so ``tensorboard --logdir <sweep dir>`` labels every run readably and no two jobs of
   a sweep share a name.
-* Under multirun a job that raises does not stop the sweep: ``ganlab.train.train`` logs the traceback into
+* Under multirun a job that raises does not stop the sweep: ``ganlab.cli.train.train`` logs the traceback into
   the job's log and calls :func:`record_failure`, which writes ``failure.json`` and ``FAILED`` into the job.
 * ``debug.fail_at_step=k`` (tests only) makes a run raise after its k-th generator step; the failed job
   returns the worst objective (:func:`failed_objective`) to an Optuna sweep.
@@ -227,7 +227,7 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
     Returns:
         ``(finished, failed, not run)`` job counts; failed counts unfinished jobs too.
     """
-    from ganlab.compare import collect_runs, markdown_table, summarise
+    from ganlab.analysis.table import collect_runs, markdown_table, summarise
 
     runs, failed = collect_runs(sweep_dir)
     missing = jobs_not_run(sweep_dir, planned, swept)

@@ -4,7 +4,7 @@ Reads each job's ``metrics.jsonl`` (one ``{"step", "scores"}`` line per evaluati
 ``matplotlib.figure.Figure`` directly, so importing this module never changes a notebook's backend.
 
 Example:
-    >>> from ganlab.compare import collect_runs
+    >>> from ganlab.analysis.table import collect_runs
     >>> runs, _ = collect_runs("runs/multirun/2026-11-29_10-00-00")  # doctest: +SKIP
     >>> plot_scores(runs, "plots/", ["modes_covered", "reverse_kl"])  # doctest: +SKIP
     [PosixPath('plots/modes_covered.png'), PosixPath('plots/reverse_kl.png')]
@@ -105,7 +105,7 @@ def score_figure(runs: list[dict[str, Any]], key: str) -> Any:
     Made without pyplot, so it never changes the backend; a notebook displays it as the cell's value.
 
     Args:
-        runs: from :func:`ganlab.compare.collect_runs`.
+        runs: from :func:`ganlab.analysis.table.collect_runs`.
         key: the score to plot, e.g. ``"modes_covered"``.
 
     Returns:
@@ -133,7 +133,7 @@ def plot_scores(runs: list[dict[str, Any]], out_dir: str | Path, keys: list[str]
     """Write ``<out_dir>/<score>.png`` per score: the score against step, one line per row (mean over seeds).
 
     Args:
-        runs: from :func:`ganlab.compare.collect_runs`.
+        runs: from :func:`ganlab.analysis.table.collect_runs`.
         out_dir: created when missing.
         keys: scores to plot (default: every model score of the runs, not the ``data/`` baseline, in
             :func:`ganlab.metrics.directions.ordered_scores` order).

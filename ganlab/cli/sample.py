@@ -36,13 +36,13 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
-from ganlab.build import build_strategies, class_count, is_conditional, load_data, make, resolve_device
-from ganlab.config_check import did_you_mean
+from ganlab.cli.evaluate import checkpoint_command, overrides_tag
+from ganlab.config.check import did_you_mean
 from ganlab.data.base import GANData
-from ganlab.evaluate import checkpoint_command, overrides_tag
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import make_codes
 from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
+from ganlab.run.build import build_strategies, class_count, is_conditional, load_data, make, resolve_device
 from ganlab.strategies.base import Part
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.visuals import (

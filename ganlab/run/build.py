@@ -19,14 +19,14 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab import distributed
-from ganlab.config_check import check_target_values, check_typed
-from ganlab.config_groups import check_group_nodes
+from ganlab.config.check import check_target_values, check_typed
+from ganlab.config.groups import check_group_nodes
+from ganlab.config.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.data.base import GANData
 from ganlab.distributed import seed_everything
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
 from ganlab.models.conditional import AuxiliaryClassLoss, check_head
-from ganlab.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.strategies.base import GANSpec, Part, Strategy, check_compatible, check_conditional, check_distributed
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
@@ -40,7 +40,7 @@ log = logging.getLogger("ganlab")
 def make(node: Any, **kwargs: Any) -> Any:
     """``hydra.utils.instantiate`` that re-raises our own ValueError/FileNotFoundError unwrapped.
 
-    A node typed by a schema (:mod:`ganlab.config_schema`) is instantiated from a plain copy of its values: a key
+    A node typed by a schema (:mod:`ganlab.config.schema`) is instantiated from a plain copy of its values: a key
     the schema lacks but the ``_target_`` takes (``+optim.generator.weight_decay=0.01``) would stop Hydra's copy.
 
     Hydra wraps every error of a target in ``InstantiationException``; the clear message a component
@@ -82,7 +82,7 @@ def resolve_device(device: str) -> torch.device:
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Checks that need no data: the typed nodes against their schemas (:func:`ganlab.config_check.check_typed`),
+    """Checks that need no data: the typed nodes against their schemas (:func:`ganlab.config.check.check_typed`),
     positive learning rates and loop counts, the conditional D head (:func:`class_loss`). Raises ValueError naming
     the key."""
     check_typed(cfg)
@@ -289,7 +289,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                   finished_ok: bool = False, score_baseline: bool = True) -> Trainer:
     """Build a ready-to-``fit`` :class:`Trainer` from a composed config (resumed when ``trainer.resume``).
 
-    On resume the experiment's settings come from the checkpoint (see :mod:`ganlab.resume`), and
+    On resume the experiment's settings come from the checkpoint (see :mod:`ganlab.config.resume`), and
     ``trainer.steps`` must go beyond the checkpoint's step unless ``finished_ok`` (re-scoring a checkpoint).
     ``score_baseline=False`` leaves the evaluator's held-out ``data/`` baseline unscored
     (:meth:`~ganlab.metrics.evaluator.Evaluator.prepare_baseline` does it, or else the first evaluation).

@@ -136,7 +136,7 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     Raises:
         ValueError: a bad config (the same errors as the real run).
     """
-    from ganlab.build import build_trainer, check_config, monitor_config  # build imports the loop (ganlab.health)
+    from ganlab.run.build import build_trainer, check_config, monitor_config  # build imports the loop (ganlab.health)
 
     check_config(cfg)  # the real run's settings (the dry run changes some: batch size, accumulation)
     pf = monitor_config(cfg).preflight

@@ -68,7 +68,7 @@ def schema_of(cls: type) -> type:
 
 
 def _named(schema: type) -> type:
-    """Make a generated schema importable as ``ganlab.config_schema.<name>``: a config pickled with its typed nodes
+    """Make a generated schema importable as ``ganlab.config.schema.<name>``: a config pickled with its typed nodes
     (Hydra's submitit launcher sends each job's config to another process) must find the same class there."""
     schema.__module__ = __name__
     globals()[schema.__name__] = schema

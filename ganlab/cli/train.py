@@ -1,7 +1,7 @@
 """``ganlab-train``: one Hydra-configured GAN experiment (``-m`` for a sweep). See ``conf/train.yaml``.
 
 This module imports torch and the rest of ganlab only inside its functions: ``ganlab-train lr=1e-3`` is answered
-by :func:`ganlab.config_keys.check_top_level` before that import (about a second instead of many).
+by :func:`ganlab.config.keys.check_top_level` before that import (about a second instead of many).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from ganlab import _config_dir
-from ganlab.config_keys import ConfigError, check_top_level
+from ganlab.config.keys import ConfigError, check_top_level
 
 if TYPE_CHECKING:
     from ganlab.distributed import Dist
@@ -76,7 +76,7 @@ def tensorboard_command(run_dir: Path) -> str:
 
 def preflight(cfg: DictConfig) -> bool:
     """``preflight=true``: dry-run the experiment, print the pass/fail table; True when every check passed."""
-    from ganlab.health.preflight import format_table, run_preflight
+    from ganlab.run.preflight import format_table, run_preflight
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     rows = run_preflight(cfg, run_dir)
@@ -132,8 +132,9 @@ def run(cfg: DictConfig) -> dict:
     Raises:
         StartError: the run could not be built (see :class:`StartError`).
     """
-    from ganlab import distributed, sweep
-    from ganlab.build import build_trainer
+    from ganlab import distributed
+    from ganlab.cli import sweep
+    from ganlab.run.build import build_trainer
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if cfg.trainer.get("ensemble") is not None:
@@ -182,7 +183,7 @@ def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
     """A run that could not start. Single run: print the message (the traceback too with HYDRA_FULL_ERROR=1),
     remove the run folder Hydra made when it holds nothing else, exit 1. Multirun: mark the job's folder
     (``failure.json`` with ``"stage": "start"``, listed by ganlab-compare as a config error) and go on."""
-    from ganlab import sweep
+    from ganlab.cli import sweep
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if sweep.is_multirun():
@@ -217,7 +218,7 @@ def _quiet_other_ranks(dist: Dist) -> None:
 
 
 def check_arguments(argv: list[str]) -> None:
-    """Before Hydra starts: :func:`ganlab.config_check.check_command_line` on the command's overrides (each value
+    """Before Hydra starts: :func:`ganlab.config.check.check_command_line` on the command's overrides (each value
     of a sweep under ``-m``); a bad key, type or option prints its message as a bad setting found at the start does
     (:func:`_report`) and exits 1, before Hydra makes a run folder. Left to Hydra: ``--help``, ``--info``, shell
     completion, another config (``--config-name/-path/-dir``) and command lines Hydra's parser refuses."""
@@ -233,7 +234,7 @@ def check_arguments(argv: list[str]) -> None:
         return
     try:
         check_top_level(args.overrides, _config_dir())  # before torch is imported: a typo answered at once
-        from ganlab.config_check import check_command_line
+        from ganlab.config.check import check_command_line
 
         check_command_line(args.overrides, multirun=args.multirun)
         if args.multirun:
@@ -259,9 +260,10 @@ def check_no_sweep_under_torchrun() -> None:
 def main() -> None:
     """``ganlab-train``: :func:`check_arguments`, then the Hydra job :func:`train`. A sweep (``-m``) exits 1 when any
     job failed or never ran, and writes its ``summary.md`` also when it is interrupted
-    (:func:`ganlab.sweep.sweep_interrupted`)."""
+    (:func:`ganlab.cli.sweep.sweep_interrupted`)."""
     check_arguments(sys.argv[1:])
-    from ganlab import CONFIG_DIR, sweep  # CONFIG_DIR: the schemas the YAMLs name, stored before Hydra composes
+    from ganlab import CONFIG_DIR  # CONFIG_DIR: the schemas the YAMLs name, stored before Hydra composes
+    from ganlab.cli import sweep  # the resolvers of the run and job folders' names
 
     log.debug("config folder %s", CONFIG_DIR)
     try:
@@ -296,7 +298,8 @@ def train(cfg: DictConfig) -> float | None:
 
 def _train(cfg: DictConfig) -> float | None:
     """:func:`train` after the preflight branch: run, and report a failed start, a signal or an error."""
-    from ganlab import distributed, sweep
+    from ganlab import distributed
+    from ganlab.cli import sweep
     from ganlab.trainer.interrupt import TrainingInterrupted
 
     try:

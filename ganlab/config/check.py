@@ -1,11 +1,11 @@
 """Clear messages for a bad configuration, before anything runs.
 
-The schemas of :mod:`ganlab.config_schema` make OmegaConf refuse a wrong type or an unknown key while Hydra composes
+The schemas of :mod:`ganlab.config.schema` make OmegaConf refuse a wrong type or an unknown key while Hydra composes
 the config; Hydra's own messages for those say neither the type expected nor what the user may have meant, advise
 ``+key=value`` for a typo (which then fails later), and list no choices for an unknown strategy. Here:
 
 * :func:`check_typed` checks a composed config's typed nodes (what ``+key=value`` or ``strategy.<name>=<word>`` slip
-  past composition) and is run by :func:`ganlab.build.check_config` before every run;
+  past composition) and is run by :func:`ganlab.run.build.check_config` before every run;
 * :func:`check_command_line` composes ``ganlab-train``'s overrides as Hydra will and turns a composition error into
   one :class:`ConfigError` naming the key, the type it takes, the closest valid key or option, and the choices.
 """
@@ -25,8 +25,8 @@ from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
-from ganlab.config_keys import ConfigError, check_top_level, not_a_setting, quoted, top_level_keys, yaml_default
-from ganlab.config_schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
+from ganlab.config.keys import ConfigError, check_top_level, not_a_setting, quoted, top_level_keys, yaml_default
+from ganlab.config.schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
 
 #: Both spellings of a union: ``Optional[int]`` (typing.Union) and ``int | None`` (types.UnionType, PEP 604).
 UNIONS = (typing.Union, types.UnionType)
@@ -107,7 +107,7 @@ def unknown_key(path: str, key: str, settings: Sequence[str], line: str | None =
 
 def wrong_type(full_key: str, value: Any, line: str | None = None) -> str:
     """The message for ``value`` at ``full_key`` whose schema type does not take it; a list given for a string
-    gets the quoting that makes its items one comma-separated string (:func:`ganlab.config_keys.quoted`)."""
+    gets the quoting that makes its items one comma-separated string (:func:`ganlab.config.keys.quoted`)."""
     where = f"{line}: " if line else ""
     shown = "null" if value is None else repr(value)
     annotation = schema_at(full_key)
@@ -171,7 +171,7 @@ def _strategy_node_message(name: str, value: Any, selected: Sequence[str]) -> st
 
 def check_typed(cfg: DictConfig) -> None:
     """Check a composed config's top-level keys (no key a ``+`` added that nothing reads, see
-    :mod:`ganlab.config_keys`) and its typed nodes against their schemas (``trainer``, ``monitor``, ``optim``, each
+    :mod:`ganlab.config.keys`) and its typed nodes against their schemas (``trainer``, ``monitor``, ``optim``, each
     ``strategy.<name>``): no key the schema lacks (unless the node's ``_target_`` takes it as a keyword), every
     value of its type, every strategy known and a group of settings.
 
@@ -288,7 +288,7 @@ def _strict_bools(overrides: Sequence[str]) -> None:
 
 
 def check_command_line(lines: Sequence[str], multirun: bool = False, config_name: str = "train") -> None:
-    """Check the keys' first parts (:func:`ganlab.config_keys.check_top_level`), then compose ``config_name`` with
+    """Check the keys' first parts (:func:`ganlab.config.keys.check_top_level`), then compose ``config_name`` with
     the command-line overrides ``lines`` as ``ganlab-train`` will (under ``multirun`` every combination of the
     swept config groups and each value of the other sweeps, see :func:`_variants`) and :func:`check_typed` each
     result; a refusal in a sweep over config groups names the group options of the job it came from.
@@ -374,13 +374,13 @@ def _check_one(overrides: list[str], config_name: str) -> bool:
 
 def _check_untyped_bools(cfg: DictConfig, lines: Sequence[str]) -> None:
     """``model.conditional``, which no ``_target_`` takes, through the builder's own check
-    (:func:`ganlab.build.is_conditional`; ``model.conditional=no`` composes as the string 'no'), before anything runs:
-    under ``-m`` before the sweep starts rather than in each job.
+    (:func:`ganlab.run.build.is_conditional`; ``model.conditional=no`` composes as the string 'no'), before anything
+    runs: under ``-m`` before the sweep starts rather than in each job.
 
     Raises:
         ConfigError: the builder's message, after the line that set the key.
     """
-    from ganlab.build import is_conditional  # ganlab.build imports this module
+    from ganlab.run.build import is_conditional  # ganlab.run.build imports this module
 
     try:
         is_conditional(cfg)

@@ -30,10 +30,10 @@ from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from ganlab.build import build_trainer
-from ganlab.config_groups import choose_option, nested_groups, options
+from ganlab.cli.train import format_scores
+from ganlab.config.groups import choose_option, nested_groups, options
+from ganlab.run.build import build_trainer
 from ganlab.strategies.ema import scored_generator
-from ganlab.train import format_scores
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
 
@@ -51,11 +51,11 @@ class RebuiltRun(NamedTuple):
 
 def apply_overrides(stored: DictConfig, overrides: list[str]) -> DictConfig:
     """A copy of ``stored`` (a run's config) with ``overrides`` applied: config-group choices
-    (``metrics/embedder=pixels``, :func:`ganlab.config_groups.choose_option`) first, as on Hydra's command line,
+    (``metrics/embedder=pixels``, :func:`ganlab.config.groups.choose_option`) first, as on Hydra's command line,
     then the ``key=value`` ones, checked by :func:`check_overrides` against the config the choices made.
 
     Raises:
-        ValueError: a bad override (see :func:`check_overrides` and :func:`~ganlab.config_groups.choose_option`).
+        ValueError: a bad override (see :func:`check_overrides` and :func:`~ganlab.config.groups.choose_option`).
     """
     cfg = OmegaConf.create(OmegaConf.to_container(stored))
     is_group = [("/" in o.split("=", 1)[0]) and "=" in o for o in overrides]

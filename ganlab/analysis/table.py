@@ -1,15 +1,15 @@
-"""``ganlab-compare <sweep dir>``: final scores per configuration, mean ± std over seeds, a significant best marked.
+"""The comparison table of a sweep: final scores per configuration, mean ± std over seeds, a significant best marked.
 
-Every job folder below the sweep directory (one holding ``.hydra/``, ``checkpoints/`` or ``failure.json``)
+Every job folder below a sweep directory (one holding ``.hydra/``, ``checkpoints/`` or ``failure.json``)
 is one job; jobs that differ only in ``seed`` form one row, labelled ``dataset [strategies]`` plus any other
 override that varies across the sweep; a seed counts once per row (:func:`one_run_per_seed`). Jobs with
 ``failure.json`` or without ``metrics.json`` are listed as failed, with the path of their log. Dry runs
 (``ganlab-train preflight=true``: ``preflight.json`` and no ``metrics.json``) are not jobs and are skipped.
 
-Columns: a headline set of scores for the kind of data (:data:`HEADLINE`), ``--keys all`` for every model
-score, or ``--keys a,b``; an unknown key is an error (exit status 2). A column's best mean is marked only where
-it beats the runner-up by Welch's t-test (p < 0.05, :mod:`ganlab.compare_stats`); ``--ci`` adds percentile
-bootstrap intervals of the mean. The functions are importable (a notebook reuses them)::
+Columns: a headline set of scores for the kind of data (:data:`HEADLINE`) or every model score
+(:func:`table_keys`). A column's best mean is marked only where it beats the runner-up by Welch's t-test
+(p < 0.05, :mod:`ganlab.analysis.stats`); :func:`intervals` gives percentile bootstrap intervals of the mean.
+``ganlab-compare`` (:mod:`ganlab.cli.compare`) prints these tables; a notebook reuses the same functions::
 
     runs, failed = collect_runs("runs/multirun/2026-11-29_10-00-00")
     summary = summarise(runs)
@@ -19,23 +19,19 @@ bootstrap intervals of the mean. The functions are importable (a notebook reuses
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
 import json
-import logging
 import math
 import statistics
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ganlab import sweep
-from ganlab.compare_plots import current_names, one_run_per_seed, plot_scores, row_label
-from ganlab.compare_stats import bootstrap_ci, welch_t_test
+from ganlab.analysis.plots import current_names, one_run_per_seed, row_label
+from ganlab.analysis.stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 
 #: One row's scores: score name -> (mean, std over seeds, number of distinct seeds).
@@ -182,7 +178,7 @@ def summarise(runs: list[dict[str, Any]]) -> Summary:
 
 def intervals(runs: list[dict[str, Any]], keys: list[str]) -> Intervals:
     """Row label -> score -> the 95 % percentile bootstrap interval of the mean over seeds
-    (:func:`ganlab.compare_stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call)."""
+    (:func:`ganlab.analysis.stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call)."""
     return {label: {k: bootstrap_ci(v, CI_LEVEL, CI_RESAMPLES, CI_SEED) for k, v in scores.items() if k in keys}
             for label, scores in seed_values(runs).items()}
 
@@ -214,7 +210,7 @@ def table_stem(keys: list[str], summary: Summary) -> str:
 
 def best_tests(summary: Summary, keys: list[str]) -> dict[str, tuple[str, str, float]]:
     """Score -> ``(best row, runner-up row, p)``: the best and second-best mean in the score's direction (NaN
-    skipped) compared by Welch's t-test (:func:`ganlab.compare_stats.welch_t_test`, two-sided). Scores without a
+    skipped) compared by Welch's t-test (:func:`ganlab.analysis.stats.welch_t_test`, two-sided). Scores without a
     direction, with fewer than two rows or a row of fewer than 2 seeds are left out; tied means get p = 1."""
     tests: dict[str, tuple[str, str, float]] = {}
     for k in keys:
@@ -319,101 +315,3 @@ def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | N
             row += list(ci[label][k]) if ci else []
         writer.writerow(row)
     return out.getvalue()
-
-
-def _parse_keys(given: list[str] | None, summary: Summary) -> list[str]:
-    """``--keys``: none for :func:`headline_keys`, ``all`` for :func:`table_keys`, else names split at commas
-    and spaces (``--keys a,b`` or ``--keys a b``)."""
-    names = [k for arg in given or [] for k in arg.split(",") if k]
-    if not names:
-        return headline_keys(summary)
-    return table_keys(summary) if names == ["all"] else names
-
-
-def jobs_not_run(root: str | Path) -> list[tuple[int, list[str]]]:
-    """The jobs of the sweep in ``root`` that never ran (``(number, swept overrides)``), from the sweep's
-    ``multirun.yaml``; [] for a folder that is no sweep of Hydra's basic sweeper."""
-    from omegaconf import OmegaConf
-
-    path = Path(root) / "multirun.yaml"
-    if not path.is_file():
-        return []
-    config = OmegaConf.load(path)
-    return sweep.jobs_not_run(Path(root), sweep.planned_jobs(config), sweep.swept_keys(config))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished, also for
-    a folder without jobs, and with ``--strict`` when any job failed, is unfinished or never ran; 2 for a folder
-    that does not exist or an unknown ``--keys`` score)."""
-    parser = argparse.ArgumentParser(prog="ganlab-compare", description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", help="a sweep directory (runs/multirun/...) or any folder of runs")
-    parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default=None,
-                        help="how the table is printed (default: terminal, aligned columns, on a terminal; "
-                             "markdown when the output goes to a file or a pipe)")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit status 1 when any job failed, is unfinished or never ran (for scripts and CI; "
-                             "default: 1 only when no job finished)")
-    parser.add_argument("--p-values", action="store_true",
-                        help="print the test behind each column's mark: best row, runner-up, Welch's p")
-    parser.add_argument("--out", help="folder for the table files and <score>.png (default: <sweep_dir>/comparison)")
-    parser.add_argument("--no-files", action="store_true", help="only print; write no table or plot files")
-    parser.add_argument("--keys", nargs="+", metavar="KEYS",
-                        help="scores to show: 'all', or names (a,b or a b); default: a headline set for the data")
-    parser.add_argument("--ci", action="store_true",
-                        help="add 95%% percentile bootstrap intervals of the mean (10,000 resamples, seed 0)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(format="ganlab-compare: %(levelname)s: %(message)s")  # the plots' warning, on stderr
-    try:
-        runs, failed = collect_runs(args.sweep_dir)
-    except FileNotFoundError as err:
-        print(f"ganlab-compare: {err}", file=sys.stderr)
-        return 2
-    if not runs and not failed:
-        print(f"ganlab-compare: no runs found in {args.sweep_dir}: looked for job folders (holding .hydra/, "
-              "checkpoints/, failure.json or metrics.json) at any depth below it, outside eval/ and preflight "
-              "dry runs", file=sys.stderr)
-        return 1
-    mismatch = embedder_mismatch(runs)
-    if mismatch:
-        print(f"ganlab-compare: WARNING: {mismatch}", file=sys.stderr)
-    summary = summarise(runs)
-    keys = _parse_keys(args.keys, summary)
-    available = ordered_scores(k for s in summary.values() for k in s)
-    unknown = [k for k in keys if k not in available]
-    if summary and unknown:
-        print(f"ganlab-compare: unknown score key(s) {', '.join(unknown)} for --keys; available: "
-              f"{', '.join(available)} (or all)", file=sys.stderr)
-        return 2
-    for run in one_run_per_seed(runs)[1]:
-        print(f"ganlab-compare: left out {run['run_dir']}: seed {run.get('seed')} of {run['label']} again (a seed "
-              "counts once; kept the run trained furthest, then the last folder by name)", file=sys.stderr)
-    ci = intervals(runs, keys) if args.ci else None
-    if runs:
-        shown = args.format or ("terminal" if sys.stdout.isatty() else "markdown")
-        table = {"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[shown]
-        print(table(summary, keys, ci))
-        if args.p_values:
-            print("\n" + p_value_lines(summary, keys))
-    if runs and not args.no_files:
-        out = Path(args.out or Path(args.sweep_dir) / "comparison")
-        out.mkdir(parents=True, exist_ok=True)
-        md, csv_path = out / f"{table_stem(keys, summary)}.md", out / f"{table_stem(keys, summary)}.csv"
-        md.write_text(markdown_table(summary, keys, ci) + "\n")
-        csv_path.write_text(csv_table(summary, keys, ci))
-        plots = plot_scores(runs, out, keys)
-        print(f"\nwrote {md}, {csv_path} and {len(plots)} plots in {out}")
-    for job in failed:
-        print(f"{job.status.upper()} {job.run_dir}: {job.error} (log: {job.log})")
-    missing = jobs_not_run(args.sweep_dir)
-    for number, overrides in missing:
-        print(f"NOT RUN job {number}: {' '.join(overrides)}")
-    not_run = f", {len(missing)} not run" if missing else ""
-    print(f"{len(runs)} finished, {len(failed)} failed or unfinished{not_run}")
-    if not runs:
-        return 1
-    return 1 if args.strict and (failed or missing) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
