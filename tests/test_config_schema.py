@@ -163,6 +163,15 @@ def test_top_level_near_misses_name_the_settings_that_exist() -> None:
     check_command_line(["strategy=[r1]", "strategy.r1.gamma=3"])  # that advice works too
 
 
+def test_a_plus_key_inside_an_untyped_node_is_checked_against_its_target() -> None:
+    assert refused("model=dcgan", "dataset=digits", "+model.generator.widht=8") == (
+        "model.generator.widht is not a setting of model.generator; did you mean model.generator.width? "
+        "model.generator takes: data_shape, z_dim, width, num_classes")  # was: Hydra's TypeError when building
+    assert refused("+dataset.stdd=0.1").startswith("dataset.stdd is not a setting of dataset; did you mean "
+                                                   "dataset.std? dataset takes: num_modes, radius, std,")
+    check_command_line(["model=dcgan", "dataset=digits", "model.generator.width=8"])  # the advice works
+
+
 POLICY = "strategy.diffaugment.policy"
 QUOTED = """'strategy.diffaugment.policy="color,translation"'"""  # one shell word; Hydra reads one string
 

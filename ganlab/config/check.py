@@ -408,10 +408,30 @@ def _fits(value: Any, annotation: Any) -> bool | None:
     return None
 
 
+def _check_target_keys(path: str, node: DictConfig) -> None:
+    """Refuse a key of ``node`` that its ``_target_`` does not take (``+model.generator.widht=8``, which Hydra's
+    instantiation would fail on with a TypeError), unless the target takes ``**kwargs``.
+
+    Raises:
+        ConfigError: naming the key, the closest keyword and the keywords the target takes.
+    """
+    try:
+        params = inspect.signature(get_object(str(node._target_))).parameters
+    except (ImportError, ValueError, TypeError, AttributeError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    takes = target_arguments(node)
+    for key in node:
+        if not str(key).startswith("_") and key not in takes:
+            raise ConfigError(unknown_key(path, str(key), takes))
+
+
 def check_target_values(cfg: DictConfig) -> None:
-    """The true/false, integer and number settings of the untyped nodes :data:`TARGET_NODES` and
-    ``metrics.scorers.*`` against their ``_target_``'s annotations, before anything is built: ``model.generator.width
-    =abc`` failed inside Hydra's instantiation with a TypeError, and a word for a true/false setting read as true.
+    """The keys (:func:`_check_target_keys`) and the true/false, integer and number settings of the untyped nodes
+    :data:`TARGET_NODES` and ``metrics.scorers.*`` against their ``_target_``'s signature and annotations, before
+    anything is built: ``model.generator.width=abc`` failed inside Hydra's instantiation with a TypeError, and a word
+    for a true/false setting read as true.
 
     Raises:
         ConfigError: naming the key, the type its ``_target_`` takes and the value given.
@@ -426,6 +446,7 @@ def check_target_values(cfg: DictConfig) -> None:
             hints = typing.get_type_hints(obj.__init__ if inspect.isclass(obj) else obj) if obj else {}
         except Exception:  # noqa: BLE001 - an unimportable target or unresolvable hints: Hydra reports it when building
             continue
+        _check_target_keys(path, node)
         for key in node:
             if key not in hints or str(key).startswith("_"):
                 continue
