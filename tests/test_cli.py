@@ -67,7 +67,7 @@ def test_compare_table_equals_the_jobs_metrics(sweep: Path) -> None:
 
 
 def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
-    from ganlab.cli.train import format_scores
+    from ganlab.cli.common import format_scores
 
     table = format_scores({"reverse_kl": 2.079, "modes_covered": 1.0, "data/modes_covered": 8.0, "fd": 3.2,
                            "data/reverse_kl": 0.0038})
@@ -78,7 +78,7 @@ def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
 
 
 def test_end_of_run_table_says_how_to_read_vendi() -> None:
-    from ganlab.cli.train import format_scores
+    from ganlab.cli.common import format_scores
     from ganlab.metrics.scorers import VENDI_READING
 
     lines = format_scores({"vendi": 35.0, "data/vendi": 15.6, "modes_covered": 1.0}).splitlines()
@@ -88,7 +88,7 @@ def test_end_of_run_table_says_how_to_read_vendi() -> None:
 
 
 def test_end_of_run_table_leaves_single_classes_to_metrics_json() -> None:
-    from ganlab.cli.train import format_scores
+    from ganlab.cli.common import format_scores
 
     table = format_scores({"class/mean/recall": 0.5, "data/class/mean/recall": 0.9, "class/0/recall": 0.4,
                            "class/10/recall": 0.6, "pred_class/3/precision": 0.7, "pred_class/worst/precision": 0.2})

@@ -29,9 +29,9 @@ from ganlab.run.build import build_trainer, check_config, make
 
 STRATEGIES = ("ada, d_lr_damping, diffaugment, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, "
               "pacgan, r1, rollback, spectral_norm, ttur, unrolled, wgan_gp")
-TRAINER_KEYS = ("steps, batch_size, n_critic, accumulate, eval_every, ckpt_every, log_every, grid_size, resume, "
-                "progress, projector, precision, compile, channels_last, fused_optim, distributed, dist_timeout_s, "
-                "sync_batchnorm, ensemble, ensemble_workers")
+TRAINER_KEYS = ("steps, batch_size, n_critic, update, accumulate, eval_every, ckpt_every, log_every, grid_size, "
+                "resume, progress, projector, precision, compile, channels_last, fused_optim, distributed, "
+                "dist_timeout_s, sync_batchnorm, ensemble, ensemble_workers")
 
 
 def refused(*overrides: str, multirun: bool = False) -> str:

@@ -20,6 +20,7 @@ from ganlab.metrics.embedders import (
     PixelEmbedder,
     default_inception_weights,
 )
+from ganlab.run import rebuild
 from ganlab.run.build import build_trainer
 
 #: TINY without the classifier's keys, which only the auto and classifier embedders have.
@@ -148,14 +149,14 @@ def test_a_run_is_rescored_with_another_embedder(digits_run: Path, capsys: pytes
                                                  monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     default = evaluate.evaluate_checkpoint(digits_run)  # the run's own embedder: the classifier (auto)
     assert evaluate.main([str(digits_run), "metrics/embedder=pixels"]) == 0  # was refused; its advice crashed
-    tag = evaluate.overrides_tag(["metrics/embedder=pixels"])
+    tag = rebuild.overrides_tag(["metrics/embedder=pixels"])
     pixels = json.loads((digits_run / "eval" / f"last{tag}" / "metrics.json").read_text())
     assert pixels["overrides"] == ["metrics/embedder=pixels"]
     identity = evaluate.evaluate_checkpoint(digits_run, ["metrics/embedder=identity"])
     assert pixels["scores"] == identity["scores"]  # both embed an image as its flattened pixels
     assert "data/classifier_accuracy" in default["scores"] and "data/classifier_accuracy" not in pixels["scores"]
     assert pixels["scores"]["fd"] != pytest.approx(default["scores"]["fd"])
-    rebuilt = evaluate.rebuild_from_checkpoint(digits_run, ["metrics/embedder=pixels"])
+    rebuilt = rebuild.rebuild_from_checkpoint(digits_run, ["metrics/embedder=pixels"])
     assert type(rebuilt.trainer.evaluator.embedder) is PixelEmbedder
     assert rebuilt.cfg.metrics.embedder == {"_target_": "ganlab.metrics.embedders.PixelEmbedder"}
     # inception: its settings can be overridden after the switch, and the missing file is named

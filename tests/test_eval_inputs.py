@@ -11,6 +11,7 @@ import torch
 from ganlab.analysis.table import collect_runs
 from ganlab.cli import evaluate
 from ganlab.cli.compare import main as compare_main
+from ganlab.run import rebuild
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.visuals import image_grid, save_grid_png
 
@@ -20,7 +21,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if the trainer is built: a bad override must be refused before any work."""
     def boom(*args, **kwargs):
         raise AssertionError("build_trainer was called")
-    monkeypatch.setattr(evaluate, "build_trainer", boom)
+    monkeypatch.setattr(rebuild, "build_trainer", boom)
 
 
 @pytest.mark.parametrize("override,message", [
@@ -37,14 +38,14 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
 ])
 def test_bad_eval_overrides_fail_before_any_work(ring8_run: Path, no_work: None, override: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        evaluate.rebuild_from_checkpoint(ring8_run, [override])
+        rebuild.rebuild_from_checkpoint(ring8_run, [override])
 
 
 def test_eval_checks_keys_against_the_embedder_it_switched_to(ring8_run: Path, no_work: None) -> None:
-    evaluate.check_overrides(evaluate.apply_overrides(evaluate_cfg(ring8_run), []), ["metrics.embedder.epochs=2"])
+    rebuild.check_overrides(rebuild.apply_overrides(evaluate_cfg(ring8_run), []), ["metrics.embedder.epochs=2"])
     with pytest.raises(ValueError, match=r"unknown key 'metrics\.embedder\.epochs'.*valid keys under "
                                          r"metrics\.embedder: \['_target_'\]"):
-        evaluate.rebuild_from_checkpoint(ring8_run, ["metrics/embedder=pixels", "metrics.embedder.epochs=2"])
+        rebuild.rebuild_from_checkpoint(ring8_run, ["metrics/embedder=pixels", "metrics.embedder.epochs=2"])
 
 
 def evaluate_cfg(run: Path):
@@ -61,9 +62,9 @@ def test_eval_overrides_are_recorded_and_kept_apart(ring8_run: Path) -> None:
     first = evaluate.evaluate_checkpoint(ring8_run, ["metrics.num_samples=150"])
     second = evaluate.evaluate_checkpoint(ring8_run, ["metrics.num_samples=120", "metrics.batch_size=60"])
     folders = sorted(p.name for p in (ring8_run / "eval").iterdir())
-    tag1 = evaluate.overrides_tag(["metrics.num_samples=150"])
-    tag2 = evaluate.overrides_tag(["metrics.batch_size=60", "metrics.num_samples=120"])  # order does not matter
-    assert tag1 != tag2 and len(tag1) == 10 and evaluate.overrides_tag([]) == ""
+    tag1 = rebuild.overrides_tag(["metrics.num_samples=150"])
+    tag2 = rebuild.overrides_tag(["metrics.batch_size=60", "metrics.num_samples=120"])  # order does not matter
+    assert tag1 != tag2 and len(tag1) == 10 and rebuild.overrides_tag([]) == ""
     assert f"last{tag1}" in folders and f"last{tag2}" in folders and "last" not in folders
     saved = json.loads((ring8_run / "eval" / f"last{tag1}" / "metrics.json").read_text())
     assert saved["overrides"] == ["metrics.num_samples=150"] == first["overrides"]
@@ -73,7 +74,7 @@ def test_eval_overrides_are_recorded_and_kept_apart(ring8_run: Path) -> None:
 
 def test_eval_records_the_prdc_boundary(ring8_run: Path) -> None:
     result = evaluate.evaluate_checkpoint(ring8_run, ["metrics.scorers.prdc.boundary=inclusive"])
-    tag = evaluate.overrides_tag(["metrics.scorers.prdc.boundary=inclusive"])
+    tag = rebuild.overrides_tag(["metrics.scorers.prdc.boundary=inclusive"])
     saved = json.loads((ring8_run / "eval" / f"last{tag}" / "metrics.json").read_text())
     assert saved["score_settings"] == result["score_settings"]
     assert saved["score_settings"]["prdc"]["boundary"] == "inclusive"
@@ -144,7 +145,7 @@ def test_small_images_are_upscaled_in_the_grid(size: int, scale: int, tmp_path: 
 def test_eval_says_it_loaded_a_checkpoint_not_that_it_resumed(ring8_run: Path,
                                                               caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO", logger="ganlab"):
-        rebuilt = evaluate.rebuild_from_checkpoint(ring8_run, ["metrics.num_samples=100"])
+        rebuilt = rebuild.rebuild_from_checkpoint(ring8_run, ["metrics.num_samples=100"])
     messages = [r.getMessage() for r in caplog.records]
     assert f"loaded {rebuilt.checkpoint} (step 40)" in messages
     assert not [m for m in messages if "resumed" in m]

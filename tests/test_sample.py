@@ -14,8 +14,9 @@ from PIL import Image
 from tiny_config import DIGITS_RUN, train_tiny
 
 from ganlab.cli import sample
-from ganlab.cli.evaluate import overrides_tag, rebuild_from_checkpoint
 from ganlab.cli.sample import interpolate, latent_codes, load_settings
+from ganlab.run import rebuild
+from ganlab.run.rebuild import overrides_tag, rebuild_from_checkpoint
 from ganlab.strategies.ema import scored_generator
 
 
@@ -96,7 +97,7 @@ def test_the_ema_copy_is_the_generator_the_run_scored(tmp_path: Path) -> None:
     state = rebuild_from_checkpoint(step5).trainer.state
     z = torch.randn(6, state.generator.z_dim, generator=torch.Generator().manual_seed(3))
     for ema, which, want in ((True, "ema", scored_generator(state)), (False, "G", state.generator)):
-        G, got_which, _ = sample.load_generator(ckpt, torch.device("cpu"), ema=ema)
+        G, got_which, _ = rebuild.load_generator(ckpt, torch.device("cpu"), ema=ema)
         assert got_which == which
         torch.testing.assert_close(sample.generate(G, z), sample.generate(want, z))
     ema_out = sample.sample_checkpoint(run, ["n=4"])

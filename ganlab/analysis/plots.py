@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.metrics.directions import higher_is_better, ordered_scores
+from ganlab.run import layout
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def read_curve(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
 
     A resumed run may repeat a step; the last record of a step wins.
     """
-    path = Path(run_dir) / "metrics.jsonl"
+    path = Path(run_dir) / layout.CURVE_FILE
     if not path.exists():
         return []
     by_step: dict[int, dict[str, float]] = {}

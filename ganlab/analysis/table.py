@@ -26,13 +26,14 @@ import json
 import math
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ganlab.analysis.plots import current_names, one_run_per_seed, row_label
 from ganlab.analysis.stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
+from ganlab.run import layout
+from ganlab.run.layout import FailedJob
 
 #: One row's scores: score name -> (mean, std over seeds, number of distinct seeds).
 Summary = dict[str, dict[str, tuple[float, float, int]]]
@@ -58,39 +59,6 @@ ALPHA = 0.05
 
 #: The bootstrap of ``--ci``: interval level, resamples, generator seed (the same for every cell).
 CI_LEVEL, CI_RESAMPLES, CI_SEED = 0.95, 10_000, 0
-
-
-@dataclass(frozen=True)
-class FailedJob:
-    """A job that raised (``failure.json``) or never wrote ``metrics.json``."""
-
-    run_dir: Path
-    log: Path                  # the job's log, holding the traceback
-    error: str                 # ``Type: message`` from failure.json, or why the job counts as failed
-    status: str = "failed"     # "failed" (it raised), "config error" (refused before training) or "unfinished"
-
-
-def _overrides(job: Path) -> list[str]:
-    """The job's command-line overrides (``.hydra/overrides.yaml``); an ensemble member (``seed_<k>/`` of a
-    ``trainer.ensemble=S`` run) has its ensemble's, without ``trainer.ensemble``."""
-    path = job / ".hydra" / "overrides.yaml"
-    member = not path.exists() and _is_ensemble(job.parent)
-    path = job.parent / ".hydra" / "overrides.yaml" if member else path
-    if not path.exists():
-        return []
-    from omegaconf import OmegaConf
-
-    found = [str(o) for o in OmegaConf.load(path)]
-    return [o for o in found if not o.startswith("trainer.ensemble=")] if member else found
-
-
-def _is_ensemble(folder: Path) -> bool:
-    """A ``trainer.ensemble=S`` run's folder: its runs are its ``seed_<k>/`` sub-folders, it is none itself."""
-    path = folder / ".hydra" / "overrides.yaml"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return (folder / "ensemble.json").exists() or any(
-        line.strip().lstrip("- ").startswith("trainer.ensemble=") and not line.strip().endswith("=null")
-        for line in lines)
 
 
 #: Override keys left out of row labels: seeds are averaged, strategies and data set are in the label already,
@@ -119,25 +87,17 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a folder; give a sweep or runs directory")
-    markers = (".hydra", "checkpoints", "failure.json", "metrics.json")
-    jobs = sorted({p.parent for m in markers for p in root.rglob(m) if p.parent.parent.name != "eval"})
-    jobs = [j for j in jobs if not ((j / "preflight.json").exists() and not (j / "metrics.json").exists())
-            and not _is_ensemble(j)]
-    overrides = {job: _overrides(job) for job in jobs}
-    finished = [job for job in jobs if (job / "metrics.json").exists() and not (job / "failure.json").exists()]
+    jobs = layout.job_folders(root)
+    overrides = {job: layout.stored_overrides(job) for job in jobs}
+    finished = [job for job in jobs if layout.is_finished(job)]
     common = set.intersection(*(set(overrides[j]) for j in finished)) if finished else set()
     runs, failed = [], []
     for job in jobs:
-        log = next(iter(sorted(job.glob("*.log"))), job / "train.log")
-        failure = job / "failure.json"
-        if failure.exists():
-            info = json.loads(failure.read_text())
-            status = "config error" if info.get("stage") == "start" else "failed"
-            failed.append(FailedJob(job, Path(info.get("log", log)), f"{info['type']}: {info['message']}", status))
-        elif not (job / "metrics.json").exists():
-            failed.append(FailedJob(job, log, "no metrics.json (killed, or still running)", "unfinished"))
+        failure = layout.job_failure(job)
+        if failure is not None:
+            failed.append(failure)
         else:
-            run = {**json.loads((job / "metrics.json").read_text()), "run_dir": str(job)}
+            run = {**json.loads((job / layout.METRICS_FILE).read_text()), "run_dir": str(job)}
             run["scores"] = current_names(run.get("scores", {}))
             extra = sorted(o for o in overrides[job] if o not in common and _tells_apart(o))
             runs.append({**run, "label": row_label(run, extra)})

@@ -36,14 +36,14 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
-from ganlab.cli.evaluate import checkpoint_command, overrides_tag
+from ganlab.cli.common import checkpoint_command
 from ganlab.config.check import did_you_mean
 from ganlab.data.base import GANData
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import make_codes
-from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
-from ganlab.run.build import build_strategies, class_count, is_conditional, load_data, make, resolve_device
-from ganlab.strategies.base import Part
+from ganlab.run import layout
+from ganlab.run.build import resolve_device
+from ganlab.run.rebuild import find_run_checkpoint, load_generator, overrides_tag
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.visuals import (
     GRID_MIN_WIDTH,
@@ -166,28 +166,6 @@ def interpolate(a: Tensor, b: Tensor, steps: int, method: str = "slerp") -> Tens
     return torch.where(sin < 1e-6, lerp, slerp)
 
 
-def load_generator(ckpt: dict[str, Any], device: torch.device, ema: bool = True) -> tuple[nn.Module, str, GANData]:
-    """The checkpoint's generator, rebuilt from its stored config on ``device``, and the run's data.
-
-    Returns:
-        ``(G in eval mode, "ema" or "G", data)``: the EMA copy (its batch-norm statistics recomputed with the EMA
-        strategy's standing-statistics settings) when ``ema`` and the run kept one, else the trained G.
-
-    Raises:
-        ValueError: the stored config cannot be built here (e.g. its data set is missing).
-    """
-    cfg = OmegaConf.create(ckpt["config"])
-    data = load_data(cfg, device)
-    classes = {"num_classes": class_count(data)} if is_conditional(cfg) else {}
-    G = make(cfg.model.generator, data_shape=data.sample_shape, **classes).to(device)
-    use_ema = ema and ckpt.get("g_ema") is not None
-    G.load_state_dict(ckpt["g_ema"] if use_ema else ckpt["generator"])
-    if use_ema:
-        keeper = [s for s in build_strategies(cfg) if Part.G_EMA in s.replaces]
-        recalibrate_batch_norm(G, getattr(keeper[0], "standing_stats", StandingStats()) if keeper else StandingStats())
-    return G.eval(), "ema" if use_ema else "G", data
-
-
 @torch.no_grad()
 def generate(G: nn.Module, z: Tensor, batch_size: int = 256) -> Tensor:
     """G's samples (N, *data_shape) of the (N, z_dim) codes ``z`` (moved to G's device), in eval mode, on the CPU."""
@@ -249,15 +227,10 @@ def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> d
         FileNotFoundError: no checkpoint at ``path``.
     """
     s = load_settings(list(overrides or []))
-    last = Path(path).expanduser() / "checkpoints" / "last.pt"
-    try:
-        ckpt_path, ckpt = ckpt_io.find_checkpoint(last if last.is_file() else path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding checkpoints/*.pt or a "
-                                "checkpoint file") from None
+    ckpt_path, ckpt = find_run_checkpoint(path, holding="checkpoints/*.pt")
     G, which, data = load_generator(ckpt, resolve_device(s.device), ema=s.ema)
     out = Path(s.out).expanduser() if s.out else \
-        ckpt_path.parent.parent / "sample" / (ckpt_path.stem + overrides_tag(overrides))
+        layout.run_dir_of(ckpt_path) / layout.SAMPLE_DIR / (ckpt_path.stem + overrides_tag(overrides))
     title = f"{data.name}, step {int(ckpt['step'])}, {which}"
     drawn = write_pictures(G, data, s, out, title)
     record = {"checkpoint": str(ckpt_path.resolve()), "step": int(ckpt["step"]), "generator": which,

@@ -5,7 +5,8 @@
   ``1_model=dcgan_plain_s0``), so ``tensorboard --logdir <sweep dir>`` labels every run readably and no two jobs of
   a sweep share a name.
 * Under multirun a job that raises does not stop the sweep: ``ganlab.cli.train.train`` logs the traceback into
-  the job's log and calls :func:`record_failure`, which writes ``failure.json`` and ``FAILED`` into the job.
+  the job's log and calls :func:`ganlab.run.layout.record_failure`, which writes ``failure.json`` and ``FAILED``
+  into the job.
 * ``debug.fail_at_step=k`` (tests only) makes a run raise after its k-th generator step; the failed job
   returns the worst objective (:func:`failed_objective`) to an Optuna sweep.
 * :class:`SweepSummary`, a Hydra callback, writes ``summary.md`` (the comparison table, the failed jobs and the
@@ -15,13 +16,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
 import re
-import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +28,13 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from ganlab.analysis.table import collect_runs, markdown_table, summarise
 from ganlab.health.recovery import InjectNaN
 from ganlab.hparams import strategy_label
 from ganlab.strategies.base import Strategy, TrainState
 
 log = logging.getLogger("ganlab")
 
-FAILURE_FILE = "failure.json"  # {"type", "message", "traceback", "log", "time"} of the exception
-FAILED_MARKER = "FAILED"       # a one-line flag file ("Type: message") for shell scripts: ls */FAILED
 
 
 #: The environment variable holding the swept keys of the sweep under way (``model,seed``), set when the sweep
@@ -93,29 +90,6 @@ OmegaConf.register_new_resolver("ganlab.run_group", run_group, replace=True)
 def is_multirun() -> bool:
     """True inside a job of a Hydra multirun (``-m``); False in a single run or outside Hydra."""
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-
-
-def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool = True, stage: str = "train") -> Path:
-    """Log ``err``'s traceback (into the job's log) and write ``failure.json`` and ``FAILED`` into ``run_dir``.
-
-    ``log_traceback=False`` (a single run, which re-raises and so prints the traceback anyway) only writes the files.
-    ``stage``: ``"train"`` (it raised while training) or ``"start"`` (a bad setting found before training).
-
-    Returns:
-        The path of ``failure.json``.
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if log_traceback:
-        log.error("job failed; the sweep goes on. %s: %s", type(err).__name__, err, exc_info=err)
-    logs = sorted(run_dir.glob("*.log"))
-    info = {"type": type(err).__name__, "message": str(err), "stage": stage,
-            "traceback": "".join(traceback.format_exception(err)),
-            "log": str(logs[0] if logs else run_dir / "train.log"), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
-    path = run_dir / FAILURE_FILE
-    path.write_text(json.dumps(info, indent=2))
-    (run_dir / FAILED_MARKER).write_text(f"{info['type']}: {info['message']}\n")
-    return path
 
 
 def failed_objective() -> float:
@@ -227,8 +201,6 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
     Returns:
         ``(finished, failed, not run)`` job counts; failed counts unfinished jobs too.
     """
-    from ganlab.analysis.table import collect_runs, markdown_table, summarise
-
     runs, failed = collect_runs(sweep_dir)
     missing = jobs_not_run(sweep_dir, planned, swept)
     head = "Interrupted: " if interrupted else ""

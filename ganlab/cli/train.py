@@ -10,7 +10,6 @@ import contextlib
 import io
 import logging
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -28,49 +27,10 @@ if TYPE_CHECKING:
     from ganlab.distributed import Dist
 
 log = logging.getLogger("ganlab")
-#: Score keys of one class (``class/3/recall``, ``pred_class/0/clusters_covered``), left out of the end-of-run table.
-PER_CLASS = re.compile(r"^(pred_)?class/\d+/")
-
-
-def format_scores(scores: dict[str, float]) -> str:
-    """A table: one row per score with the model's value beside the data baseline (``data/<score>``, "-" when
-    none) and the better direction (higher / lower), in the scorers' order (:mod:`ganlab.metrics.directions`).
-    Scores of single classes (``class/<c>/...``, ``pred_class/<c>/...``) are left to ``metrics.json``: the table
-    keeps their ``mean`` and ``worst`` rows and ends with one line counting the rest. A score without a better
-    direction but with a data baseline (``vendi``) reads "near data", with its reading below the table."""
-    from ganlab.metrics.directions import higher_is_better, score_directions
-    from ganlab.metrics.scorers import VENDI_READING
-
-    readings = {"vendi": VENDI_READING}  # how to read a score that has no better direction
-    names = [k for k in scores if not k.startswith("data/")]
-    per_class = [k for k in names if PER_CLASS.match(k)]
-    names = [k for k in names if not PER_CLASS.match(k)]
-    order = {k: i for i, k in enumerate(score_directions())}
-    names.sort(key=lambda k: (order.get(k, len(order)), k))
-    width = max([len(k) for k in names] + [5])
-    direction = {True: "higher", False: "lower", None: ""}
-    lines = [f"  {'score':<{width}}  {'model':>10}  {'data':>10}  better"]
-    for k in names:
-        data = scores.get(f"data/{k}")
-        data_cell = f"{data:>10.4g}" if data is not None else f"{'-':>10}"
-        better = direction[higher_is_better(k)] or ("near data" if data is not None else "")
-        lines.append(f"  {k:<{width}}  {scores[k]:>10.4g}  {data_cell}  {better}".rstrip())
-    lines += [f"  {readings[k]}" for k in names if k in readings]
-    if per_class:
-        lines.append(f"  (+ {len(per_class)} scores of single classes in metrics.json)")
-    return "\n".join(lines)
-
-
-def program(name: str) -> str:
-    """A command of this Python's environment (``tensorboard``, ``ganlab-train``) as a user can type it: the bare
-    name when it is the one on PATH, else its full path (a venv that is not activated)."""
-    here = Path(sys.executable).parent / name
-    on_path = shutil.which(name)
-    return name if here.is_file() and on_path and Path(on_path).resolve() == here.resolve() else str(here)
-
-
 def tensorboard_command(run_dir: Path) -> str:
-    """``tensorboard --logdir <run_dir>`` that works as printed (see :func:`program`)."""
+    """``tensorboard --logdir <run_dir>`` that works as printed (see :func:`ganlab.cli.common.program`)."""
+    from ganlab.cli.common import program
+
     return shlex.join([program("tensorboard"), "--logdir", str(run_dir)])
 
 
@@ -83,34 +43,6 @@ def preflight(cfg: DictConfig) -> bool:
     print(format_table(rows), flush=True)
     log.info("preflight table in %s", run_dir / "preflight.json")
     return all(r.passed is not False for r in rows)
-
-
-#: A temporary checkpoint file in the folder of the run being resumed counts as abandoned after this many
-#: seconds without a write (that run may still be going; a checkpoint write takes seconds).
-ABANDONED_AFTER_S = 300.0
-
-
-def remove_interrupted_writes(run_dir: Path, resume: str | None) -> list[Path]:
-    """Delete the temporary files of checkpoint writes killed mid-way (``checkpoints/.<name>.<random>.tmp``,
-    see :func:`ganlab.io.atomic_open`), with a log line: all of them in this run's own ``checkpoints/``, and
-    those untouched for :data:`ABANDONED_AFTER_S` in the ``checkpoints/`` of the run ``resume`` continues.
-
-    Returns:
-        The files deleted.
-    """
-    from ganlab.io import remove_stale_temp_files
-
-    folders = [(run_dir / "checkpoints", 0.0)]
-    if resume:
-        given = Path(resume).expanduser()
-        source = given / "checkpoints" if given.is_dir() else given.parent
-        if source.resolve() != folders[0][0].resolve():
-            folders.append((source, ABANDONED_AFTER_S))
-    removed = [p for folder, age in folders for p in remove_stale_temp_files(folder, age)]
-    if removed:
-        log.info("removed %d temporary file(s) left by interrupted checkpoint writes: %s", len(removed),
-                 ", ".join(str(p) for p in removed))
-    return removed
 
 
 def _report(err: Exception) -> None:
@@ -134,6 +66,8 @@ def run(cfg: DictConfig) -> dict:
     """
     from ganlab import distributed
     from ganlab.cli import sweep
+    from ganlab.cli.common import format_scores
+    from ganlab.run import layout
     from ganlab.run.build import build_trainer
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -145,7 +79,7 @@ def run(cfg: DictConfig) -> dict:
     except (ValueError, FileNotFoundError) as err:
         raise StartError(str(err)) from err
     if trainer.dist.main:
-        remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
+        layout.remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
     sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
     with trainer.dist.guard("a collective of the training loop"):  # a hang becomes an error naming the rank
@@ -184,10 +118,11 @@ def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
     remove the run folder Hydra made when it holds nothing else, exit 1. Multirun: mark the job's folder
     (``failure.json`` with ``"stage": "start"``, listed by ganlab-compare as a config error) and go on."""
     from ganlab.cli import sweep
+    from ganlab.run import layout
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if sweep.is_multirun():
-        sweep.record_failure(run_dir, err.__cause__ or err, log_traceback=False, stage="start")
+        layout.record_failure(run_dir, err.__cause__ or err, log_traceback=False, stage="start")
         log.error("job could not start: %s", err)
         return sweep.failed_objective() if cfg.get("objective") else None
     _report(err)
@@ -200,6 +135,8 @@ def resume_command(run_dir: Path) -> str:
     """The ``ganlab-train`` command that continues the run in ``run_dir``: this run's command-line overrides
     (loop settings such as ``trainer.steps`` come from the command, not the checkpoint), then
     ``trainer.resume`` and ``hydra.run.dir`` pointing at the run folder (its newest intact checkpoint)."""
+    from ganlab.cli.common import program
+
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
     return shlex.join([program("ganlab-train"), *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
@@ -262,7 +199,7 @@ def main() -> None:
     job failed or never ran, and writes its ``summary.md`` also when it is interrupted
     (:func:`ganlab.cli.sweep.sweep_interrupted`)."""
     check_arguments(sys.argv[1:])
-    from ganlab import CONFIG_DIR  # CONFIG_DIR: the schemas the YAMLs name, stored before Hydra composes
+    from ganlab import CONFIG_DIR  # the schemas the YAMLs name, stored before Hydra composes
     from ganlab.cli import sweep  # the resolvers of the run and job folders' names
 
     log.debug("config folder %s", CONFIG_DIR)
@@ -300,6 +237,7 @@ def _train(cfg: DictConfig) -> float | None:
     """:func:`train` after the preflight branch: run, and report a failed start, a signal or an error."""
     from ganlab import distributed
     from ganlab.cli import sweep
+    from ganlab.run import layout
     from ganlab.trainer.interrupt import TrainingInterrupted
 
     try:
@@ -319,7 +257,7 @@ def _train(cfg: DictConfig) -> float | None:
     except Exception as err:
         multirun = sweep.is_multirun()  # a single run also marks its folder, so ganlab-compare tells it from a kill
         if distributed.current().main:
-            sweep.record_failure(HydraConfig.get().runtime.output_dir, err, log_traceback=multirun)
+            layout.record_failure(HydraConfig.get().runtime.output_dir, err, log_traceback=multirun)
         if not multirun:
             raise
         return sweep.failed_objective() if cfg.get("objective") else None

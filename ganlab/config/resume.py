@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 _MISSING = object()
 
 #: Config keys that define the experiment; a resumed run takes them from the checkpoint.
-RUN_KEYS = ("dataset", "model", "loss", "optim", "strategy", "seed", "trainer.batch_size", "trainer.n_critic")
+RUN_KEYS = ("dataset", "model", "loss", "optim", "strategy", "seed", "trainer.batch_size", "trainer.n_critic",
+            "trainer.update")
 #: Keys taken from the checkpoint unless typed on the resuming command line (then the typed value is kept).
 RESOURCE_KEYS = ("trainer.accumulate",)
 

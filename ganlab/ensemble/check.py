@@ -58,7 +58,8 @@ def check_ensemble(cfg: DictConfig) -> None:
             generator with the MLP or maxout discriminator; a strategy whose ``refuses`` names the ensemble
             (:func:`~ganlab.strategies.base.check_modes`);
             ``trainer.accumulate`` != 1, ``trainer.precision`` != 32, ``trainer.compile=true``,
-            ``trainer.distributed=true``, ``trainer.resume``,
+            ``trainer.distributed=true``, ``trainer.update=simultaneous``, ``strategy.pacgan.g_per_column=true``,
+            ``trainer.resume``,
             ``monitor.clip`` or ``monitor.hard_limit`` set. Each message names the setting and what to do.
     """
     size = cfg.trainer.get("ensemble")
@@ -80,6 +81,9 @@ def check_ensemble(cfg: DictConfig) -> None:
                "trainer.precision": (str(cfg.trainer.get("precision", "32")) != "32", "32"),
                "trainer.compile": (bool(cfg.trainer.get("compile", False)), "false"),
                "trainer.distributed": (bool(cfg.trainer.get("distributed", False)), "false"),
+               "trainer.update": (str(cfg.trainer.get("update", "alternating")) != "alternating", "alternating"),
+               "strategy.pacgan.g_per_column": (bool(OmegaConf.select(cfg, "strategy.pacgan.g_per_column",
+                                                                      default=False)), "false"),
                "trainer.resume": (cfg.trainer.get("resume") is not None, "null (resume one seed's folder alone)"),
                "monitor.clip": (OmegaConf.select(cfg, "monitor.clip") is not None, "null"),
                "monitor.hard_limit": (OmegaConf.select(cfg, "monitor.hard_limit") is not None, "null")}

@@ -2,7 +2,7 @@
 
 The helpers behind ``notebooks/inspect_clusters.ipynb`` (and ``notebooks/compare_strategies.ipynb``'s choice of
 sweep). Everything is computed by the library's own code: the run is rebuilt from its checkpoint's stored config
-(:func:`ganlab.cli.evaluate.rebuild_from_checkpoint`), scored by its own :class:`~ganlab.metrics.Evaluator`, and the
+(:func:`ganlab.run.rebuild.rebuild_from_checkpoint`), scored by its own :class:`~ganlab.metrics.Evaluator`, and the
 clusters are the k-means fit the ``clusters`` scorer uses, so every picture agrees with the run's scores::
 
     from ganlab import inspection as gi
@@ -15,7 +15,8 @@ clusters are the k-means fit the ``clusters`` scorer uses, so every picture agre
 Plotting functions return ``matplotlib.figure.Figure`` objects made without pyplot, so they never change the
 backend: a notebook shows one as a cell's value, a script saves it with ``fig.savefig(path)``.
 
-Modules: :mod:`~ganlab.inspection.runs` (finding and loading runs), :mod:`~ganlab.inspection.clusters`,
+Modules: :mod:`~ganlab.inspection.runs` (loading runs; finding them: :mod:`ganlab.run.layout`),
+:mod:`~ganlab.inspection.clusters`,
 :mod:`~ganlab.inspection.similarity` (histograms, most similar pairs, the scores table),
 :mod:`~ganlab.inspection.plots` and :mod:`~ganlab.inspection.similarity_plots` (the figures).
 """
@@ -32,17 +33,7 @@ from ganlab.inspection.clusters import (
                                         samples_by_cluster,
 )
 from ganlab.inspection.plots import plot_occupancy, plot_projection, plot_samples_by_cluster
-from ganlab.inspection.runs import (
-                                        LoadedRun,
-                                        evaluate_run,
-                                        find_latest_run,
-                                        find_latest_sweep,
-                                        find_runs_root,
-                                        is_run_dir,
-                                        list_checkpoints,
-                                        load_run,
-                                        resolve_user_path,
-)
+from ganlab.inspection.runs import LoadedRun, evaluate_run, list_checkpoints, load_run, resolve_user_path
 from ganlab.inspection.similarity import (
                                         CheckpointHistogram,
                                         histograms_over_checkpoints,
@@ -55,6 +46,7 @@ from ganlab.inspection.similarity_plots import (
                                         plot_most_similar_pairs,
                                         plot_similarity_histograms,
 )
+from ganlab.run.layout import find_latest_run, find_latest_sweep, find_runs_root, is_run_dir
 
 __all__ = ["CheckpointHistogram", "ClusterAssignment", "LoadedRun", "assign_class_clusters", "assign_clusters",
            "cluster_occupancy",

@@ -1,112 +1,23 @@
-"""Finding runs and sweeps under ``runs/``, listing a run's checkpoints, rebuilding a run and scoring it."""
+"""Listing a run's checkpoints, rebuilding a run and scoring it (finding runs: :mod:`ganlab.run.layout`)."""
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from omegaconf import DictConfig
 from torch import nn
 
-from ganlab.cli.evaluate import rebuild_from_checkpoint
 from ganlab.data.base import GANData
 from ganlab.metrics.evaluator import EvalResult, Evaluator
+from ganlab.run import layout
+from ganlab.run.layout import is_run_dir
+from ganlab.run.rebuild import rebuild_from_checkpoint
 from ganlab.strategies.ema import scored_generator
 from ganlab.trainer.loop import Trainer
-
-_STEP_FILE = re.compile(r"step_(\d+)\.pt")
-
-
-# ---------------------------------------------------------------------------------------------- finding runs
-def is_run_dir(path: str | Path) -> bool:
-    """True when ``path`` is a folder of ``ganlab-train``: it holds ``metrics.json`` or ``checkpoints/last.pt``
-    (and is not a ``ganlab-eval`` result folder, ``<run>/eval/<checkpoint>/``)."""
-    p = Path(path)
-    return p.is_dir() and p.parent.name != "eval" and (
-        (p / "metrics.json").is_file() or (p / "checkpoints" / "last.pt").is_file())
-
-
-def _markers(run_dir: Path) -> list[Path]:
-    return [m for m in (run_dir / "metrics.json", run_dir / "checkpoints" / "last.pt") if m.is_file()]
-
-
-def _runs_under(root: Path) -> list[Path]:
-    found = {p.parent for p in root.rglob("metrics.json")}
-    found |= {p.parent.parent for p in root.rglob("checkpoints/last.pt")}
-    return sorted(d for d in found if is_run_dir(d))
-
-
-def _newest(dirs: list[Path], markers: Any) -> Path:
-    """The folder whose newest marker file was modified last (ties: the later path)."""
-    return max(dirs, key=lambda d: (max(m.stat().st_mtime for m in markers(d)), str(d)))
-
-
-def find_runs_root(start: str | Path | None = None) -> Path:
-    """The ``runs/`` folder ``ganlab-train`` writes to: ``<start>/runs`` or the nearest one in a parent folder
-    (so a notebook started in ``notebooks/`` finds the repository's ``runs/``).
-
-    Args:
-        start: where to start looking (default: the current directory).
-
-    Raises:
-        FileNotFoundError: no ``runs/`` folder in ``start`` or any parent.
-    """
-    here = Path(start or os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "runs").is_dir():
-            return folder / "runs"
-    raise FileNotFoundError(f"no runs/ folder in {here} or its parents: train a model first (ganlab-train writes "
-                            "runs/<dataset>/<date>/ in the directory it is started from), or give the folder")
-
-
-def find_latest_run(root: str | Path | None = None) -> Path:
-    """The most recently written run directory under ``root`` (any depth, sweep jobs included).
-
-    A run directory holds ``metrics.json`` or ``checkpoints/last.pt``; "most recent" is the newest modification
-    time of those files, so a run still training counts from its last evaluation.
-
-    Args:
-        root: a folder of runs (default: :func:`find_runs_root`). A run directory itself is returned as is.
-
-    Raises:
-        FileNotFoundError: ``root`` is not a folder, or no run lies under it.
-    """
-    root = Path(root) if root is not None else find_runs_root()
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a folder; give the runs/ folder of ganlab-train")
-    if is_run_dir(root):
-        return root
-    runs = _runs_under(root)
-    if not runs:
-        raise FileNotFoundError(f"no run under {root}: no folder holds metrics.json or checkpoints/last.pt. Train "
-                                "one with ganlab-train, or point GANLAB_RUN at a run directory")
-    return _newest(runs, _markers)
-
-
-def find_latest_sweep(root: str | Path | None = None) -> Path:
-    """The most recently written sweep folder: the child of ``root`` whose runs were written last.
-
-    Args:
-        root: the folder holding sweeps (default: ``runs/multirun`` of :func:`find_runs_root`).
-
-    Raises:
-        FileNotFoundError: ``root`` is not a folder, or none of its sub-folders holds a run.
-    """
-    root = Path(root) if root is not None else find_runs_root() / "multirun"
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root} is not a folder: run a sweep first (ganlab-train -m ... writes "
-                                "runs/multirun/<date>/), or point GANLAB_SWEEP at a sweep folder")
-    sweeps = {child: _runs_under(child) for child in sorted(root.iterdir()) if child.is_dir()}
-    sweeps = {child: runs for child, runs in sweeps.items() if runs}
-    if not sweeps:
-        raise FileNotFoundError(f"no sweep under {root}: none of its folders holds a run (metrics.json or "
-                                "checkpoints/last.pt). Run ganlab-train -m ..., or point GANLAB_SWEEP at a sweep")
-    return _newest(list(sweeps), lambda s: [m for r in sweeps[s] for m in _markers(r)])
 
 
 def list_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
@@ -115,10 +26,7 @@ def list_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
     Raises:
         FileNotFoundError: ``run_dir`` is not a run directory (see :func:`is_run_dir`).
     """
-    run_dir = _check_run_dir(run_dir)
-    found = [(int(m.group(1)), p) for p in (run_dir / "checkpoints").glob("step_*.pt")
-             if (m := _STEP_FILE.fullmatch(p.name))]
-    return sorted(found)
+    return layout.step_checkpoints(_check_run_dir(run_dir))
 
 
 def resolve_user_path(path: str | Path) -> Path:
@@ -148,13 +56,13 @@ def _check_run_dir(run_dir: str | Path) -> Path:
 
 
 def _resolve_checkpoint(run_dir: Path, checkpoint: str | int | Path) -> Path:
-    ckpts = run_dir / "checkpoints"
+    ckpts = run_dir / layout.CHECKPOINT_DIR
     if isinstance(checkpoint, bool) or not isinstance(checkpoint, (str, int, Path)):
         raise ValueError(f"checkpoint must be 'last', a step number or a file name, got {checkpoint!r}")
     if isinstance(checkpoint, int):
-        path = ckpts / f"step_{checkpoint:07d}.pt"
+        path = ckpts / layout.step_checkpoint_name(checkpoint)
     elif str(checkpoint) == "last":
-        path = ckpts / "last.pt"
+        path = ckpts / layout.LAST_CHECKPOINT
     elif Path(checkpoint).is_file():
         path = Path(checkpoint)
     else:
@@ -162,7 +70,8 @@ def _resolve_checkpoint(run_dir: Path, checkpoint: str | int | Path) -> Path:
         path = ckpts / (name if name.endswith(".pt") else name + ".pt")
     if not path.is_file():
         steps = [s for s, _ in list_checkpoints(run_dir)]
-        have = (f"it has last.pt{' and steps ' + str(steps) if steps else ''}" if (ckpts / "last.pt").is_file()
+        has_last = (ckpts / layout.LAST_CHECKPOINT).is_file()
+        have = (f"it has last.pt{' and steps ' + str(steps) if steps else ''}" if has_last
                 else "it has no checkpoint at all (killed before its first evaluation, or checkpoints deleted)")
         raise FileNotFoundError(f"{run_dir}: no checkpoint {checkpoint!r} (looked for {path}); {have}. Pick one of "
                                 "those, or another run")
@@ -222,8 +131,8 @@ def load_run(run_dir: str | Path, checkpoint: str | int | Path = "last",
         ValueError: a bad ``checkpoint`` or override, or a file that is not a ganlab checkpoint.
     """
     given = resolve_user_path(run_dir)
-    if given.is_file() and given.parent.name == "checkpoints":
-        run_dir, checkpoint = given.parent.parent, given
+    if given.is_file() and given.parent.name == layout.CHECKPOINT_DIR:
+        run_dir, checkpoint = layout.run_dir_of(given), given
     run_dir = _check_run_dir(run_dir)
     rebuilt = rebuild_from_checkpoint(_resolve_checkpoint(run_dir, checkpoint), list(overrides or []))
     trainer, ckpt = rebuilt.trainer, rebuilt.ckpt

@@ -16,6 +16,7 @@ from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.metrics.scorers import SimilarityScorer
 from ganlab.metrics.similarity import SimilarityHistogram, normalize_rows, similarity_histogram
+from ganlab.run import layout
 from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
 
@@ -80,7 +81,7 @@ def histograms_over_checkpoints(run: LoadedRun | str | Path, include_last: bool 
     if not isinstance(run, LoadedRun):
         run = load_run(run)
     found = dict(list_checkpoints(run.run_dir))
-    last = run.run_dir / "checkpoints" / "last.pt"
+    last = layout.last_checkpoint(run.run_dir)
     if include_last and last.is_file():
         found.setdefault(int(ckpt_io.load_checkpoint(last)["step"]), last)
     if not found:

@@ -33,6 +33,7 @@ from ganlab.trainer import speed
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.loggers import NullLogger
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.update_scheme import check_update_scheme
 
 log = logging.getLogger("ganlab")
 
@@ -320,9 +321,12 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                    d_optim=optimiser(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
                    data_shape=shape, build_discriminator=build_d,
                    batch_size=int(cfg.trainer.batch_size), accumulate=int(cfg.trainer.get("accumulate", 1)))
-    configured_loss = type(spec.loss)
+    configured_loss, n_critic_source = type(spec.loss), "trainer.n_critic"
     for s in strategies:
+        n_critic = spec.n_critic
         s.configure(spec)
+        if spec.n_critic != n_critic:
+            n_critic_source = f"strategy {s.name} (strategy.{s.name}.n_critic)"
         if type(spec.loss) is not configured_loss:
             log.warning("strategy %s replaces loss=%s with %s", s.name, cfg.loss._target_.rsplit(".", 1)[-1],
                         type(spec.loss).__name__)
@@ -333,6 +337,9 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     G, D = spec.generator.to(device), spec.discriminator.to(device)
     tcfg = TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True))  # type: ignore[arg-type]
     tcfg.n_critic = spec.n_critic
+    tcfg.validate()
+    check_update_scheme(tcfg.update, strategies, n_critic=spec.n_critic, n_critic_source=n_critic_source,
+                        acgan=aux is not None, distributed=dist.active, g_groups=spec.g_groups)
     if spec.samples_per_score != 1:  # e.g. PacGAN-m: D scores trainer.batch_size packs of m samples
         tcfg.batch_size *= spec.samples_per_score
         log.info("each update draws %d samples (trainer.batch_size %d x %d per D score)", tcfg.batch_size,
@@ -360,7 +367,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                       opt_d=opt_d, strategies=strategies, evaluator=evaluator,
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist, class_loss=aux)
+                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist, class_loss=aux,
+                      g_groups=spec.g_groups)
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
         _warn_if_schedule_retimed(ckpt, tcfg.steps, trainer.lr.schedules)

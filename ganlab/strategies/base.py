@@ -28,7 +28,8 @@ Class attributes (facts about the method, never set per instance): ``name``, and
 the GAN a strategy takes over, from the fixed set :class:`Part` (checked when the class is created): two
 selected strategies that replace the same part are refused before training by :func:`check_compatible`; and
 ``refuses``, why the method cannot train in a :class:`Mode` (``trainer.distributed``, ``model.conditional``,
-``trainer.ensemble``), one reason per mode, read by the one checker :func:`check_modes` before anything is built.
+``trainer.ensemble``, ``trainer.update=simultaneous``), one reason per mode, read by the one checker
+:func:`check_modes` before training starts.
 ``double_backward`` is a property (it may depend on the instance's settings): True when a loss term
 differentiates a gradient, which ``torch.compile`` cannot.
 """
@@ -68,6 +69,9 @@ class GANSpec:
         batch_size: D scores per update (``trainer.batch_size``); None when unknown (a spec built outside
             :func:`ganlab.run.build.build_trainer`).
         accumulate: micro-batches per update (``trainer.accumulate``); see :attr:`scores_per_pass`.
+        g_groups: G's forward passes per batch of codes in training (default 1). With g > 1 the codes are cut into
+            g interleaved groups (codes j, j + g, j + 2g, ...) and G is applied to each, so its batch-norm statistics
+            are per group; PacGAN's code applies G once per pack column this way (``strategy.pacgan.g_per_column``).
     """
 
     generator: nn.Module
@@ -81,6 +85,7 @@ class GANSpec:
     samples_per_score: int = 1
     batch_size: int | None = None
     accumulate: int = 1
+    g_groups: int = 1
 
     @property
     def scores_per_pass(self) -> int | None:
@@ -196,21 +201,25 @@ class Mode(StrEnum):
     DISTRIBUTED = "distributed"  # trainer.distributed=true: one process per device, each hook on its rank's slice
     CONDITIONAL = "conditional"  # model.conditional=true: G and D take class labels
     ENSEMBLE = "ensemble"        # trainer.ensemble=S: S seeds vectorised in one process (ganlab.ensemble)
+    SIMULTANEOUS = "simultaneous"  # trainer.update=simultaneous: D's and G's gradients from one D pass on one batch
 
 
 #: What a strategy that declares nothing about a mode gets: the ensemble is opt-in (a strategy runs there only once
 #: it is shown to run vectorised, see :mod:`ganlab.ensemble.trainer`), the other modes opt-out.
 DEFAULT_REFUSALS: Mapping[Mode, str | None] = MappingProxyType(
-    {Mode.DISTRIBUTED: None, Mode.CONDITIONAL: None, Mode.ENSEMBLE: "it is not vectorised yet"})
+    {Mode.DISTRIBUTED: None, Mode.CONDITIONAL: None, Mode.ENSEMBLE: "it is not vectorised yet",
+     Mode.SIMULTANEOUS: None})
 
 #: Each mode's refusal: the strategy's name and reason, then the way out (``{fix}``; :data:`FIXES` by default).
 MESSAGES = {Mode.DISTRIBUTED: "strategy {name} does not run under trainer.distributed=true: {reason}. {fix}",
             Mode.CONDITIONAL: "strategy {name!r} cannot train a class-conditional model: {reason}. {fix}",
-            Mode.ENSEMBLE: "strategy {name} cannot run in trainer.ensemble: {reason}. {fix}"}
+            Mode.ENSEMBLE: "strategy {name} cannot run in trainer.ensemble: {reason}. {fix}",
+            Mode.SIMULTANEOUS: "strategy {name} cannot train with trainer.update=simultaneous: {reason}. {fix}"}
 FIXES = {Mode.DISTRIBUTED: "Train it in one process (trainer.distributed=false), or remove {name} from strategy=[...]",
          Mode.CONDITIONAL: "Drop it from strategy=[...], or set model.conditional=false",
          Mode.ENSEMBLE: "Drop trainer.ensemble and train the seeds as separate runs, or remove {name} from "
-                        "strategy=[...]"}
+                        "strategy=[...]",
+         Mode.SIMULTANEOUS: "Use trainer.update=alternating, or remove {name} from strategy=[...]"}
 
 
 class Strategy:

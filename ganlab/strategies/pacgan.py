@@ -6,6 +6,11 @@ concatenated along dim 1 into (B, m*C, ...), and a discriminator built with ``in
 each pack (all m real, or all m generated). D thus gives ``trainer.batch_size`` scores per batch, as in the
 paper's code, for any m. Packing penalises collapse because m samples from a collapsed G look alike. The
 paper uses m = 2..4 (PacGAN2, PacGAN3, PacGAN4).
+
+``g_per_column=true`` applies G as PacGAN's code does: once per pack column (m passes of ``trainer.batch_size``
+codes), so G's batch-norm statistics are per group of ``trainer.batch_size`` samples; by default G makes the m x B
+fakes in one pass. Pack i holds sample i of every column. Together with ``trainer.update=simultaneous`` this is
+their update scheme (docs/concepts/update_scheme.md).
 """
 
 from __future__ import annotations
@@ -58,10 +63,13 @@ class PacGAN(Strategy):
 
     Args:
         m: pack size, 2..4 as in the paper (any m >= 2 is accepted).
+        g_per_column: apply G once per pack column in training (``GANSpec.g_groups`` = m), as PacGAN's code; False:
+            one pass over all m x B codes. Only G's batch norm (training mode) sees the difference.
 
     Raises:
-        ValueError: m < 2, the discriminator cannot be rebuilt with ``in_channels``, or its layers were
-            already changed by another strategy (or put behind an augmentation: list pacgan first).
+        ValueError: m < 2, g_per_column not true or false, the discriminator cannot be rebuilt with
+            ``in_channels``, or its layers were already changed by another strategy (or put behind an augmentation:
+            list pacgan first).
     """
 
     name = "pacgan"
@@ -70,10 +78,12 @@ class PacGAN(Strategy):
                                  "(the m samples of a pack may belong to different classes)",
                Mode.ENSEMBLE: None}
 
-    def __init__(self, m: int = 2) -> None:
+    def __init__(self, m: int = 2, g_per_column: bool = False) -> None:
         if int(m) < 2:
             raise ValueError(f"strategy.pacgan.m must be >= 2 (samples per pack), got {m}")
-        self.m = int(m)
+        if not isinstance(g_per_column, bool):
+            raise ValueError(f"strategy.pacgan.g_per_column must be true or false, got {g_per_column!r}")
+        self.m, self.g_per_column = int(m), g_per_column
 
     def configure(self, spec: GANSpec) -> None:
         old = spec.discriminator
@@ -91,6 +101,8 @@ class PacGAN(Strategy):
             inner.head = old.head  # keep a head another strategy installed (it sees features, not inputs)
         spec.discriminator = PackedDiscriminator(inner, self.m)
         spec.samples_per_score *= self.m  # D still scores trainer.batch_size packs per update
+        if self.g_per_column:
+            spec.g_groups = self.m  # G once per pack column: the loop's codes j, j + m, ... make column j
 
     def __repr__(self) -> str:
-        return f"PacGAN(m={self.m})"
+        return f"PacGAN(m={self.m}, g_per_column=True)" if self.g_per_column else f"PacGAN(m={self.m})"

@@ -42,7 +42,10 @@ class Unrolled(Strategy):
                                  "ranks' surrogate critics, and the G gradients DDP averages, would come from one "
                                  "unrolled game per rank, not from one unrolled D of the whole batch",
                Mode.CONDITIONAL: "its look-ahead copy of D scores the fakes without their class labels",
-               Mode.ENSEMBLE: "it copies D and steps the copy inside every generator update, one run at a time"}
+               Mode.ENSEMBLE: "it copies D and steps the copy inside every generator update, one run at a time",
+               Mode.SIMULTANEOUS: "G's loss needs a second pass of the fakes, through a copy of D stepped k times "
+                                  "ahead, while simultaneous updates take both gradients from one D pass at the "
+                                  "current parameters"}
 
     def __init__(self, k: int = 5, optimizer: str = "adam", lr: float | None = None, second_order: bool = True) -> None:
         if int(k) < 1 or optimizer not in ("adam", "sgd") or (lr is not None and not lr > 0):

@@ -8,10 +8,17 @@ from typing import Any
 from ganlab.health import parse_precision
 from ganlab.trainer import speed
 
+#: The update schemes ``trainer.update`` selects (docs/concepts/update_scheme.md).
+UPDATE_SCHEMES = ("alternating", "simultaneous")
+
 
 @dataclass
 class TrainerConfig:
     """Keys of ``conf/trainer/*.yaml`` (``trainer.<key>=`` on the command line).
+
+    ``update`` is the update scheme (docs/concepts/update_scheme.md): ``alternating``, ``n_critic`` D updates then
+    one G update on fresh fakes, D's updates already applied; ``simultaneous``, one batch of fakes, one D pass, D's
+    and G's gradients at the current parameters, then both optimisers step (PacGAN's and ALI's code).
 
     ``accumulate`` = k splits every D and every G update into k micro-batches of ``batch_size / k`` samples: each
     micro-batch's loss, divided by k, is back-propagated, and the optimiser steps once on the summed gradients
@@ -21,6 +28,7 @@ class TrainerConfig:
     steps: int = 5000          # generator updates in the whole run
     batch_size: int = 256      # samples per D and per G update
     n_critic: int = 1          # D updates per G update (a strategy such as wgan_gp may raise it)
+    update: str = "alternating"  # alternating (D then G, fresh fakes) | simultaneous (both from one batch, then step)
     accumulate: int = 1        # micro-batches per D and per G update (gradient accumulation; divides batch_size)
     eval_every: int = 1000     # evaluate (scores, sample grid) every this many G steps, and at the end
     ckpt_every: int = 1000     # write checkpoints/step_XXXXXXX.pt every this many G steps (last.pt at every eval)
@@ -45,6 +53,8 @@ class TrainerConfig:
                     "grid_size"):
             if int(getattr(self, key)) <= 0:
                 raise ValueError(f"trainer.{key} must be a positive integer, got {getattr(self, key)}")
+        if self.update not in UPDATE_SCHEMES:
+            raise ValueError(f"trainer.update must be one of {', '.join(UPDATE_SCHEMES)}, got {self.update!r}")
         if self.batch_size % self.accumulate:
             divisors = [d for d in range(1, self.batch_size + 1) if self.batch_size % d == 0]
             raise ValueError(f"trainer.batch_size={self.batch_size} is not divisible by trainer.accumulate="

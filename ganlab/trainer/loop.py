@@ -68,7 +68,8 @@ class StepResult:
 
 
 class Trainer(Checkpointing):
-    """Alternating D/G updates with strategies, evaluation, TensorBoard logging and resumable checkpoints.
+    """Alternating (or simultaneous, ``trainer.update``) D/G updates with strategies, evaluation, TensorBoard
+    logging and resumable checkpoints.
 
     Args:
         data: the training data, already on ``device``.
@@ -92,6 +93,8 @@ class Trainer(Checkpointing):
             (``D(x, y, class_logits=True)`` gives its logits), D's loss gains ``class_real`` + ``class_fake`` and
             G's ``class`` (:class:`~ganlab.models.conditional.AuxiliaryClassLoss`), and logged steps report D's
             class accuracy on its real batch as ``D/class_accuracy_real``; None: no class loss.
+        g_groups: G's forward passes per batch of codes in training (:attr:`ganlab.strategies.base.GANSpec.g_groups`;
+            PacGAN's pack columns); 1: one pass.
     """
 
     def __init__(self, *, data: GANData, generator: nn.Module, discriminator: nn.Module, loss: AdversarialLoss,
@@ -99,7 +102,7 @@ class Trainer(Checkpointing):
                  evaluator: Evaluator, run_dir: str | Path, cfg: TrainerConfig, seed: int,
                  logger: NullLogger | None = None, config: dict[str, Any] | None = None,
                  monitor: MonitorConfig | None = None, lr_schedules: dict[str, LRSchedule] | None = None,
-                 dist: Dist | None = None, class_loss: AuxiliaryClassLoss | None = None) -> None:
+                 dist: Dist | None = None, class_loss: AuxiliaryClassLoss | None = None, g_groups: int = 1) -> None:
         cfg.validate()
         self.dist = dist or SINGLE
         self.data, self.G, self.D, self.loss = data, generator, discriminator, loss
@@ -117,6 +120,7 @@ class Trainer(Checkpointing):
                                 lr=self.lr)
         self.num_classes = int(getattr(generator, "num_classes", 0))  # > 0: class-conditional (model.conditional)
         self.class_loss = class_loss
+        self.g_groups = int(g_groups)  # G's passes per batch of codes in training (GANSpec.g_groups)
         self._class_accuracy: Tensor | None = None  # D's class accuracy on the latest D step's real batch (AC-GAN)
         self.fixed_z, self.grid_nrow = grid_codes(generator, cfg.grid_size,
                                                   torch.Generator(device=self.device).manual_seed(seed + 2))
@@ -184,7 +188,13 @@ class Trainer(Checkpointing):
             (scaler.scale(loss) if fp16 else loss).backward()
             losses.append(loss if k == 1 else loss.detach())  # k > 1: no micro-batch's graph is kept alive
         # the whole batch's loss: the sum of the micro-batches' loss / k (the monitor detaches it if it must)
-        total = functools.reduce(operator.add, losses)
+        return self._apply(net, module, opt, functools.reduce(operator.add, losses))
+
+    def _apply(self, net: str, module: nn.Module, opt: torch.optim.Optimizer, total: Tensor) -> UpdateFindings:
+        """The second half of an update, once the gradients of ``net``'s whole-batch loss ``total`` are in
+        ``.grad``: unscale (fp16), the monitor's findings, clip, step; a stopped update is dropped."""
+        scaler = self.health.scalers[net]
+        fp16 = scaler.is_enabled()
         if fp16:
             scaler.unscale_(opt)  # the monitor and the clipping see the true gradients
         found = self.health.inspect(net, module, opt, total)
@@ -286,7 +296,7 @@ class Trainer(Checkpointing):
             labels = code_labels(z_i) if self.num_classes else None
             with self.health.autocast():
                 with torch.no_grad():
-                    fake = self.G(z_i)
+                    fake = self._fakes(self.G, z_i)
                 d_real, d_fake, class_terms = self._d_outputs(real_i, fake, labels, accuracy)  # (B/k,) each
                 ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake, labels)
                 terms = self._sum_terms(self.loss.d_loss(d_real, d_fake),
@@ -317,7 +327,7 @@ class Trainer(Checkpointing):
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
             with self.health.autocast():
-                fake = self.g_train(z_i)
+                fake = self._fakes(self.g_train, z_i)
                 ctx = StepContext(self.state, real_i, fake, z_i, labels=code_labels(z_i) if self.num_classes else None)
                 class_terms = self._score_fakes(ctx)  # sets ctx.d_fake
                 terms = self._sum_terms(self.loss.g_loss(ctx.d_fake),
@@ -335,6 +345,66 @@ class Trainer(Checkpointing):
             self.last_batch = {"real": real, "z": z, "fake": ctx.fake, "d_real": None, "d_fake": ctx.d_fake,
                                "terms": terms}
         return terms, found
+
+    def simultaneous_step(self) -> tuple[StepContext, dict[str, Tensor], dict[str, Tensor], UpdateFindings]:
+        """One simultaneous update (``trainer.update=simultaneous``, PacGAN's and ALI's code): one real batch, one
+        batch of fakes, one D pass over each; D's loss is back-propagated into D's parameters only and G's loss
+        (scoring the same D outputs) into G's only, both at the current parameters, then D's and G's optimisers
+        step. Returns (D's context, D's and G's loss terms for the whole batch, the findings of the update the
+        monitor stopped, else G's). Strategies that need a second D pass are refused when the run is built
+        (:func:`ganlab.trainer.update_scheme.check_update_scheme`)."""
+        idx = self.batcher.next()  # (B,) sample indices
+        real, z = self.data.x[idx], self._codes(idx)  # (B, *shape), (B, z_dim) or (B, z_dim + 1)
+        k, opt_d, opt_g = self.cfg.accumulate, self.state.opt_d, self.state.opt_g
+        scale_d, scale_g = self.health.scalers["D"], self.health.scalers["G"]
+        d_params = [p for p in self.D.parameters() if p.requires_grad]
+        g_params = [p for p in self.G.parameters() if p.requires_grad]
+        opt_d.zero_grad(set_to_none=True)
+        opt_g.zero_grad(set_to_none=True)
+        d_parts, g_parts, d_losses, g_losses = [], [], [], []
+        for real_i, z_i in self._micro(real, z):
+            labels = code_labels(z_i) if self.num_classes else None
+            with self.health.autocast():
+                fake = self._fakes(self.g_train, z_i)  # attached to G
+                d_real, d_fake, _ = self._d_outputs(real_i, fake, labels, [])  # (B/k,) each; the one D pass
+                d_ctx = StepContext(self.state, real_i, fake.detach(), z_i, d_real, d_fake, labels)
+                d_terms = self._sum_terms(self.loss.d_loss(d_real, d_fake), [s.d_terms(d_ctx) for s in self.strategies])
+                g_ctx = StepContext(self.state, real_i, fake, z_i, None, d_fake, labels)
+                g_terms = self._sum_terms(self.loss.g_loss(d_fake), [s.g_terms(g_ctx) for s in self.strategies])
+            d_loss, g_loss = _total(d_terms), _total(g_terms)
+            if k > 1:  # micro-batches: the gradients add up to those of the whole batch's mean losses
+                d_loss, g_loss = d_loss / k, g_loss / k
+            # both gradients before either step: D's loss into D's parameters, G's into G's, through one graph
+            (scale_d.scale(d_loss) if scale_d.is_enabled() else d_loss).backward(inputs=d_params, retain_graph=True)
+            (scale_g.scale(g_loss) if scale_g.is_enabled() else g_loss).backward(inputs=g_params)
+            d_losses.append(d_loss.detach())
+            g_losses.append(g_loss.detach())
+            d_parts.append((d_ctx, d_terms))
+            g_parts.append((g_ctx, g_terms))
+        found = self._apply("D", self.D, opt_d, functools.reduce(operator.add, d_losses))
+        if found.apply:
+            found = self._apply("G", self.G, opt_g, functools.reduce(operator.add, g_losses))
+        else:
+            opt_g.zero_grad(set_to_none=True)  # D's update was dropped: so is G's
+        ctx, d_terms = self._merged(d_parts)
+        g_terms = self._merged(g_parts)[1]
+        if not found.late:
+            self.last_batch = {"real": ctx.real, "z": ctx.z, "fake": ctx.fake, "d_real": ctx.d_real,
+                               "d_fake": ctx.d_fake, "terms": d_terms | {f"G/{n}": v for n, v in g_terms.items()}}
+        if found.apply:
+            for s in self.strategies:
+                s.after_d_step(ctx)
+        return ctx, d_terms, g_terms, found
+
+    def _fakes(self, g: nn.Module, z: Tensor) -> Tensor:
+        """G's samples (B, *shape) of the codes ``z`` (B, z_dim): one pass, or with ``g_groups`` = m > 1 one pass
+        per pack column, codes j, j + m, j + 2m, ... making column j (PacGAN's code), so that in training G's
+        batch-norm statistics are per column; pack i (samples i*m .. i*m + m - 1) holds sample i of each column."""
+        m = self.g_groups
+        if m == 1:
+            return g(z)
+        columns = [g(z[j::m]) for j in range(m)]  # (B/m, *shape) each
+        return torch.stack(columns, 1).flatten(0, 1)  # (B, *shape)
 
     def _score_fakes(self, ctx: StepContext) -> dict[str, Tensor]:
         """Set ``ctx.d_fake`` (B,) float32, the scores of G's fakes in the G step, and return G's class terms.
@@ -363,13 +433,22 @@ class Trainer(Checkpointing):
 
     # ---------------------------------------------------------------- the run
     def train_step(self) -> StepResult:
-        """The lr rule written into both optimisers, ``n_critic`` D updates, then one G update; stops at the first
-        update the monitor's findings stop. A deferred read of the monitor (on CUDA) is settled before it returns."""
+        """The lr rule written into both optimisers, ``n_critic`` D updates, then one G update (or, with
+        ``trainer.update=simultaneous``, :meth:`simultaneous_step`); stops at the first update the monitor's
+        findings stop. A deferred read of the monitor (on CUDA) is settled before it returns."""
         self.lr.apply("D", self.state.step)
         self.lr.apply("G", self.state.step)
         upcoming = self.state.step + 1
         measure = upcoming % self.cfg.log_every == 0 or upcoming == self.cfg.steps
         self.health.begin_step(self.state.step, measure=measure)
+        if self.cfg.update == "simultaneous":
+            ctx, d_terms, g_terms, found = self.simultaneous_step()
+            if found.apply:
+                found = self.health.settle() or found
+            if not found.apply:
+                return StepResult({}, {}, None, None, stopped=found)
+            assert ctx.d_real is not None and ctx.d_fake is not None
+            return StepResult(d_terms, g_terms, ctx.d_real.detach(), ctx.d_fake.detach())
         for _ in range(self.cfg.n_critic):
             ctx, d_terms, found = self.d_step()
             if not found.apply:

@@ -42,7 +42,8 @@ def test_a_new_strategy_is_refused_in_its_mode_with_its_reason() -> None:
 
 def test_a_subclass_keeps_its_parents_refusals_and_changes_its_own() -> None:
     assert dict(FrozenEverywhere.refuses) == {Mode.DISTRIBUTED: "it keeps one rank's statistics",
-                                              Mode.CONDITIONAL: "it freezes the class embedding", Mode.ENSEMBLE: None}
+                                              Mode.CONDITIONAL: "it freezes the class embedding", Mode.ENSEMBLE: None,
+                                              Mode.SIMULTANEOUS: None}
     check_modes([FrozenEverywhere], [Mode.ENSEMBLE])
     with pytest.raises(ValueError, match="^strategy frozen_everywhere does not run under trainer.distributed=true: it "
                                          r"keeps one rank's statistics. .*remove frozen_everywhere from strategy"):
@@ -72,7 +73,8 @@ def test_bad_declarations_fail_when_the_class_is_made(refuses: dict, message: st
 
 def test_the_old_attributes_are_refused_naming_the_new_one() -> None:
     with pytest.raises(ValueError, match=r"strategy 'old': not_conditional was replaced by refuses = "
-                                         r"\{Mode.<mode>: reason\} \(modes: distributed, conditional, ensemble\)"):
+                                         r"\{Mode.<mode>: reason\} \(modes: distributed, conditional, ensemble, "
+                                         r"simultaneous\)"):
         type("Old", (Strategy,), {"name": "old", "not_conditional": "a reason"})
 
 
@@ -82,4 +84,4 @@ def test_the_shipped_strategies_keep_their_ensemble_verdicts() -> None:
     assert Unrolled.refuses[Mode.ENSEMBLE] == ("it copies D and steps the copy inside every generator update, one "
                                                "run at a time")
     assert Rollback.refuses[Mode.ENSEMBLE].startswith("it restores one run's earlier checkpoint")
-    assert [s.refuses[m] is None for s in (R1, Rollback) for m in Mode] == [True, True, True, True, True, False]
+    assert [s.refuses[m] is None for s in (R1, Rollback) for m in Mode] == [True] * 4 + [True, True, False, True]

@@ -33,6 +33,9 @@ CASES = {
     "ada": [*DIGITS, "strategy=[ada]", "strategy.ada.speed_kimg=0.01", "strategy.ada.interval=3",
             "strategy.ada.initial_p=0.5"],
     "risk": ["monitor.every=2", "monitor.risk.threshold=0.01", "monitor.risk.warmup=0"],
+    # PacGAN's scheme: simultaneous updates, G once per pack column (its batch-norm statistics per column)
+    "simultaneous_pacgan": ["trainer.update=simultaneous", "strategy=[pacgan]", "strategy.pacgan.g_per_column=true",
+                            "model.generator.batch_norm=true"],
 }
 
 

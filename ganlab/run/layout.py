@@ -1,0 +1,274 @@
+"""The run folder: every file and folder name a run writes, finding runs and jobs, failure records, clean-up.
+
+A run of ``ganlab-train`` (``runs/<dataset>/<date>/``, or one job folder of a sweep) holds::
+
+    .hydra/config.yaml, overrides.yaml   the composed config and the command-line overrides (Hydra)
+    metrics.json                         the final scores and the run's record (written at the end)
+    metrics.jsonl                        one line per evaluation: the score curve
+    checkpoints/last.pt                  the latest evaluated checkpoint; step_<7 digits>.pt every ckpt_every
+    samples/step_<7 digits>.png          the sample grid of each evaluation
+    eval/<checkpoint>[__<hash>]/         ganlab-eval's results (never a run itself)
+    sample/<checkpoint>[__<hash>]/       ganlab-sample's pictures
+    preflight.json                       a ``preflight=true`` dry run (no metrics.json: not a job)
+    ensemble.json                        a ``trainer.ensemble=S`` run (its runs are the seed_<k>/ members)
+    failure.json, FAILED                 a job that raised (:func:`record_failure`)
+
+This module is a leaf: it imports nothing from ganlab but :mod:`ganlab.io`, so the trainer that writes these files,
+the commands and the notebook API all take the names from here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from ganlab.io import remove_stale_temp_files
+
+log = logging.getLogger("ganlab")
+
+METRICS_FILE = "metrics.json"      # the final scores and the run's record
+CURVE_FILE = "metrics.jsonl"       # one JSON line per evaluation
+CHECKPOINT_DIR = "checkpoints"
+LAST_CHECKPOINT = "last.pt"        # the latest evaluated checkpoint
+SAMPLES_DIR = "samples"            # the sample grid of each evaluation
+HYDRA_DIR = ".hydra"               # Hydra's record of the composed config
+CONFIG_FILE = "config.yaml"        # in .hydra/
+OVERRIDES_FILE = "overrides.yaml"  # in .hydra/: the command-line overrides
+EVAL_DIR = "eval"                  # ganlab-eval's results, one folder per checkpoint and overrides
+SAMPLE_DIR = "sample"              # ganlab-sample's pictures, one folder per checkpoint and overrides
+PREFLIGHT_FILE = "preflight.json"  # the table of a preflight=true dry run
+ENSEMBLE_FILE = "ensemble.json"    # the summary of a trainer.ensemble=S run
+FAILURE_FILE = "failure.json"      # {"type", "message", "stage", "traceback", "log", "time"} of the exception
+FAILED_MARKER = "FAILED"           # a one-line flag file ("Type: message") for shell scripts: ls */FAILED
+
+_STEP_FILE = re.compile(r"step_(\d+)\.pt")
+
+
+def step_checkpoint_name(step: int) -> str:
+    """``step_0000500.pt``: the file name of the checkpoint of generator step ``step`` (7 digits, zero-padded)."""
+    return f"step_{step:07d}.pt"
+
+
+def last_checkpoint(run_dir: str | Path) -> Path:
+    """``<run_dir>/checkpoints/last.pt`` (which may not exist)."""
+    return Path(run_dir) / CHECKPOINT_DIR / LAST_CHECKPOINT
+
+
+def run_dir_of(checkpoint: str | Path) -> Path:
+    """The run folder of a checkpoint file (``<run>/checkpoints/<name>.pt`` -> ``<run>``)."""
+    return Path(checkpoint).parent.parent
+
+
+# ---------------------------------------------------------------------------------------------- finding runs
+def is_run_dir(path: str | Path) -> bool:
+    """True when ``path`` is a folder of ``ganlab-train``: it holds ``metrics.json`` or ``checkpoints/last.pt``
+    (and is not a ``ganlab-eval`` result folder, ``<run>/eval/<checkpoint>/``)."""
+    p = Path(path)
+    return p.is_dir() and p.parent.name != EVAL_DIR and (
+        (p / METRICS_FILE).is_file() or last_checkpoint(p).is_file())
+
+
+def _markers(run_dir: Path) -> list[Path]:
+    return [m for m in (run_dir / METRICS_FILE, last_checkpoint(run_dir)) if m.is_file()]
+
+
+def runs_under(root: Path) -> list[Path]:
+    """Every run folder (:func:`is_run_dir`) at any depth below ``root``, sorted."""
+    found = {p.parent for p in root.rglob(METRICS_FILE)}
+    found |= {p.parent.parent for p in root.rglob(f"{CHECKPOINT_DIR}/{LAST_CHECKPOINT}")}
+    return sorted(d for d in found if is_run_dir(d))
+
+
+def newest(dirs: list[Path], markers: Callable[[Path], Iterable[Path]] = _markers) -> Path:
+    """The folder whose newest marker file (default: ``metrics.json``, ``checkpoints/last.pt``) was modified last
+    (ties: the later path)."""
+    return max(dirs, key=lambda d: (max(m.stat().st_mtime for m in markers(d)), str(d)))
+
+
+def find_runs_root(start: str | Path | None = None) -> Path:
+    """The ``runs/`` folder ``ganlab-train`` writes to: ``<start>/runs`` or the nearest one in a parent folder
+    (so a notebook started in ``notebooks/`` finds the repository's ``runs/``).
+
+    Args:
+        start: where to start looking (default: the current directory).
+
+    Raises:
+        FileNotFoundError: no ``runs/`` folder in ``start`` or any parent.
+    """
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "runs").is_dir():
+            return folder / "runs"
+    raise FileNotFoundError(f"no runs/ folder in {here} or its parents: train a model first (ganlab-train writes "
+                            "runs/<dataset>/<date>/ in the directory it is started from), or give the folder")
+
+
+def find_latest_run(root: str | Path | None = None) -> Path:
+    """The most recently written run directory under ``root`` (any depth, sweep jobs included).
+
+    A run directory holds ``metrics.json`` or ``checkpoints/last.pt``; "most recent" is the newest modification
+    time of those files, so a run still training counts from its last evaluation.
+
+    Args:
+        root: a folder of runs (default: :func:`find_runs_root`). A run directory itself is returned as is.
+
+    Raises:
+        FileNotFoundError: ``root`` is not a folder, or no run lies under it.
+    """
+    root = Path(root) if root is not None else find_runs_root()
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a folder; give the runs/ folder of ganlab-train")
+    if is_run_dir(root):
+        return root
+    runs = runs_under(root)
+    if not runs:
+        raise FileNotFoundError(f"no run under {root}: no folder holds metrics.json or checkpoints/last.pt. Train "
+                                "one with ganlab-train, or point GANLAB_RUN at a run directory")
+    return newest(runs)
+
+
+def find_latest_sweep(root: str | Path | None = None) -> Path:
+    """The most recently written sweep folder: the child of ``root`` whose runs were written last.
+
+    Args:
+        root: the folder holding sweeps (default: ``runs/multirun`` of :func:`find_runs_root`).
+
+    Raises:
+        FileNotFoundError: ``root`` is not a folder, or none of its sub-folders holds a run.
+    """
+    root = Path(root) if root is not None else find_runs_root() / "multirun"
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a folder: run a sweep first (ganlab-train -m ... writes "
+                                "runs/multirun/<date>/), or point GANLAB_SWEEP at a sweep folder")
+    sweeps = {child: runs_under(child) for child in sorted(root.iterdir()) if child.is_dir()}
+    sweeps = {child: runs for child, runs in sweeps.items() if runs}
+    if not sweeps:
+        raise FileNotFoundError(f"no sweep under {root}: none of its folders holds a run (metrics.json or "
+                                "checkpoints/last.pt). Run ganlab-train -m ..., or point GANLAB_SWEEP at a sweep")
+    return newest(list(sweeps), lambda s: [m for r in sweeps[s] for m in _markers(r)])
+
+
+def step_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """``(step, path)`` of every ``checkpoints/step_*.pt`` of a run folder, in step order (``last.pt`` excluded)."""
+    found = [(int(m.group(1)), p) for p in (Path(run_dir) / CHECKPOINT_DIR).glob("step_*.pt")
+             if (m := _STEP_FILE.fullmatch(p.name))]
+    return sorted(found)
+
+
+# ---------------------------------------------------------------------------------------------- jobs of a sweep
+@dataclass(frozen=True)
+class FailedJob:
+    """A job that raised (``failure.json``) or never wrote ``metrics.json``."""
+
+    run_dir: Path
+    log: Path                  # the job's log, holding the traceback
+    error: str                 # ``Type: message`` from failure.json, or why the job counts as failed
+    status: str = "failed"     # "failed" (it raised), "config error" (refused before training) or "unfinished"
+
+
+def is_ensemble(folder: Path) -> bool:
+    """A ``trainer.ensemble=S`` run's folder: its runs are its ``seed_<k>/`` sub-folders, it is none itself."""
+    path = folder / HYDRA_DIR / OVERRIDES_FILE
+    lines = path.read_text().splitlines() if path.exists() else []
+    return (folder / ENSEMBLE_FILE).exists() or any(
+        line.strip().lstrip("- ").startswith("trainer.ensemble=") and not line.strip().endswith("=null")
+        for line in lines)
+
+
+def stored_overrides(job: Path) -> list[str]:
+    """The job's command-line overrides (``.hydra/overrides.yaml``); an ensemble member (``seed_<k>/`` of a
+    ``trainer.ensemble=S`` run) has its ensemble's, without ``trainer.ensemble``."""
+    path = job / HYDRA_DIR / OVERRIDES_FILE
+    member = not path.exists() and is_ensemble(job.parent)
+    path = job.parent / HYDRA_DIR / OVERRIDES_FILE if member else path
+    if not path.exists():
+        return []
+    found = [str(o) for o in OmegaConf.load(path)]
+    return [o for o in found if not o.startswith("trainer.ensemble=")] if member else found
+
+
+def job_folders(root: Path) -> list[Path]:
+    """Every job folder below ``root`` (one holding ``.hydra/``, ``checkpoints/``, ``failure.json`` or
+    ``metrics.json``), sorted; ``ganlab-eval`` results, ``preflight=true`` dry runs (``preflight.json`` and no
+    ``metrics.json``) and the folder of a ``trainer.ensemble=S`` run (its jobs are its members) left out."""
+    markers = (HYDRA_DIR, CHECKPOINT_DIR, FAILURE_FILE, METRICS_FILE)
+    jobs = sorted({p.parent for m in markers for p in root.rglob(m) if p.parent.parent.name != EVAL_DIR})
+    return [j for j in jobs if not ((j / PREFLIGHT_FILE).exists() and not (j / METRICS_FILE).exists())
+            and not is_ensemble(j)]
+
+
+def is_finished(job: Path) -> bool:
+    """The job wrote ``metrics.json`` and did not fail."""
+    return (job / METRICS_FILE).exists() and not (job / FAILURE_FILE).exists()
+
+
+def job_failure(job: Path) -> FailedJob | None:
+    """Why ``job`` counts as failed (its ``failure.json``, or no ``metrics.json``), or None for a finished job."""
+    log_file = next(iter(sorted(job.glob("*.log"))), job / "train.log")
+    failure = job / FAILURE_FILE
+    if failure.exists():
+        info = json.loads(failure.read_text())
+        status = "config error" if info.get("stage") == "start" else "failed"
+        return FailedJob(job, Path(info.get("log", log_file)), f"{info['type']}: {info['message']}", status)
+    if not (job / METRICS_FILE).exists():
+        return FailedJob(job, log_file, "no metrics.json (killed, or still running)", "unfinished")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- writing
+def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool = True, stage: str = "train") -> Path:
+    """Log ``err``'s traceback (into the job's log) and write ``failure.json`` and ``FAILED`` into ``run_dir``.
+
+    ``log_traceback=False`` (a single run, which re-raises and so prints the traceback anyway) only writes the files.
+    ``stage``: ``"train"`` (it raised while training) or ``"start"`` (a bad setting found before training).
+
+    Returns:
+        The path of ``failure.json``.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if log_traceback:
+        log.error("job failed; the sweep goes on. %s: %s", type(err).__name__, err, exc_info=err)
+    logs = sorted(run_dir.glob("*.log"))
+    info = {"type": type(err).__name__, "message": str(err), "stage": stage,
+            "traceback": "".join(traceback.format_exception(err)),
+            "log": str(logs[0] if logs else run_dir / "train.log"), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+    path = run_dir / FAILURE_FILE
+    path.write_text(json.dumps(info, indent=2))
+    (run_dir / FAILED_MARKER).write_text(f"{info['type']}: {info['message']}\n")
+    return path
+
+
+#: A temporary checkpoint file in the folder of the run being resumed counts as abandoned after this many
+#: seconds without a write (that run may still be going; a checkpoint write takes seconds).
+ABANDONED_AFTER_S = 300.0
+
+
+def remove_interrupted_writes(run_dir: Path, resume: str | None) -> list[Path]:
+    """Delete the temporary files of checkpoint writes killed mid-way (``checkpoints/.<name>.<random>.tmp``,
+    see :func:`ganlab.io.atomic_open`), with a log line: all of them in this run's own ``checkpoints/``, and
+    those untouched for :data:`ABANDONED_AFTER_S` in the ``checkpoints/`` of the run ``resume`` continues.
+
+    Returns:
+        The files deleted.
+    """
+    folders = [(run_dir / CHECKPOINT_DIR, 0.0)]
+    if resume:
+        given = Path(resume).expanduser()
+        source = given / CHECKPOINT_DIR if given.is_dir() else given.parent
+        if source.resolve() != folders[0][0].resolve():
+            folders.append((source, ABANDONED_AFTER_S))
+    removed = [p for folder, age in folders for p in remove_stale_temp_files(folder, age)]
+    if removed:
+        log.info("removed %d temporary file(s) left by interrupted checkpoint writes: %s", len(removed),
+                 ", ".join(str(p) for p in removed))
+    return removed

@@ -1,0 +1,125 @@
+"""Every ``ganlab-*`` command line that README.md and docs/ show is checked against the config, so the docs cannot
+drift from it: composed with Hydra (each value of a sweep under ``-m``), then run through ganlab's own config checks.
+Nothing is trained. A command must also survive zsh: brackets outside quotes are a file pattern there.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from ganlab import CONFIG_DIR
+from ganlab.config.check import check_command_line
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+COMMANDS = {"ganlab-train": "train", "ganlab-eval": "train", "ganlab-sample": "sample"}
+FENCE = re.compile(r"^```(?:bash|sh|shell|console|zsh)?\s*\n(.*?)^```", re.S | re.M)
+INLINE = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?ganlab-[a-z]+(?: [^`]*)?)`")
+PLACEHOLDER = re.compile(r"<[^<>`]+>")
+MAX_VARIANTS = 8  # sweep grids larger than this are checked on their first MAX_VARIANTS jobs
+
+
+def _joined_lines(block: str) -> Iterator[str]:
+    """The lines of a shell block, backslash continuations joined, comments and prompts left in."""
+    buf = ""
+    for line in block.splitlines():
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        yield buf + line
+        buf = ""
+
+
+def command_lines(text: str) -> list[str]:
+    """Every ganlab command of ``text``: from shell code blocks (each ``cmd && cmd`` part) and inline code spans."""
+    found = []
+    for block in FENCE.findall(text):
+        for line in _joined_lines(block):
+            for part in re.split(r"&&|;", line):
+                if re.search(r"(^|\s|/)ganlab-(train|eval|sample)\b", part):
+                    found.append(part.strip())
+    found += [" ".join(m.split()) for m in INLINE.findall(text) if re.search(r"ganlab-(train|eval|sample)\b", m)]
+    return found
+
+
+def parse(line: str) -> tuple[str, list[str], bool] | None:
+    """(command, overrides, multirun) of one command line, or None when it is a pattern rather than a command
+    (``...``, ``[key=value ...]``, alternatives ``a | b``). Placeholders (``<run dir>``) stand for a path."""
+    if "..." in line or "|" in line or re.search(r"\[(key=value|overrides)", line):
+        return None
+    words = shlex.split(PLACEHOLDER.sub("PLACEHOLDER", line), comments=True)
+    start = next((i for i, w in enumerate(words) if re.search(r"(^|/)ganlab-(train|eval|sample)$", w)), None)
+    if start is None:
+        return None
+    name = words[start].rsplit("/", 1)[-1]
+    args = words[start + 1:]
+    multirun = "-m" in args or "--multirun" in args
+    overrides = [a for a in args if "=" in a and not a.startswith("-") and "PLACEHOLDER" not in a]
+    return name, overrides, multirun
+
+
+def unquoted_globs(line: str) -> list[str]:
+    """Words of ``line`` with ``[`` or ``]`` outside quotes: zsh expands them as a pattern (``no matches found``)."""
+    words = re.findall(r"(?:'[^']*'|\"[^\"]*\"|[^\s'\"])+", line.split(" #")[0])
+    return [w for w in words if re.search(r"[\[\]]", re.sub(r"'[^']*'|\"[^\"]*\"", "", w))]
+
+
+def collected() -> list[tuple[str, str]]:
+    return [(f"{page.relative_to(ROOT)}", line) for page in PAGES for line in command_lines(page.read_text())]
+
+
+def test_the_extraction_by_hand() -> None:
+    text = ("x `ganlab-train 'strategy=[pacgan]' seed=1` y `ganlab-eval <run dir> metrics.num_samples=10`\n"
+            "```bash\nOMP_NUM_THREADS=1 ganlab-train -m seed=0,1 \\\n  trainer.steps=5  # two jobs\n"
+            "python3 -m venv .venv && .venv/bin/ganlab-train\n```\n")
+    lines = command_lines(text)
+    assert lines == ["OMP_NUM_THREADS=1 ganlab-train -m seed=0,1    trainer.steps=5  # two jobs",
+                     ".venv/bin/ganlab-train", "ganlab-train 'strategy=[pacgan]' seed=1",
+                     "ganlab-eval <run dir> metrics.num_samples=10"]
+    assert [parse(x) for x in lines] == [("ganlab-train", ["seed=0,1", "trainer.steps=5"], True),
+                                         ("ganlab-train", [], False),
+                                         ("ganlab-train", ["strategy=[pacgan]", "seed=1"], False),
+                                         ("ganlab-eval", ["metrics.num_samples=10"], False)]
+    assert unquoted_globs("ganlab-train strategy=[pacgan] 'strategy=[r1]' x") == ["strategy=[pacgan]"]
+    assert len(collected()) > 20  # the docs show many; an empty list would pass everything below
+
+
+@pytest.mark.parametrize(("page", "line"), collected())
+def test_command_runs_in_zsh(page: str, line: str) -> None:
+    if parse(line) is None:
+        pytest.skip("a usage pattern, not a command")
+    assert not unquoted_globs(line), f"{page}: quote {unquoted_globs(line)} (zsh reads brackets as a pattern): {line}"
+
+
+def test_commands_compose_and_pass_the_config_checks() -> None:
+    failures, seen = [], set()
+    for page, line in collected():
+        parsed = parse(line)
+        if parsed is None or page.startswith("docs/extending/"):  # the recipes' own configs: tests/test_recipes.py
+            continue
+        name, overrides, multirun = parsed
+        config = COMMANDS[name]
+        # a search space (Optuna's interval(...)) is the sweeper's; every discrete sweep is expanded
+        parsed_overrides = [o for o in OverridesParser.create().parse_overrides(overrides)
+                            if not (o.is_sweep_override() and not o.is_discrete_sweep())]
+        jobs = BasicSweeper.split_arguments(parsed_overrides, None)[0] if multirun else [overrides]
+        if (config, tuple(map(tuple, jobs))) in seen:
+            continue
+        seen.add((config, tuple(map(tuple, jobs))))
+        try:
+            with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3", job_name="docs_check"):
+                for job in jobs[:MAX_VARIANTS]:
+                    compose(config, overrides=list(job), return_hydra_config=config == "train")
+            if config == "train":
+                check_command_line(overrides, multirun=multirun)
+        except Exception as err:  # noqa: BLE001 - every failure is reported with its page and line
+            failures.append(f"{page}: {line}\n    {type(err).__name__}: {str(err).splitlines()[0]}")
+    assert not failures, "commands in the docs that the config refuses:\n" + "\n".join(failures)
