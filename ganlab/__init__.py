@@ -21,7 +21,8 @@ def _config_dir() -> Path:
 def __getattr__(name: str) -> Path:
     """``ganlab.CONFIG_DIR``: the Hydra config folder (see :func:`_config_dir`). Its first use also stores the
     config schemas in Hydra's ConfigStore (:func:`ganlab.config.schema.register`), which the YAMLs there name in
-    their defaults lists; so anything that composes ``CONFIG_DIR`` gets them, and ``import ganlab`` stays light."""
+    their defaults lists; so anything that composes ``CONFIG_DIR`` gets them. The import is here, on first use, so
+    that ``import ganlab`` stays light (the schemas import torch and every strategy)."""
     if name != "CONFIG_DIR":
         raise AttributeError(f"module 'ganlab' has no attribute {name!r}")
     from ganlab.config.schema import register

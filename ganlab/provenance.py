@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-import ganlab
+#: ganlab's source folder (this module lives in it).
+SOURCE_DIR = Path(__file__).resolve().parent
 
 #: Distributions whose versions are recorded (missing ones are recorded as None).
 PACKAGES = ("ganlab", "torch", "torchvision", "numpy", "scikit-learn", "hydra-core", "omegaconf", "tensorboard")
@@ -21,7 +22,7 @@ PACKAGES = ("ganlab", "torch", "torchvision", "numpy", "scikit-learn", "hydra-co
 def _git(*args: str) -> str | None:
     """``git <args>`` run in ganlab's source folder; None when git or the repository is not there."""
     try:
-        out = subprocess.run(["git", *args], cwd=Path(ganlab.__file__).parent, capture_output=True, text=True,
+        out = subprocess.run(["git", *args], cwd=SOURCE_DIR, capture_output=True, text=True,
                              timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -12,8 +12,9 @@ from tiny_config import RecordingLogger, compose_cfg
 from torch.nn import functional as F
 from torch.nn.utils.parametrize import is_parametrized
 
+from ganlab.config.run import check_config
 from ganlab.models.conditional import AuxiliaryClassLoss, code_labels
-from ganlab.run.build import build_trainer, check_conditional_model, check_config
+from ganlab.run.build import build_trainer, check_conditional_model
 from ganlab.strategies.base import Part, Strategy
 
 TINY_ACGAN = ["dataset=digits", "model=resnet", "model.conditional=true", "model.conditional_head=acgan",

@@ -140,3 +140,20 @@ def test_a_bad_setting_in_a_sweep_is_listed_as_a_config_error(tmp_path, capsys) 
     runs, failed = collect_runs(sweep_dir)
     assert runs == [] and [f.status for f in failed] == ["config error"]
     assert "optim.schedule.generator.kind must be one of" in failed[0].error
+
+
+def test_help_is_written_for_a_person(capsys) -> None:
+    """``ganlab-train --help``: usage, examples, every group with each of its options (from conf/), the top-level
+    keys; none of the ConfigStore's internal schema groups that Hydra's own help (``--hydra-help``) lists."""
+    from ganlab import CONFIG_DIR
+    from ganlab.cli.train import check_arguments
+
+    with pytest.raises(SystemExit) as stop:
+        check_arguments(["--help"])
+    text = capsys.readouterr().out
+    assert stop.value.code == 0 and text.startswith("usage: ganlab-train")
+    words = set(text.replace(",", " ").split())
+    for group in ("dataset", "model", "loss", "strategy", "experiment", "metrics/embedder"):
+        assert {p.stem for p in (Path(CONFIG_DIR) / group).glob("*.yaml")} <= words, group
+    assert "seed [0]: seeds data generation" in text and "--hydra-help" in text
+    assert "schema" not in text and len(text.splitlines()) < 80

@@ -152,7 +152,7 @@ def test_unknown_option_lists_the_choices() -> None:
 
 
 def test_a_strategy_typed_twice_is_refused() -> None:
-    from ganlab.run.build import repeated_strategies
+    from ganlab.config.run import repeated_strategies
 
     assert repeated_strategies(["seed=1", "strategy=[r1,ema,r1]"]) == ["r1"]
     assert repeated_strategies(["strategy=[r1,ema]"]) == [] and repeated_strategies(["seed=1"]) == []

@@ -23,9 +23,10 @@ from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
 from ganlab.config.check import ConfigError, _variants, check_command_line
+from ganlab.config.run import check_config
 from ganlab.config.schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
-from ganlab.health.detector import DetectorConfig
-from ganlab.run.build import build_trainer, check_config, make
+from ganlab.health.config import DetectorConfig
+from ganlab.run.build import build_trainer, make
 
 STRATEGIES = ("ada, d_lr_damping, diffaugment, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, "
               "pacgan, r1, rollback, spectral_norm, ttur, unrolled, wgan_gp")

@@ -21,6 +21,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from ganlab import _config_dir
+from ganlab.cli.help import train_help
 from ganlab.config.keys import ConfigError, check_top_level
 
 if TYPE_CHECKING:
@@ -65,7 +66,6 @@ def run(cfg: DictConfig) -> dict:
         StartError: the run could not be built (see :class:`StartError`).
     """
     from ganlab import distributed
-    from ganlab.cli import sweep
     from ganlab.cli.common import format_scores
     from ganlab.run import layout
     from ganlab.run.build import build_trainer
@@ -80,7 +80,6 @@ def run(cfg: DictConfig) -> dict:
         raise StartError(str(err)) from err
     if trainer.dist.main:
         layout.remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
-    sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
     with trainer.dist.guard("a collective of the training loop"):  # a hang becomes an error naming the rank
         metrics = trainer.fit()
@@ -157,7 +156,8 @@ def _quiet_other_ranks(dist: Dist) -> None:
 def check_arguments(argv: list[str]) -> None:
     """Before Hydra starts: :func:`ganlab.config.check.check_command_line` on the command's overrides (each value
     of a sweep under ``-m``); a bad key, type or option prints its message as a bad setting found at the start does
-    (:func:`_report`) and exits 1, before Hydra makes a run folder. Left to Hydra: ``--help``, ``--info``, shell
+    (:func:`_report`) and exits 1, before Hydra makes a run folder. ``--help`` prints :func:`ganlab.cli.help.train_help`
+    and exits. Left to Hydra: ``--hydra-help``, ``--info``, shell
     completion, another config (``--config-name/-path/-dir``) and command lines Hydra's parser refuses."""
     from hydra._internal.utils import get_args_parser
 
@@ -166,7 +166,10 @@ def check_arguments(argv: list[str]) -> None:
             args = get_args_parser().parse_args(argv)
     except SystemExit:
         return
-    if any([args.help, args.hydra_help, args.info, args.shell_completion, args.config_path, args.config_name,
+    if args.help:  # written for a person; Hydra's own (with the schema groups) stays behind --hydra-help
+        print(train_help(_config_dir()))
+        sys.exit(0)
+    if any([args.hydra_help, args.info, args.shell_completion, args.config_path, args.config_name,
             args.config_dir, args.experimental_rerun]):
         return
     try:

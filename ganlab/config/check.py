@@ -5,7 +5,7 @@ the config; Hydra's own messages for those say neither the type expected nor wha
 ``+key=value`` for a typo (which then fails later), and list no choices for an unknown strategy. Here:
 
 * :func:`check_typed` checks a composed config's typed nodes (what ``+key=value`` or ``strategy.<name>=<word>`` slip
-  past composition) and is run by :func:`ganlab.run.build.check_config` before every run;
+  past composition) and is run by :func:`ganlab.config.run.check_config` before every run;
 * :func:`check_command_line` composes ``ganlab-train``'s overrides as Hydra will and turns a composition error into
   one :class:`ConfigError` naming the key, the type it takes, the closest valid key or option, and the choices.
 """
@@ -25,6 +25,7 @@ from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
+import ganlab
 from ganlab.config.keys import ConfigError, check_top_level, not_a_setting, quoted, top_level_keys, yaml_default
 from ganlab.config.schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
 
@@ -36,8 +37,7 @@ __all__ = ["ConfigError", "check_command_line", "check_target_values", "check_ty
 
 
 def _config_dir() -> Any:
-    import ganlab
-
+    """``ganlab.CONFIG_DIR``, read when a check composes (its first read registers the schemas)."""
     return ganlab.CONFIG_DIR
 
 
@@ -372,16 +372,27 @@ def _check_one(overrides: list[str], config_name: str) -> bool:
     return True
 
 
+def is_conditional(cfg: DictConfig) -> bool:
+    """``model.conditional`` (false when absent).
+
+    Raises:
+        ValueError: a value other than true or false (``model.conditional=no`` is the string 'no', which Python
+            reads as true), naming the key and the two values.
+    """
+    value = cfg.model.get("conditional", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"model.conditional must be true or false, got {value!r}")
+    return value
+
+
 def _check_untyped_bools(cfg: DictConfig, lines: Sequence[str]) -> None:
     """``model.conditional``, which no ``_target_`` takes, through the builder's own check
-    (:func:`ganlab.run.build.is_conditional`; ``model.conditional=no`` composes as the string 'no'), before anything
+    (:func:`is_conditional`; ``model.conditional=no`` composes as the string 'no'), before anything
     runs: under ``-m`` before the sweep starts rather than in each job.
 
     Raises:
         ConfigError: the builder's message, after the line that set the key.
     """
-    from ganlab.run.build import is_conditional  # ganlab.run.build imports this module
-
     try:
         is_conditional(cfg)
     except ValueError as err:
@@ -429,15 +440,17 @@ def _check_target_keys(path: str, node: DictConfig) -> None:
 
 def check_target_values(cfg: DictConfig) -> None:
     """The keys (:func:`_check_target_keys`) and the true/false, integer and number settings of the untyped nodes
-    :data:`TARGET_NODES` and ``metrics.scorers.*`` against their ``_target_``'s signature and annotations, before
-    anything is built: ``model.generator.width=abc`` failed inside Hydra's instantiation with a TypeError, and a word
-    for a true/false setting read as true.
+    :data:`TARGET_NODES`, ``metrics.scorers.*`` and ``callbacks.*`` against their ``_target_``'s signature and
+    annotations, before anything is built: ``model.generator.width=abc`` failed inside Hydra's instantiation with a
+    TypeError, and a word for a true/false setting read as true.
 
     Raises:
         ConfigError: naming the key, the type its ``_target_`` takes and the value given.
     """
     scorers = OmegaConf.select(cfg, "metrics.scorers")
-    paths = [*TARGET_NODES, *(f"metrics.scorers.{k}" for k in (scorers or {}))]
+    callbacks = OmegaConf.select(cfg, "callbacks")
+    paths = [*TARGET_NODES, *(f"metrics.scorers.{k}" for k in (scorers or {})),
+             *(f"callbacks.{k}" for k in (callbacks or {}))]
     for path in paths:
         node = OmegaConf.select(cfg, path)
         target = node.get("_target_") if isinstance(node, DictConfig) else None
@@ -446,7 +459,8 @@ def check_target_values(cfg: DictConfig) -> None:
             hints = typing.get_type_hints(obj.__init__ if inspect.isclass(obj) else obj) if obj else {}
         except Exception:  # noqa: BLE001 - an unimportable target or unresolvable hints: Hydra reports it when building
             continue
-        _check_target_keys(path, node)
+        if not path.startswith("callbacks."):  # a callback may read keys beyond its constructor's
+            _check_target_keys(path, node)
         for key in node:
             if key not in hints or str(key).startswith("_"):
                 continue

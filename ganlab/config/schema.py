@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, List, Optional, Union  # noqa: UP035 (OmegaConf reads these)
 
 import yaml
+from hydra.utils import get_object
 
+from ganlab import _config_dir
 from ganlab.health import MonitorConfig
 from ganlab.lr import LRSchedule
 from ganlab.trainer.config import TrainerConfig
@@ -77,10 +79,6 @@ def _named(schema: type) -> type:
 
 def __getattr__(name: str) -> type:
     """A strategy schema by name (``R1Schema``), made on demand: how unpickling finds one in a new process."""
-    from hydra.utils import get_object
-
-    from ganlab import _config_dir
-
     for target in strategy_targets(_config_dir()).values() if name.endswith("Schema") else ():
         cls = get_object(target)
         if f"{cls.__name__}Schema" == name:

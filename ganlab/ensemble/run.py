@@ -12,10 +12,11 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, open_dict
 
+from ganlab.config.run import check_config
 from ganlab.ensemble.check import check_ensemble
 from ganlab.ensemble.trainer import EnsembleTrainer, score_workers
 from ganlab.metrics.workers import WorkerPool
-from ganlab.run.build import build_trainer, check_config
+from ganlab.run.build import build_trainer
 
 log = logging.getLogger("ganlab")
 

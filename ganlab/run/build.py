@@ -19,17 +19,24 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab import distributed
-from ganlab.config.check import check_target_values, check_typed
-from ganlab.config.groups import check_group_nodes
 from ganlab.config.resume import adopt_checkpoint_config, explicit_overrides
+from ganlab.config.run import (
+    check_config,
+    class_loss_weight,
+    is_conditional,
+    lr_schedules,
+    monitor_config,
+    repeated_strategies,
+)
 from ganlab.data.base import GANData
 from ganlab.distributed import seed_everything
-from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
-from ganlab.models.conditional import AuxiliaryClassLoss, check_head
+from ganlab.models.conditional import AuxiliaryClassLoss
 from ganlab.strategies.base import GANSpec, Part, Strategy, check_compatible, check_conditional, check_distributed
+from ganlab.strategies.common import check_per_sample_critic
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
+from ganlab.trainer.callback import Callback
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.loggers import NullLogger
 from ganlab.trainer.loop import Trainer
@@ -82,27 +89,6 @@ def resolve_device(device: str) -> torch.device:
     return dev
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Checks that need no data: the typed nodes against their schemas (:func:`ganlab.config.check.check_typed`),
-    positive learning rates and loop counts, the conditional D head (:func:`class_loss`). Raises ValueError naming
-    the key."""
-    check_typed(cfg)
-    check_target_values(cfg)  # the untyped nodes' plain values against their _target_'s annotations
-    for net in ("generator", "discriminator"):
-        lr = OmegaConf.select(cfg, f"optim.{net}.lr")
-        if lr is not None and not float(lr) > 0:
-            raise ValueError(f"optim.{net}.lr must be positive, got {lr}")
-    TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True)).validate()  # type: ignore[arg-type]
-    threads = cfg.get("threads")
-    if threads not in (None, "auto") and not (isinstance(threads, int) and not isinstance(threads, bool)
-                                                and threads >= 1):
-        raise ValueError(f"threads must be auto, a positive integer or null (torch's default), got {threads!r}")
-    monitor_config(cfg)
-    lr_schedules(cfg)
-    class_loss(cfg)  # model.conditional_head and its weight
-    check_group_nodes(cfg)  # metrics.embedder=classifier (a dot) made the node a string
-
-
 def set_threads(threads: Any, shape: tuple[int, ...], batch_size: int, device: torch.device) -> None:
     """``threads``: ``auto`` (:func:`ganlab.trainer.speed.auto_threads`, logged with its reason), an integer, or
     None (torch's default). On CUDA, ``auto`` leaves torch's default (the CPU only feeds the GPU)."""
@@ -114,21 +100,6 @@ def set_threads(threads: Any, shape: tuple[int, ...], batch_size: int, device: t
         torch.set_num_threads(int(threads))
 
 
-def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:
-    """``optim.schedule.{generator,discriminator}`` as validated :class:`~ganlab.lr.LRSchedule` per network
-    (``{"G": ..., "D": ...}``; constant where absent). Raises ValueError naming the key."""
-    out = {}
-    for net, name in NETWORKS.items():
-        node = OmegaConf.select(cfg, f"optim.schedule.{name}")
-        settings = OmegaConf.to_container(node, resolve=True) if node is not None else {}
-        unknown = set(settings) - {"kind", "warmup_steps", "final_factor"}  # type: ignore[arg-type]
-        if unknown:
-            raise ValueError(f"optim.schedule.{name} has no setting {sorted(unknown)}; it takes kind, "
-                             "warmup_steps and final_factor")
-        out[net] = LRSchedule(**settings).validate(f"optim.schedule.{name}")  # type: ignore[arg-type]
-    return out
-
-
 def _warn_if_schedule_retimed(ckpt: dict[str, Any], steps: int, schedules: dict[str, LRSchedule]) -> None:
     """A decaying schedule's horizon is ``trainer.steps``; say so when a resume changes it."""
     before = (ckpt.get("config") or {}).get("trainer", {}).get("steps")
@@ -138,28 +109,12 @@ def _warn_if_schedule_retimed(ckpt: dict[str, Any], steps: int, schedules: dict[
                     "over %d steps from here on, not over %s", before, steps, " and ".join(decaying), steps, before)
 
 
-def monitor_config(cfg: DictConfig) -> MonitorConfig:
-    """The validated ``monitor`` node (defaults when the config has none). Raises ValueError naming the key."""
-    node = cfg.get("monitor")
-    return MonitorConfig.from_dict(OmegaConf.to_container(node, resolve=True) if node is not None else None)  # type: ignore[arg-type]
-
-
 def load_data(cfg: DictConfig, device: torch.device, data: GANData | None = None) -> GANData:
     """Instantiate ``cfg.dataset`` (unless ``data`` is given, as to :func:`build_trainer`), refuse NaN/Inf samples
     (ValueError naming the first bad sample), move it to ``device``."""
     data = data if data is not None else make(cfg.dataset)
     data.check_finite()
     return data.to(device)
-
-
-def repeated_strategies(overrides: list[str]) -> list[str]:
-    """Names listed more than once in a ``strategy=[a,b,...]`` command-line override (Hydra keeps one of each)."""
-    for o in overrides:
-        key, _, value = o.partition("=")
-        if key.lstrip("+~") == "strategy" and value.startswith("["):
-            names = [n.strip() for n in value.strip("[]").split(",") if n.strip()]
-            return sorted({n for n in names if names.count(n) > 1})
-    return []
 
 
 def build_strategies(cfg: DictConfig) -> list[Strategy]:
@@ -174,9 +129,42 @@ def build_strategies(cfg: DictConfig) -> list[Strategy]:
     if twice:
         raise ValueError(f"strategy {', '.join(twice)} is listed twice in strategy=[...]; list each strategy once "
                          "(its settings go in strategy.<name>.<key>=...)")
-    strategies = [make(node) for node in (cfg.get("strategy") or {}).values()]
+    strategies = [make(node) for node in (cfg.get("strategy") or {}).values()] + debug_strategies(cfg)
     check_compatible(strategies)
     return strategies
+
+
+def debug_strategies(cfg: DictConfig) -> list[Strategy]:
+    """The fault strategies of the ``debug`` node (``conf/debug/``, :func:`ganlab.strategies.debug.faults`); none when
+    every key is null. A node without ``_target_`` (a config stored before the ``debug`` group) is read as the
+    ``faults`` settings.
+
+    Raises:
+        ValueError: a fault step that is not a positive integer, naming the key.
+    """
+    node = cfg.get("debug")
+    if not node:
+        return []
+    settings = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(settings, dict)
+    target = settings.pop("_target_", "ganlab.strategies.debug.faults")
+    return make(OmegaConf.create({"_target_": target, **settings}), steps=int(cfg.trainer.steps))
+
+
+def build_callbacks(cfg: DictConfig) -> list[Callback]:
+    """One callback per entry under ``cfg.callbacks`` (``conf/callbacks/``), in config order.
+
+    Raises:
+        ValueError: an entry whose ``_target_`` is not a :class:`~ganlab.trainer.callback.Callback`, naming it.
+    """
+    callbacks = []
+    for key, node in (cfg.get("callbacks") or {}).items():
+        callback = make(node)
+        if not isinstance(callback, Callback):
+            raise ValueError(f"callbacks.{key}: {type(callback).__name__} is not a ganlab.callbacks.Callback; "
+                             "subclass it (hooks: on_start, after_step, after_eval, summary, state_dict)")
+        callbacks.append(callback)
+    return callbacks
 
 
 def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distributed.Dist:
@@ -200,39 +188,11 @@ def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distribut
 
 
 def class_loss(cfg: DictConfig) -> AuxiliaryClassLoss | None:
-    """AC-GAN's class loss when ``model.conditional_head`` is ``acgan`` (weight ``model.class_loss_weight``,
-    default 1, the paper's), None for the default ``projection`` head. Needs no data.
-
-    Raises:
-        ValueError: a head not in :data:`~ganlab.models.conditional.CONDITIONAL_HEADS` (listing them), ``acgan``
-            with ``model.conditional=false``, ``model.conditional`` not true or false (:func:`is_conditional`),
-            or a weight that is not a number or is negative; each names the key.
-    """
-    head = check_head(str(cfg.model.get("conditional_head", "projection")))
-    conditional = is_conditional(cfg)
-    if head != "acgan":
-        return None
-    if not conditional:
-        raise ValueError("model.conditional_head=acgan is the discriminator head of a class-conditional model; set "
-                         "model.conditional=true as well (or drop model.conditional_head for an unconditional run)")
-    weight = cfg.model.get("class_loss_weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise ValueError(f"model.class_loss_weight must be a number (AC-GAN's class loss weight; paper: 1), "
-                         f"got {weight!r}")
-    return AuxiliaryClassLoss(float(weight))
-
-
-def is_conditional(cfg: DictConfig) -> bool:
-    """``model.conditional`` (false when absent).
-
-    Raises:
-        ValueError: a value other than true or false (``model.conditional=no`` is the string 'no', which Python
-            reads as true), naming the key and the two values.
-    """
-    value = cfg.model.get("conditional", False)
-    if not isinstance(value, bool):
-        raise ValueError(f"model.conditional must be true or false, got {value!r}")
-    return value
+    """AC-GAN's class loss when ``model.conditional_head`` is ``acgan`` (weight from
+    :func:`ganlab.config.run.class_loss_weight`, which raises ValueError naming a bad key), None for the default
+    ``projection`` head."""
+    weight = class_loss_weight(cfg)
+    return None if weight is None else AuxiliaryClassLoss(weight)
 
 
 def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool:
@@ -331,6 +291,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
             log.warning("strategy %s replaces loss=%s with %s", s.name, cfg.loss._target_.rsplit(".", 1)[-1],
                         type(spec.loss).__name__)
             configured_loss = type(spec.loss)
+    check_per_sample_critic(spec.discriminator, strategies)  # a mixing head installed after a penalty's configure
     if dist.active and cfg.trainer.sync_batchnorm:  # batch statistics over all ranks' samples
         spec.generator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.generator)
         spec.discriminator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.discriminator)
@@ -368,7 +329,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
                       monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist, class_loss=aux,
-                      g_groups=spec.g_groups)
+                      g_groups=spec.g_groups, callbacks=build_callbacks(cfg))
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
         _warn_if_schedule_retimed(ckpt, tcfg.steps, trainer.lr.schedules)

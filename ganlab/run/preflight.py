@@ -22,9 +22,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from torch import Tensor, nn
 
+from ganlab.config.run import check_config, monitor_config
 from ganlab.data.base import Batcher
 from ganlab.health.memory import peak_memory_mib
 from ganlab.io import atomic_write_text
+from ganlab.run.build import build_trainer
 
 
 @dataclass
@@ -136,8 +138,6 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     Raises:
         ValueError: a bad config (the same errors as the real run).
     """
-    from ganlab.run.build import build_trainer, check_config, monitor_config  # build imports the loop (ganlab.health)
-
     check_config(cfg)  # the real run's settings (the dry run changes some: batch size, accumulation)
     pf = monitor_config(cfg).preflight
     full_bs, full_steps, eval_every = int(cfg.trainer.batch_size), int(cfg.trainer.steps), int(cfg.trainer.eval_every)

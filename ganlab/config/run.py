@@ -1,0 +1,91 @@
+"""The checks of a composed run config that need no data, run once before anything is built
+(:func:`check_config`), and the validated settings they produce (lr schedules, the monitor's settings, the
+conditional model's switches; :func:`~ganlab.config.check.is_conditional`). Each raises ValueError naming the key
+and how to fix it.
+"""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig, OmegaConf
+
+from ganlab.config.check import check_target_values, check_typed, is_conditional
+from ganlab.config.groups import check_group_nodes
+from ganlab.health import MonitorConfig
+from ganlab.lr import NETWORKS, LRSchedule
+from ganlab.models.conditional import check_head
+from ganlab.trainer.config import TrainerConfig
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Checks that need no data: the typed nodes against their schemas (:func:`ganlab.config.check.check_typed`),
+    positive learning rates and loop counts, the conditional D head (:func:`class_loss_weight`). Raises ValueError
+    naming the key."""
+    check_typed(cfg)
+    check_target_values(cfg)  # the untyped nodes' plain values against their _target_'s annotations
+    for net in ("generator", "discriminator"):
+        lr = OmegaConf.select(cfg, f"optim.{net}.lr")
+        if lr is not None and not float(lr) > 0:
+            raise ValueError(f"optim.{net}.lr must be positive, got {lr}")
+    TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True)).validate()  # type: ignore[arg-type]
+    threads = cfg.get("threads")
+    if threads not in (None, "auto") and not (isinstance(threads, int) and not isinstance(threads, bool)
+                                                and threads >= 1):
+        raise ValueError(f"threads must be auto, a positive integer or null (torch's default), got {threads!r}")
+    monitor_config(cfg)
+    lr_schedules(cfg)
+    class_loss_weight(cfg)  # model.conditional_head and its weight
+    check_group_nodes(cfg)  # metrics.embedder=classifier (a dot) made the node a string
+
+
+def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:
+    """``optim.schedule.{generator,discriminator}`` as validated :class:`~ganlab.lr.LRSchedule` per network
+    (``{"G": ..., "D": ...}``; constant where absent). Raises ValueError naming the key."""
+    out = {}
+    for net, name in NETWORKS.items():
+        node = OmegaConf.select(cfg, f"optim.schedule.{name}")
+        settings = OmegaConf.to_container(node, resolve=True) if node is not None else {}
+        unknown = set(settings) - {"kind", "warmup_steps", "final_factor"}  # type: ignore[arg-type]
+        if unknown:
+            raise ValueError(f"optim.schedule.{name} has no setting {sorted(unknown)}; it takes kind, "
+                             "warmup_steps and final_factor")
+        out[net] = LRSchedule(**settings).validate(f"optim.schedule.{name}")  # type: ignore[arg-type]
+    return out
+
+
+def monitor_config(cfg: DictConfig) -> MonitorConfig:
+    """The validated ``monitor`` node (defaults when the config has none). Raises ValueError naming the key."""
+    node = cfg.get("monitor")
+    return MonitorConfig.from_dict(OmegaConf.to_container(node, resolve=True) if node is not None else None)  # type: ignore[arg-type]
+
+
+def repeated_strategies(overrides: list[str]) -> list[str]:
+    """Names listed more than once in a ``strategy=[a,b,...]`` command-line override (Hydra keeps one of each)."""
+    for o in overrides:
+        key, _, value = o.partition("=")
+        if key.lstrip("+~") == "strategy" and value.startswith("["):
+            names = [n.strip() for n in value.strip("[]").split(",") if n.strip()]
+            return sorted({n for n in names if names.count(n) > 1})
+    return []
+
+
+def class_loss_weight(cfg: DictConfig) -> float | None:
+    """The weight of AC-GAN's class loss when ``model.conditional_head`` is ``acgan`` (``model.class_loss_weight``,
+    default 1, the paper's), None for the default ``projection`` head. Needs no data.
+
+    Raises:
+        ValueError: a head not in :data:`~ganlab.models.conditional.CONDITIONAL_HEADS` (listing them), ``acgan``
+            with ``model.conditional=false``, ``model.conditional`` not true or false (:func:`is_conditional`),
+            or a weight that is not a number or is negative; each names the key.
+    """
+    head = check_head(str(cfg.model.get("conditional_head", "projection")))
+    conditional = is_conditional(cfg)
+    if head != "acgan":
+        return None
+    if not conditional:
+        raise ValueError("model.conditional_head=acgan is the discriminator head of a class-conditional model; set "
+                         "model.conditional=true as well (or drop model.conditional_head for an unconditional run)")
+    weight = cfg.model.get("class_loss_weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise ValueError(f"model.class_loss_weight must be a number (AC-GAN's class loss weight; paper: 1), "
+                         f"got {weight!r}")
+    return float(weight)
