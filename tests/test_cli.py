@@ -77,6 +77,16 @@ def test_end_of_run_table_puts_the_model_beside_the_data() -> None:
                                   "  fd                    3.2           -  lower"]
 
 
+def test_end_of_run_table_says_how_to_read_vendi() -> None:
+    from ganlab.cli.common import format_scores
+    from ganlab.metrics.scorers import VENDI_READING
+
+    lines = format_scores({"vendi": 35.0, "data/vendi": 15.6, "modes_covered": 1.0}).splitlines()
+    assert lines[2] == "  vendi                  35        15.6  near data"  # not "more diverse than the data"
+    assert lines[3] == f"  {VENDI_READING}" and "above it, G's samples are spread where the data is not" in lines[3]
+    assert "K: an RBF kernel of bandwidth 3 x the mixture's std on 2-D points" in lines[3]
+
+
 def test_end_of_run_table_leaves_single_classes_to_metrics_json() -> None:
     from ganlab.cli.common import format_scores
 
@@ -126,7 +136,7 @@ def test_a_bad_setting_in_a_sweep_is_listed_as_a_config_error(tmp_path, capsys) 
            f"hydra.sweep.dir={sweep_dir}"]
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
                           cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]  # the sweep goes on past a job that cannot start
+    assert done.returncode == 1, done.stderr[-2000:]  # the sweep goes on past a job that cannot start, and says so
     runs, failed = collect_runs(sweep_dir)
     assert runs == [] and [f.status for f in failed] == ["config error"]
     assert "optim.schedule.generator.kind must be one of" in failed[0].error

@@ -9,7 +9,9 @@ import io
 import json
 import logging
 import math
+import shutil
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -177,7 +179,7 @@ def test_bootstrap_intervals_in_the_tables(sweep: Path) -> None:
 
 def test_headline_keys_per_kind_of_data() -> None:
     mixture = ["modes_covered", "hq_fraction", "reverse_kl", "reverse_kl_hq", "clusters_covered", "cluster_kl",
-               "precision", "recall", "density", "coverage", "high_similarity_fraction", "collapsed", "ndb",
+               "precision", "recall", "density", "coverage", "high_similarity_fraction", "high_similarity_flag", "ndb",
                "ndb_fraction", "fd", "vendi"]
     image = ["modes_covered", "kl_uniform", "clusters_covered", "cluster_jsd", "precision", "recall", "density",
              "coverage", "high_similarity_fraction", "ndb_fraction", "fd", "vendi", "duplicate_fraction"]
@@ -268,3 +270,47 @@ def test_row_labels_leave_out_overrides_that_do_not_change_results() -> None:
     assert not any(map(_tells_apart, ["seed=1", "trainer.progress=false", "logger=none", "threads=1",
                                       "hydra.launcher.n_jobs=2", "+logger.flush_secs=5", "trainer.resume=runs/a"]))
     assert all(map(_tells_apart, ["optim.generator.lr=1e-3", "trainer.steps=100", "strategy.r1.gamma=10"]))
+
+
+def test_strict_exit_status_for_scripts(sweep: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(sweep), "--no-files"]) == 0  # a table: some jobs finished
+    assert main([str(sweep), "--no-files", "--strict"]) == 1  # ... but one failed and one never finished
+    for name in ("6_failed", "7_killed"):
+        shutil.rmtree(sweep / name)
+    assert main([str(sweep), "--no-files", "--strict"]) == 0
+
+
+def test_p_values_behind_the_marks(sweep: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(sweep), "--no-files", "--p-values", "--keys", "modes_covered,reverse_kl,vendi"]) == 0
+    out = capsys.readouterr().out  # the p-values of test_welch_decides_the_best_mark
+    assert ("Welch's t-test of the best row against the runner-up (two-sided; marked where p < 0.05):\n"
+            "  modes_covered: ring8 [wgan_gp] vs ring8 [plain]: p = 0.0213 (marked)\n"
+            "  reverse_kl: ring8 [wgan_gp] vs ring8 [plain]: p = 0.288\n"
+            "  vendi: no test (no direction, fewer than two rows, or a row of fewer than 2 seeds)\n") in out
+
+
+def test_a_terminal_gets_aligned_columns_and_a_pipe_markdown(sweep: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main([str(sweep), "--no-files"]) == 0
+    assert capsys.readouterr().out.startswith("| run | seeds | modes_covered ↑ | reverse_kl ↓ |\n")  # piped
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main([str(sweep), "--no-files"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["run", "seeds", "modes_covered", "↑", "reverse_kl", "↓"] and set(lines[1]) == {"-", " "}
+    assert main([str(sweep), "--no-files", "--format", "markdown"]) == 0  # asked for
+    assert capsys.readouterr().out.startswith("| run | seeds |")
+
+
+def test_runs_written_before_a_score_was_renamed_share_its_column(tmp_path: Path) -> None:
+    old = make_job(tmp_path, "0_old", (), 0, {"collapsed": 1.0, "modes_covered": 1.0})
+    make_job(tmp_path, "1_new", (), 1, {"high_similarity_flag": 0.0, "modes_covered": 3.0})
+    runs, _ = collect_runs(tmp_path)
+    assert sorted(r["scores"]["high_similarity_flag"] for r in runs) == [0.0, 1.0]
+    assert summarise(runs)["ring8 [plain]"]["high_similarity_flag"] == (0.5, pytest.approx(0.5**0.5), 2)
+    assert [s["high_similarity_flag"] for _, s in score_curves_of(old)] == [0.5, 1.0]  # metrics.jsonl too
+
+
+def score_curves_of(run_dir: Path) -> list[tuple[int, dict[str, float]]]:
+    from ganlab.analysis.plots import read_curve
+
+    return read_curve(run_dir)

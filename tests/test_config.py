@@ -156,3 +156,18 @@ def test_a_strategy_typed_twice_is_refused() -> None:
 
     assert repeated_strategies(["seed=1", "strategy=[r1,ema,r1]"]) == ["r1"]
     assert repeated_strategies(["strategy=[r1,ema]"]) == [] and repeated_strategies(["seed=1"]) == []
+
+
+def test_a_preset_s_runs_land_under_its_name() -> None:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    import ganlab.cli.sweep  # noqa: F401 - registers the run folder's resolver, as ganlab-train does
+
+    folders = {}
+    for overrides in (["experiment=pacgan_ring"], [], ["dataset=grid25"]):
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose("train", overrides=overrides, return_hydra_config=True)
+        HydraConfig.instance().set_config(cfg)
+        folders[" ".join(overrides)] = cfg.hydra.run.dir.rsplit("/", 1)[0]
+    assert folders == {"experiment=pacgan_ring": "runs/pacgan_ring", "": "runs/ring8", "dataset=grid25": "runs/grid25"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import shlex
 import subprocess
 import sys
 import typing
@@ -21,7 +22,7 @@ from omegaconf import OmegaConf
 from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
-from ganlab.config.check import ConfigError, check_command_line
+from ganlab.config.check import ConfigError, _variants, check_command_line
 from ganlab.config.run import check_config
 from ganlab.config.schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
 from ganlab.health.config import DetectorConfig
@@ -139,6 +140,78 @@ def test_an_unknown_strategy_lists_the_strategies() -> None:
     check_command_line(["strategy=[wgan_gp]"])
 
 
+def test_a_top_level_key_is_checked_with_and_without_plus() -> None:
+    named = ("lr is not a setting of ganlab{}; the settings named lr: optim.generator.lr, optim.discriminator.lr; "
+             "set the one you mean, e.g. optim.generator.lr=1e-3")
+    assert refused("lr=1e-3") == "lr=1e-3: " + named.format("")
+    assert refused("+lr=1e-3") == "+lr=1e-3: " + named.format(" (a + adds a key nothing reads)")
+    assert refused("++lr=1e-3").startswith("++lr=1e-3: lr is not a setting of ganlab (a + adds")
+    assert refused("seed=0,1", "+lr=1e-3,2e-3", multirun=True).startswith("+lr=1e-3,2e-3: lr is not a setting")
+    check_command_line(["optim.generator.lr=1e-3", "optim.discriminator.lr=1e-3"])  # the advice works
+    assert compose_cfg(["optim.generator.lr=1e-3"]).optim.generator.lr == 1e-3
+    with pytest.raises(ConfigError, match=r"^\+lr=0.001: lr is not a setting"):  # a config composed in Python
+        check_config(compose_cfg(["+lr=1e-3"]))
+
+
+def test_top_level_near_misses_name_the_settings_that_exist() -> None:
+    assert refused("+seeed=1").startswith("+seeed=1: seeed is not a setting of ganlab (a + adds a key nothing "
+                                          "reads); did you mean seed? (top level: dataset, model, loss, optim,")
+    assert refused("stpes=10") == ("stpes=10: stpes is not a setting of ganlab; the settings closest to stpes: "
+                                   "trainer.steps, monitor.preflight.steps; set the one you mean, e.g. "
+                                   "trainer.steps=10")
+    assert refused("+gamma=3") == ("+gamma=3: gamma is not a setting of ganlab (a + adds a key nothing reads); the "
+                                   "settings named gamma: strategy.r1.gamma (with strategy=[r1])")
+    check_command_line(["strategy=[r1]", "strategy.r1.gamma=3"])  # that advice works too
+
+
+def test_a_plus_key_inside_an_untyped_node_is_checked_against_its_target() -> None:
+    assert refused("model=dcgan", "dataset=digits", "+model.generator.widht=8") == (
+        "model.generator.widht is not a setting of model.generator; did you mean model.generator.width? "
+        "model.generator takes: data_shape, z_dim, width, num_classes")  # was: Hydra's TypeError when building
+    assert refused("+dataset.stdd=0.1").startswith("dataset.stdd is not a setting of dataset; did you mean "
+                                                   "dataset.std? dataset takes: num_modes, radius, std,")
+    check_command_line(["model=dcgan", "dataset=digits", "model.generator.width=8"])  # the advice works
+
+
+POLICY = "strategy.diffaugment.policy"
+QUOTED = """'strategy.diffaugment.policy="color,translation"'"""  # one shell word; Hydra reads one string
+
+
+def test_a_comma_in_a_string_setting_gets_the_quoting_that_works() -> None:
+    assert refused("strategy=[diffaugment]", f"{POLICY}=color,translation") == (
+        f"{POLICY}=color,translation: a comma separates the values of a sweep (-m); for the one string "
+        f"'color,translation', quote it for both the shell and Hydra: {QUOTED}")
+    assert refused("strategy=[diffaugment]", f"{POLICY}=[color,translation]") == (
+        f"{POLICY}=[color,translation]: {POLICY} must be a string, got ['color', 'translation']; for several names "
+        f"in one string, quote it: {QUOTED}")
+    (followed,) = shlex.split(QUOTED)  # the advice as a shell passes it on
+    check_command_line(["strategy=[diffaugment]", followed])
+    check_command_line(["strategy=[diffaugment]", followed], multirun=True)
+    assert compose_cfg(["strategy=[diffaugment]", followed]).strategy.diffaugment.policy == "color,translation"
+
+
+def test_a_sweep_never_splits_a_comma_separated_setting_silently() -> None:
+    assert refused("strategy=[diffaugment]", f"{POLICY}=color,translation", multirun=True) == (
+        f"{POLICY}=color,translation: under -m the commas would split {POLICY}, a comma-separated list in one "
+        f"string, into one job per name ({POLICY}=color, {POLICY}=translation); for one job with all of them "
+        f"quote it: {QUOTED}; for that sweep say so: '{POLICY}=choice(color,translation)'")
+    (explicit,) = shlex.split(f"'{POLICY}=choice(color,translation)'")
+    check_command_line(["strategy=[diffaugment]", explicit], multirun=True)  # that advice works too
+    check_command_line(["dataset=ring8,grid25", "seed=0,1"], multirun=True)  # other sweeps are sweeps
+
+
+def test_every_combination_of_swept_groups_is_checked_and_named() -> None:
+    variants = _variants(["model=mlp,dcgan", "dataset=ring8,digits", "seed=0,1", "trainer.steps=3"], True)
+    assert [swept for _, swept in variants] == [["model=mlp", "dataset=ring8"], ["model=mlp", "dataset=digits"],
+                                                ["model=dcgan", "dataset=ring8"], ["model=dcgan", "dataset=digits"],
+                                                ["model=mlp", "dataset=ring8"]]  # the last: seed=1
+    assert variants[-1][0] == ["trainer.steps=3", "model=mlp", "dataset=ring8", "seed=1"]
+    assert refused("model=dcgan,mlp", "model.generator.width=8", multirun=True) == (
+        "model.generator.width=8: model.generator.width is not a setting of model.generator; model.generator takes: "
+        "z_dim, hidden, batch_norm (in the sweep's jobs with model=mlp)")
+    check_command_line(["model=dcgan,resnet", "model.generator.width=8"], multirun=True)
+
+
 # ------------------------------------------------------------------ the other answers, and their advice
 def test_setting_a_strategy_that_is_not_selected() -> None:
     assert refused("strategy=[ema]", "strategy.r1.gamma=3") == (
@@ -228,6 +301,18 @@ def test_the_command_prints_one_line_and_makes_no_run_folder(tmp_path: Path) -> 
     shown = subprocess.run([*cmd[:3], "trainer.steps=7", "--cfg", "job"], capture_output=True, text=True, env=env,
                            cwd=tmp_path)
     assert shown.returncode == 0 and "steps: 7" in shown.stdout  # --cfg job still prints the config
+
+
+def test_a_top_level_typo_is_answered_before_torch_is_imported(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-X", "importtime", "-m", "ganlab.cli.train", "+lr=1e-3",
+           f"hydra.run.dir={tmp_path / 'run'}"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")]
+    assert "omegaconf" in imported and "torch" not in imported  # the answer came from the YAML alone
+    assert done.stderr.splitlines()[-1].startswith("ganlab-train: +lr=1e-3: lr is not a setting of ganlab")
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_config_pickled_to_another_process_keeps_its_schemas(tmp_path: Path) -> None:

@@ -140,3 +140,12 @@ def test_small_images_are_upscaled_in_the_grid(size: int, scale: int, tmp_path: 
     save_grid_png(grid, tmp_path / "g.png")
     from matplotlib.image import imread
     assert imread(tmp_path / "g.png").shape[:2] == grid.shape[1:]
+
+
+def test_eval_says_it_loaded_a_checkpoint_not_that_it_resumed(ring8_run: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="ganlab"):
+        rebuilt = rebuild.rebuild_from_checkpoint(ring8_run, ["metrics.num_samples=100"])
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"loaded {rebuilt.checkpoint} (step 40)" in messages
+    assert not [m for m in messages if "resumed" in m]

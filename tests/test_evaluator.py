@@ -87,12 +87,12 @@ def test_a_collapsed_generator_scores_as_collapsed() -> None:
     ev = Evaluator(num_samples=300, num_real=500, scorers=scorers(), embedder=ClassifierEmbedder(epochs=3))
     result = ev(ConstantG(data.x[0]), data)
     s = result.scores
-    assert s["high_similarity_fraction"] == 1.0 and s["collapsed"] == 1.0
+    assert s["high_similarity_fraction"] == 1.0 and s["high_similarity_flag"] == 1.0
     assert s["clusters_covered"] == 1 and s["modes_covered"] == 1
     assert s["kl_uniform"] == pytest.approx(math.log(10))
     assert s["duplicate_fraction"] == 1.0 and s["vendi"] == pytest.approx(1.0, abs=1e-6)
     # the data baseline: held-out digits are diverse and cover every class
-    assert s["data/modes_covered"] == 10 and s["data/collapsed"] == 0.0 and s["data/vendi"] > 2
+    assert s["data/modes_covered"] == 10 and s["data/high_similarity_flag"] == 0.0 and s["data/vendi"] > 2
     assert s["data/classifier_accuracy"] >= 0.9
     counts, edges = result.histograms["similarity"]
     assert int(counts.sum()) == 300 * 299 // 2 and edges.shape == (101,)

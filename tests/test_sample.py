@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -132,3 +133,13 @@ def test_points_get_a_scatter_and_drawn_paths(ring8_run: Path) -> None:
     out = Path(sample.sample_checkpoint(ring8_run, ["n=500", "interpolation.paths=4"])["out"])
     for name in ("grid.png", "interpolation.png"):
         assert _png_size(out / name) == (500, 500)  # the 5 x 5 in, 100 dpi scatter figure
+
+
+def test_the_command_prints_its_paths_once(ring8_run: Path, capsys: pytest.CaptureFixture,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO"):
+        assert sample.main([str(ring8_run), "n=100", "interpolation.paths=2"]) == 0
+    printed = capsys.readouterr()
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
+    shown = printed.out + printed.err + logged  # what a terminal shows: the printed line and the INFO log
+    assert shown.count("interpolation.png") == 1 and shown.count("sample.json") == 1

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ganlab import CONFIG_DIR
 from ganlab.analysis.table import collect_runs
+from ganlab.cli.sweep import BASIC_SWEEPER, SWEPT_KEYS_ENV, job_name, jobs_not_run, planned_jobs, swept_keys
 
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=32", "trainer.eval_every=3", "trainer.log_every=2",
         "trainer.ckpt_every=6", "trainer.grid_size=16", "trainer.progress=false", "metrics.num_samples=200",
@@ -30,12 +33,13 @@ def cli(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-def test_a_failing_job_does_not_stop_the_sweep(tmp_path: Path) -> None:
+def test_a_failing_job_does_not_stop_the_sweep_but_sets_its_exit_status(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     res = cli("ganlab-train", "-m", "debug.fail_at_step=4,null", "seed=0,1", *TINY, f"hydra.sweep.dir={out}",
               cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    failed_jobs, ok_jobs = ["0_plain_s0", "1_plain_s1"], ["2_plain_s0", "3_plain_s1"]  # the failures come first
+    assert res.returncode == 1, res.stderr[-3000:]  # every job ran, two failed: scripts and CI can tell
+    failed_jobs = ["0_fail_at_step=4_plain_s0", "1_fail_at_step=4_plain_s1"]  # the failures come first
+    ok_jobs = ["2_fail_at_step=null_plain_s0", "3_fail_at_step=null_plain_s1"]
     for job in failed_jobs:
         info = json.loads((out / job / "failure.json").read_text())
         assert info["type"] == "InjectedFailure" and "failure injected at step 4" in info["message"]
@@ -47,10 +51,70 @@ def test_a_failing_job_does_not_stop_the_sweep(tmp_path: Path) -> None:
     runs, failed = collect_runs(out)
     assert sorted(Path(r["run_dir"]).name for r in runs) == ok_jobs
     assert [(f.run_dir.name, f.log.name) for f in failed] == [(j, "train.log") for j in failed_jobs]
-    assert "2 jobs finished, 2 failed" in (out / "summary.md").read_text()
-    report = cli("ganlab-compare", str(out), "--no-files", cwd=tmp_path).stdout
-    assert f"FAILED {out / '0_plain_s0'}: InjectedFailure" in report and str(out / "0_plain_s0" / "train.log") in report
+    assert "2 jobs finished, 2 failed or unfinished, 0 not run." in (out / "summary.md").read_text()
+    compared = cli("ganlab-compare", str(out), "--no-files", cwd=tmp_path)
+    report = compared.stdout
+    assert compared.returncode == 0  # some jobs finished: the table is the answer
+    assert f"FAILED {out / failed_jobs[0]}: InjectedFailure" in report and str(out / failed_jobs[0] / "train.log") \
+        in report
     assert "| ring8 [plain] | 2 |" in report and "2 finished, 2 failed or unfinished" in report
+    strict = cli("ganlab-compare", str(out), "--no-files", "--strict", cwd=tmp_path)
+    assert strict.returncode == 1 and strict.stdout == report
+
+
+def test_job_names_hold_every_swept_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SWEPT_KEYS_ENV, "model,seed")
+    names = [job_name(i, {}, 0, [f"model={m}", "seed=0", "trainer.steps=6"]) for i, m in enumerate(["mlp", "dcgan"])]
+    assert names == ["0_model=mlp_plain_s0", "1_model=dcgan_plain_s0"]
+    monkeypatch.setenv(SWEPT_KEYS_ENV, "strategy.diffaugment.policy,optim.generator.lr,optim.discriminator.lr")
+    policies = [job_name(i, {"diffaugment": {}}, 1, [f"strategy.diffaugment.policy={p}", "optim.generator.lr=1e-3",
+                                                      "optim.discriminator.lr=2e-4"])
+                for i, p in enumerate(["color", "'color,translation'"])]
+    assert policies == ["0_policy=color_optim.generator.lr=1e-3_optim.discriminator.lr=2e-4_diffaugment_s1",
+                        "1_policy=color+translation_optim.generator.lr=1e-3_optim.discriminator.lr=2e-4_diffaugment_s1"]
+
+
+def sweep_config(params: dict[str, str], task: list[str], sweeper: str = BASIC_SWEEPER) -> DictConfig:
+    return OmegaConf.create({"hydra": {"sweeper": {"_target_": sweeper, "params": params},
+                                       "overrides": {"task": task}}})
+
+
+def test_the_swept_keys_and_the_planned_jobs(tmp_path: Path) -> None:
+    config = sweep_config({"seed": "0,1"}, ["model=mlp,dcgan", "trainer.steps=6", "hydra.launcher.n_jobs=2"])
+    assert swept_keys(config) == ["seed", "model"]
+    planned = planned_jobs(config)
+    assert planned == [["seed=0", "model=mlp", "trainer.steps=6"], ["seed=0", "model=dcgan", "trainer.steps=6"],
+                       ["seed=1", "model=mlp", "trainer.steps=6"], ["seed=1", "model=dcgan", "trainer.steps=6"]]
+    (tmp_path / "0_model=mlp_plain_s0").mkdir()
+    (tmp_path / "2_model=mlp_plain_s1").mkdir()
+    assert jobs_not_run(tmp_path, planned, swept_keys(config)) == [(1, ["seed=0", "model=dcgan"]),
+                                                                    (3, ["seed=1", "model=dcgan"])]
+    assert planned_jobs(sweep_config({}, ["seed=0,1"], "hydra_plugins.hydra_optuna_sweeper.OptunaSweeper")) is None
+
+
+def test_an_interrupted_sweep_writes_its_summary_naming_the_jobs_not_run(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    cmd = [str(Path(sys.executable).with_name("ganlab-train")), "-m", "seed=0,1,2", "device=cpu", "logger=none",
+           "trainer.steps=1000000", "trainer.eval_every=1000000", "trainer.progress=false", f"hydra.sweep.dir={out}"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        log = out / "0_plain_s0" / "train.log"
+        while not (log.exists() and "run directory" in log.read_text()):  # bounded wait until job 0 trains
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        output, _ = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, output[-3000:]
+    summary = (out / "summary.md").read_text()
+    assert "Interrupted: 0 jobs finished, 1 failed or unfinished, 2 not run." in summary
+    assert summary.endswith("## Jobs not run\n\n- 1: `seed=1`\n- 2: `seed=2`\n")
+    compared = cli("ganlab-compare", str(out), "--no-files", cwd=tmp_path)
+    assert "NOT RUN job 1: seed=1\nNOT RUN job 2: seed=2\n0 finished, 1 failed or unfinished, 2 not run" \
+        in compared.stdout and compared.returncode == 1
 
 
 def test_a_failing_single_run_exits_nonzero(tmp_path: Path) -> None:
@@ -77,7 +141,7 @@ def test_optuna_sweeper_goes_on_past_a_failed_trial(tmp_path: Path) -> None:
     res = cli("ganlab-train", "-m", "hydra/sweeper=optuna", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=2",
               "hydra.sweeper.direction=minimize", "objective=reverse_kl", "debug.fail_at_step=choice(3,1000)",
               *TINY, f"hydra.sweep.dir={out}", cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.returncode == 1, res.stderr[-3000:]  # a trial failed
     runs, failed = collect_runs(out)  # step 1000 is never reached: that trial finishes
     assert len(runs) == 1 and len(failed) == 1 and runs[0]["strategies"] == []
     best = yaml.safe_load((out / "optimization_results.yaml").read_text())

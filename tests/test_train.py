@@ -157,8 +157,18 @@ def test_resume_refuses_a_typed_change_of_experiment(tmp_path: Path) -> None:
 
     fit(["logger=none", "trainer.steps=4"], tmp_path / "first")
     saved = torch.load(tmp_path / "first" / "checkpoints" / "last.pt", weights_only=True)["config"]
-    with pytest.raises(ValueError, match="whose dataset was"):
+    with pytest.raises(ValueError, match=r"whose dataset differs from the command's in dataset._target_ \(was "
+                                         r"'ganlab.data.ring', now 'ganlab.data.grid'\), dataset.name \(was 'ring8', "
+                                         r"now 'grid25'\)"):
         adopt_checkpoint_config(compose_cfg(["dataset=grid25"]), saved, explicit={"dataset"})
+    # a changed group option: only the keys that differ, not the whole node (was: whose model was {...the dict...})
+    with pytest.raises(ValueError) as refused:
+        adopt_checkpoint_config(compose_cfg(["model=pacgan_mlp"]), saved, explicit={"model"})
+    message = str(refused.value)
+    assert message.startswith("trainer.resume continues a run whose model differs from the command's in "
+                              "model.generator.z_dim (was 16, now 2), model.generator.hidden (was [128, 128, 128], "
+                              "now [400, 400, 400, 400]), ") and " and 3 more; drop that override" in message
+    assert "model.conditional" not in message and "{" not in message  # equal keys and whole nodes left out
     # a key inside a node: its saved and typed values, not the whole node (was: whose model was {...the dict...})
     with pytest.raises(ValueError, match=r"whose model.generator.z_dim was 16, but the command sets "
                                          r"model.generator.z_dim=4; drop that override"):

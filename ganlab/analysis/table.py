@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ganlab.analysis.plots import one_run_per_seed, row_label
+from ganlab.analysis.plots import current_names, one_run_per_seed, row_label
 from ganlab.analysis.stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.run import layout
@@ -98,6 +98,7 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
             failed.append(failure)
         else:
             run = {**json.loads((job / layout.METRICS_FILE).read_text()), "run_dir": str(job)}
+            run["scores"] = current_names(run.get("scores", {}))
             extra = sorted(o for o in overrides[job] if o not in common and _tells_apart(o))
             runs.append({**run, "label": row_label(run, extra)})
     return runs, failed
@@ -167,24 +168,41 @@ def table_stem(keys: list[str], summary: Summary) -> str:
     return "table_" + hashlib.sha1(",".join(keys).encode()).hexdigest()[:8]
 
 
-def best_rows(summary: Summary, keys: list[str], alpha: float = ALPHA) -> dict[str, set[str]]:
-    """Score -> the row with the best mean in that score's direction, where it beats the runner-up.
-
-    The best and the second-best mean (NaN skipped) are compared by Welch's t-test
-    (:func:`ganlab.analysis.stats.welch_t_test`, two-sided); the best is marked when p < ``alpha``. No mark when
-    either row has fewer than 2 seeds, the two means tie, or the score has no direction.
-    """
-    best: dict[str, set[str]] = {}
+def best_tests(summary: Summary, keys: list[str]) -> dict[str, tuple[str, str, float]]:
+    """Score -> ``(best row, runner-up row, p)``: the best and second-best mean in the score's direction (NaN
+    skipped) compared by Welch's t-test (:func:`ganlab.analysis.stats.welch_t_test`, two-sided). Scores without a
+    direction, with fewer than two rows or a row of fewer than 2 seeds are left out; tied means get p = 1."""
+    tests: dict[str, tuple[str, str, float]] = {}
     for k in keys:
         direction = higher_is_better(k)
         cells = sorted(((s[k], lab) for lab, s in summary.items() if k in s and not math.isnan(s[k][0])),
                        key=lambda c: -c[0][0] if direction else c[0][0])
         if direction is None or len(cells) < 2 or min(cells[0][0][2], cells[1][0][2]) < 2:
             continue
-        (first, label), (second, _) = cells[:2]
-        if first[0] != second[0] and welch_t_test(*first, *second)[2] < alpha:
-            best[k] = {label}
-    return best
+        (first, label), (second, runner_up) = cells[:2]
+        tests[k] = (label, runner_up, welch_t_test(*first, *second)[2] if first[0] != second[0] else 1.0)
+    return tests
+
+
+def best_rows(summary: Summary, keys: list[str], alpha: float = ALPHA) -> dict[str, set[str]]:
+    """Score -> the row with the best mean in that score's direction, where it beats the runner-up: p < ``alpha``
+    in :func:`best_tests`. No mark when either row has fewer than 2 seeds, the two means tie, or the score has no
+    direction."""
+    return {k: {best} for k, (best, _, p) in best_tests(summary, keys).items() if p < alpha}
+
+
+def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> str:
+    """The tests behind the marks (``--p-values``): per score, the best row, the runner-up and Welch's p, and
+    whether the best is marked (p < ``alpha``)."""
+    tests = best_tests(summary, keys)
+    lines = [f"Welch's t-test of the best row against the runner-up (two-sided; marked where p < {alpha}):"]
+    for k in keys:
+        if k in tests:
+            best, runner_up, p = tests[k]
+            lines.append(f"  {k}: {best} vs {runner_up}: p = {p:.3g}{' (marked)' if p < alpha else ''}")
+        else:
+            lines.append(f"  {k}: no test (no direction, fewer than two rows, or a row of fewer than 2 seeds)")
+    return "\n".join(lines)
 
 
 def legend(mark: str, ci: bool = False) -> str:

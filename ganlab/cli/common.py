@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.metrics.directions import higher_is_better, score_directions
+from ganlab.metrics.scorers import VENDI_READING
 
+#: How to read a score that has no better direction, printed under the end-of-run table.
+SCORE_READINGS = {"vendi": VENDI_READING}
 #: Score keys of one class (``class/3/recall``, ``pred_class/0/clusters_covered``), left out of the end-of-run table.
 PER_CLASS = re.compile(r"^(pred_)?class/\d+/")
 
@@ -22,7 +25,8 @@ def format_scores(scores: dict[str, float]) -> str:
     """A table: one row per score with the model's value beside the data baseline (``data/<score>``, "-" when
     none) and the better direction (higher / lower), in the scorers' order (:mod:`ganlab.metrics.directions`).
     Scores of single classes (``class/<c>/...``, ``pred_class/<c>/...``) are left to ``metrics.json``: the table
-    keeps their ``mean`` and ``worst`` rows and ends with one line counting the rest."""
+    keeps their ``mean`` and ``worst`` rows and ends with one line counting the rest. A score without a better
+    direction but with a data baseline (``vendi``) reads "near data", with its reading below the table."""
     names = [k for k in scores if not k.startswith("data/")]
     per_class = [k for k in names if PER_CLASS.match(k)]
     names = [k for k in names if not PER_CLASS.match(k)]
@@ -34,7 +38,9 @@ def format_scores(scores: dict[str, float]) -> str:
     for k in names:
         data = scores.get(f"data/{k}")
         data_cell = f"{data:>10.4g}" if data is not None else f"{'-':>10}"
-        lines.append(f"  {k:<{width}}  {scores[k]:>10.4g}  {data_cell}  {direction[higher_is_better(k)]}")
+        better = direction[higher_is_better(k)] or ("near data" if data is not None else "")
+        lines.append(f"  {k:<{width}}  {scores[k]:>10.4g}  {data_cell}  {better}".rstrip())
+    lines += [f"  {SCORE_READINGS[k]}" for k in names if k in SCORE_READINGS]
     if per_class:
         lines.append(f"  (+ {len(per_class)} scores of single classes in metrics.json)")
     return "\n".join(lines)

@@ -33,11 +33,13 @@ from ganlab.analysis.table import (
     headline_keys,
     intervals,
     markdown_table,
+    p_value_lines,
     summarise,
     table_keys,
     table_stem,
     terminal_table,
 )
+from ganlab.cli import sweep
 from ganlab.metrics.directions import ordered_scores
 
 
@@ -50,13 +52,32 @@ def _parse_keys(given: list[str] | None, summary: Summary) -> list[str]:
     return table_keys(summary) if names == ["all"] else names
 
 
+def jobs_not_run(root: str | Path) -> list[tuple[int, list[str]]]:
+    """The jobs of the sweep in ``root`` that never ran (``(number, swept overrides)``), from the sweep's
+    ``multirun.yaml``; [] for a folder that is no sweep of Hydra's basic sweeper."""
+    from omegaconf import OmegaConf
+
+    path = Path(root) / "multirun.yaml"
+    if not path.is_file():
+        return []
+    config = OmegaConf.load(path)
+    return sweep.jobs_not_run(Path(root), sweep.planned_jobs(config), sweep.swept_keys(config))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished, also for
-    a folder without jobs; 2 for a folder that does not exist or an unknown ``--keys`` score)."""
+    a folder without jobs, and with ``--strict`` when any job failed, is unfinished or never ran; 2 for a folder
+    that does not exist or an unknown ``--keys`` score)."""
     parser = argparse.ArgumentParser(prog="ganlab-compare", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", help="a sweep directory (runs/multirun/...) or any folder of runs")
-    parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default="markdown",
-                        help="how the table is printed (default: markdown)")
+    parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default=None,
+                        help="how the table is printed (default: terminal, aligned columns, on a terminal; "
+                             "markdown when the output goes to a file or a pipe)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit status 1 when any job failed, is unfinished or never ran (for scripts and CI; "
+                             "default: 1 only when no job finished)")
+    parser.add_argument("--p-values", action="store_true",
+                        help="print the test behind each column's mark: best row, runner-up, Welch's p")
     parser.add_argument("--out", help="folder for the table files and <score>.png (default: <sweep_dir>/comparison)")
     parser.add_argument("--no-files", action="store_true", help="only print; write no table or plot files")
     parser.add_argument("--keys", nargs="+", metavar="KEYS",
@@ -91,8 +112,11 @@ def main(argv: list[str] | None = None) -> int:
               "counts once; kept the run trained furthest, then the last folder by name)", file=sys.stderr)
     ci = intervals(runs, keys) if args.ci else None
     if runs:
-        table = {"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[args.format]
+        shown = args.format or ("terminal" if sys.stdout.isatty() else "markdown")
+        table = {"markdown": markdown_table, "terminal": terminal_table, "csv": csv_table}[shown]
         print(table(summary, keys, ci))
+        if args.p_values:
+            print("\n" + p_value_lines(summary, keys))
     if runs and not args.no_files:
         out = Path(args.out or Path(args.sweep_dir) / "comparison")
         out.mkdir(parents=True, exist_ok=True)
@@ -103,8 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nwrote {md}, {csv_path} and {len(plots)} plots in {out}")
     for job in failed:
         print(f"{job.status.upper()} {job.run_dir}: {job.error} (log: {job.log})")
-    print(f"{len(runs)} finished, {len(failed)} failed or unfinished")
-    return 0 if runs else 1
+    missing = jobs_not_run(args.sweep_dir)
+    for number, overrides in missing:
+        print(f"NOT RUN job {number}: {' '.join(overrides)}")
+    not_run = f", {len(missing)} not run" if missing else ""
+    print(f"{len(runs)} finished, {len(failed)} failed or unfinished{not_run}")
+    if not runs:
+        return 1
+    return 1 if args.strict and (failed or missing) else 0
 
 
 if __name__ == "__main__":

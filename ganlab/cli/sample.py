@@ -245,7 +245,7 @@ def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> d
               "seed": s.seed, "data": data.name, "files": ["grid.png", "interpolation.png"], **drawn,
               "overrides": list(overrides or []), "settings": asdict(s)}
     ckpt_io.atomic_write_text(out / "sample.json", json.dumps(record, indent=2))
-    log.info("wrote %s, %s and %s", out / "grid.png", out / "interpolation.png", out / "sample.json")
+    log.debug("wrote %s, %s and %s", out / "grid.png", out / "interpolation.png", out / "sample.json")
     return record | {"out": str(out)}
 
 

@@ -1,20 +1,25 @@
 """Sweeps (``ganlab-train -m``): job folder names, failed-job markers and the sweep summary.
 
-* Job folders are named ``<num>_<strategies>_s<seed>`` (resolver ``ganlab.job_name`` in ``conf/train.yaml``),
-  so ``tensorboard --logdir <sweep dir>`` labels every run readably.
+* Job folders are named from every swept key: ``<num>_<key>=<value>_..._<strategies>_s<seed>`` (resolver
+  ``ganlab.job_name`` in ``conf/train.yaml``; ``-m model=mlp,dcgan`` gives ``0_model=mlp_plain_s0`` and
+  ``1_model=dcgan_plain_s0``), so ``tensorboard --logdir <sweep dir>`` labels every run readably and no two jobs of
+  a sweep share a name.
 * Under multirun a job that raises does not stop the sweep: ``ganlab.cli.train.train`` logs the traceback into
   the job's log and calls :func:`ganlab.run.layout.record_failure`, which writes ``failure.json`` and ``FAILED``
   into the job.
 * ``debug.fail_at_step=k`` (tests only; :mod:`ganlab.strategies.debug`) makes a run raise after its k-th
   generator step; the failed job returns the worst objective (:func:`failed_objective`) to an Optuna sweep.
-* :class:`SweepSummary`, a Hydra callback, writes ``summary.md`` (the comparison table and the failed
-  jobs) into the sweep directory when the sweep ends.
+* :class:`SweepSummary`, a Hydra callback, writes ``summary.md`` (the comparison table, the failed jobs and the
+  jobs that never ran) into the sweep directory when the sweep ends or is interrupted (Ctrl-C);
+  :func:`exit_status` is then ``ganlab-train -m``'s exit status: 1 when any job failed or never ran.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +35,54 @@ log = logging.getLogger("ganlab")
 
 
 
-def job_name(num: Any, strategy: Any, seed: Any) -> str:
-    """``3_wgan_gp_s1``: the job number, the selected strategies (``plain`` for none) and the seed."""
+#: The environment variable holding the swept keys of the sweep under way (``model,seed``), set when the sweep
+#: starts: a launcher's worker processes (joblib, submitit) inherit it and name their jobs alike.
+SWEPT_KEYS_ENV = "GANLAB_SWEPT_KEYS"
+
+
+def _key_value(overrides: Any, key: str) -> str | None:
+    """The value the job's override list gives ``key`` (its last line for that key), None if none does."""
+    found = None
+    for line in overrides or []:
+        k, _, v = str(line).partition("=")
+        if k.lstrip("+~") == key:
+            found = v
+    return found
+
+
+def _short(key: str, keys: list[str]) -> str:
+    """``optim.generator.lr`` -> ``lr`` unless another swept key ends alike (then the whole key);
+    ``metrics/embedder`` -> ``embedder``."""
+    last = re.split(r"[./]", key)[-1]
+    return last if sum(re.split(r"[./]", k)[-1] == last for k in keys) == 1 else key.replace("/", ".")
+
+
+def job_name(num: Any, strategy: Any, seed: Any, overrides: Any = None) -> str:
+    """``3_model=dcgan_wgan_gp_s1``: the job number, each swept key other than ``strategy`` and ``seed`` as
+    ``<key>=<value>`` (the keys of :data:`SWEPT_KEYS_ENV`, read from the job's ``overrides``; a value's commas,
+    brackets and other characters a folder name should not hold become ``+``), the selected strategies (``plain``
+    for none) and the seed."""
     names = list(strategy.keys()) if isinstance(strategy, (dict, DictConfig)) else []
-    return f"{num}_{strategy_label([str(n) for n in names])}_s{seed}"
+    keys = [k for k in os.environ.get(SWEPT_KEYS_ENV, "").split(",") if k and k not in ("strategy", "seed")]
+    parts = [str(num)]
+    for key in keys:
+        value = _key_value(overrides, key)
+        if value is not None:
+            clean = re.sub(r"[^A-Za-z0-9._+=@-]+", "+", value.strip("[]'\"")).strip("+") or "none"
+            parts.append(f"{_short(key, keys)}={clean[:60]}")
+    return "_".join([*parts, strategy_label([str(n) for n in names]), f"s{seed}"])
 
 
 OmegaConf.register_new_resolver("ganlab.job_name", job_name, replace=True)
+
+
+def run_group(experiment: Any, dataset: Any) -> str:
+    """The folder under ``runs/`` of a single run: the preset's name with ``experiment=<name>`` (runs of
+    ``pacgan_ring`` apart from the default ring's), else the data set's."""
+    return str(experiment) if experiment not in (None, "", "null", "None") else str(dataset)
+
+
+OmegaConf.register_new_resolver("ganlab.run_group", run_group, replace=True)
 
 
 def is_multirun() -> bool:
@@ -54,8 +100,90 @@ def failed_objective() -> float:
     return -math.inf if str(direction).lower().startswith("max") else math.inf
 
 
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def sweep_lines(config: DictConfig) -> list[str]:
+    """The override lines a sweep expands: ``hydra.sweeper.params`` (an experiment's grid) then the command line's
+    (``hydra.overrides.task``), as Hydra's basic sweeper reads them; Hydra's own (``hydra.*``) left out."""
+    params = config.hydra.sweeper.get("params") or {}
+    lines = [f"{k}={v}" for k, v in params.items()] + [str(o) for o in config.hydra.overrides.task]
+    return [ln for ln in lines if not ln.lstrip("+~").startswith(("hydra.", "hydra/"))]
+
+
+def swept_keys(config: DictConfig) -> list[str]:
+    """The keys a sweep varies (``model``, ``seed``), in the order typed; [] when a line does not parse."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(sweep_lines(config))
+    except HydraException:
+        return []
+    return list(dict.fromkeys(o.get_key_element() for o in parsed if o.is_sweep_override()))
+
+
+def planned_jobs(config: DictConfig) -> list[list[str]] | None:
+    """Each job's overrides, in job-number order, as Hydra's basic sweeper will run them (their cross product);
+    None for another sweeper (Optuna chooses its trials as it goes) or a line that does not parse."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
+        return None
+    try:
+        parsed = OverridesParser.create().parse_overrides(sweep_lines(config))
+        return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    except HydraException:
+        return None
+
+
+def jobs_not_run(sweep_dir: Path, planned: list[list[str]] | None,
+                 swept: list[str] | None = None) -> list[tuple[int, list[str]]]:
+    """``(number, overrides)`` of each planned job without a folder ``<number>_*`` in ``sweep_dir``; with ``swept``,
+    only the overrides of those keys (what tells the job from the others)."""
+    started = {p.name.split("_", 1)[0] for p in sweep_dir.iterdir() if p.is_dir()} if sweep_dir.is_dir() else set()
+    keep = set(swept or [])
+    return [(i, [o for o in job if not keep or o.split("=", 1)[0].lstrip("+~") in keep])
+            for i, job in enumerate(planned or []) if str(i) not in started]
+
+
+def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[str] | None = None,
+                  interrupted: bool = False, filename: str = "summary.md") -> tuple[int, int, int]:
+    """Write ``<sweep_dir>/<filename>``: the counts, the comparison table, the failed jobs and the jobs that never
+    ran (with their ``swept`` keys' values, see :func:`jobs_not_run`); log the failed ones.
+
+    Returns:
+        ``(finished, failed, not run)`` job counts; failed counts unfinished jobs too.
+    """
+    runs, failed = collect_runs(sweep_dir)
+    missing = jobs_not_run(sweep_dir, planned, swept)
+    head = "Interrupted: " if interrupted else ""
+    lines = [f"# Sweep {sweep_dir}", "",
+             f"{head}{len(runs)} jobs finished, {len(failed)} failed or unfinished, {len(missing)} not run.", ""]
+    if runs:
+        lines += [markdown_table(summarise(runs)), ""]
+    if failed:
+        lines += ["## Failed jobs", ""] + [f"- {f.status} `{f.run_dir}`: {f.error} (log: `{f.log}`)"
+                                              for f in failed] + [""]
+    if missing:
+        lines += ["## Jobs not run", ""] + [f"- {i}: `{' '.join(job)}`" for i, job in missing]
+    (sweep_dir / filename).write_text("\n".join(lines).rstrip("\n") + "\n")
+    log.info("sweep %s: %d jobs finished, %d failed or unfinished, %d not run; summary in %s",
+             "interrupted" if interrupted else "finished", len(runs), len(failed), len(missing),
+             sweep_dir / filename)
+    for f in failed:
+        log.warning("failed job %s: %s (log: %s)", f.run_dir, f.error, f.log)
+    for i, job in missing:
+        log.warning("job %d not run: %s", i, " ".join(job))
+    return len(runs), len(failed), len(missing)
+
+
 class SweepSummary(Callback):
-    """Hydra callback: at the end of a multirun, write ``<sweep dir>/summary.md`` and log the failed jobs.
+    """Hydra callback: names the swept keys for the job names (:data:`SWEPT_KEYS_ENV`) when a multirun starts; at
+    its end, writes ``<sweep dir>/summary.md`` (:func:`write_summary`) and keeps the counts for
+    :func:`exit_status`. :func:`sweep_interrupted` writes the summary of a sweep stopped mid-way.
 
     Args:
         filename: name of the summary file in the sweep directory.
@@ -63,20 +191,40 @@ class SweepSummary(Callback):
 
     def __init__(self, filename: str = "summary.md") -> None:
         self.filename = filename
+        self.sweep_dir: Path | None = None
+        self.planned: list[list[str]] | None = None
+        self.swept: list[str] = []
+        self.counts: tuple[int, int, int] | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _ACTIVE
+        self.swept = swept_keys(config)
+        os.environ[SWEPT_KEYS_ENV] = ",".join(self.swept)
+        self.sweep_dir, self.planned, self.counts = Path(config.hydra.sweep.dir), planned_jobs(config), None
+        _ACTIVE = self
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
-        if not sweep_dir.is_dir():
-            return
-        runs, failed = collect_runs(sweep_dir)
-        lines = [f"# Sweep {sweep_dir}", "", f"{len(runs)} jobs finished, {len(failed)} failed.", ""]
-        if runs:
-            lines += [markdown_table(summarise(runs)), ""]
-        if failed:
-            lines += ["## Failed jobs", ""] + [f"- {f.status} `{f.run_dir}`: {f.error} (log: `{f.log}`)"
-                                                  for f in failed]
-        (sweep_dir / self.filename).write_text("\n".join(lines) + "\n")
-        log.info("sweep finished: %d jobs finished, %d failed; summary in %s", len(runs), len(failed),
-                 sweep_dir / self.filename)
-        for f in failed:
-            log.warning("failed job %s: %s (log: %s)", f.run_dir, f.error, f.log)
+        self.sweep_dir = Path(config.hydra.sweep.dir)
+        if self.sweep_dir.is_dir():
+            self.counts = write_summary(self.sweep_dir, self.planned, self.swept, filename=self.filename)
+
+
+#: The summary callback of the sweep under way in this process (None outside a sweep).
+_ACTIVE: SweepSummary | None = None
+
+
+def sweep_interrupted() -> None:
+    """After a sweep stopped mid-way (Ctrl-C, a signal, a job that exited): write its ``summary.md``, naming the
+    jobs that never ran; nothing outside a sweep or after one that ended."""
+    active = _ACTIVE
+    if active is None or active.counts is not None or active.sweep_dir is None or not active.sweep_dir.is_dir():
+        return
+    active.counts = write_summary(active.sweep_dir, active.planned, active.swept, interrupted=True,
+                                  filename=active.filename)
+
+
+def exit_status() -> int:
+    """``ganlab-train -m``'s exit status after its sweep: 1 when any job failed, did not finish or never ran, else
+    0 (also outside a sweep)."""
+    counts = _ACTIVE.counts if _ACTIVE is not None else None
+    return 1 if counts is not None and (counts[1] or counts[2]) else 0

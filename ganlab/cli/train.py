@@ -1,4 +1,8 @@
-"""``ganlab-train``: one Hydra-configured GAN experiment (``-m`` for a sweep). See ``conf/train.yaml``."""
+"""``ganlab-train``: one Hydra-configured GAN experiment (``-m`` for a sweep). See ``conf/train.yaml``.
+
+This module imports torch and the rest of ganlab only inside its functions: ``ganlab-train lr=1e-3`` is answered
+by :func:`ganlab.config.keys.check_top_level` before that import (about a second instead of many).
+"""
 
 from __future__ import annotations
 
@@ -10,30 +14,31 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ganlab import CONFIG_DIR, distributed
-from ganlab.cli import sweep
-from ganlab.cli.common import format_scores, program
+from ganlab import _config_dir
 from ganlab.cli.help import train_help
-from ganlab.config.check import ConfigError, check_command_line
-from ganlab.ensemble.run import build_ensemble, format_members, mean_scores
-from ganlab.run import layout
-from ganlab.run.build import build_trainer
-from ganlab.run.preflight import format_table, run_preflight
-from ganlab.trainer.interrupt import TrainingInterrupted
+from ganlab.config.keys import ConfigError, check_top_level
+
+if TYPE_CHECKING:
+    from ganlab.distributed import Dist
 
 log = logging.getLogger("ganlab")
 def tensorboard_command(run_dir: Path) -> str:
-    """``tensorboard --logdir <run_dir>`` that works as printed (see :func:`program`)."""
+    """``tensorboard --logdir <run_dir>`` that works as printed (see :func:`ganlab.cli.common.program`)."""
+    from ganlab.cli.common import program
+
     return shlex.join([program("tensorboard"), "--logdir", str(run_dir)])
 
 
 def preflight(cfg: DictConfig) -> bool:
     """``preflight=true``: dry-run the experiment, print the pass/fail table; True when every check passed."""
+    from ganlab.run.preflight import format_table, run_preflight
+
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     rows = run_preflight(cfg, run_dir)
     print(format_table(rows), flush=True)
@@ -60,6 +65,11 @@ def run(cfg: DictConfig) -> dict:
     Raises:
         StartError: the run could not be built (see :class:`StartError`).
     """
+    from ganlab import distributed
+    from ganlab.cli.common import format_scores
+    from ganlab.run import layout
+    from ganlab.run.build import build_trainer
+
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if cfg.trainer.get("ensemble") is not None:
         return run_ensemble(cfg, run_dir)
@@ -90,6 +100,8 @@ def run_ensemble(cfg: DictConfig, run_dir: Path) -> dict:
     Raises:
         StartError: the ensemble could not be built (a setting it or a single run refuses).
     """
+    from ganlab.ensemble.run import build_ensemble, format_members, mean_scores
+
     try:
         ensemble = build_ensemble(cfg, run_dir)
     except (ValueError, FileNotFoundError) as err:
@@ -104,6 +116,9 @@ def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
     """A run that could not start. Single run: print the message (the traceback too with HYDRA_FULL_ERROR=1),
     remove the run folder Hydra made when it holds nothing else, exit 1. Multirun: mark the job's folder
     (``failure.json`` with ``"stage": "start"``, listed by ganlab-compare as a config error) and go on."""
+    from ganlab.cli import sweep
+    from ganlab.run import layout
+
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if sweep.is_multirun():
         layout.record_failure(run_dir, err.__cause__ or err, log_traceback=False, stage="start")
@@ -119,12 +134,14 @@ def resume_command(run_dir: Path) -> str:
     """The ``ganlab-train`` command that continues the run in ``run_dir``: this run's command-line overrides
     (loop settings such as ``trainer.steps`` come from the command, not the checkpoint), then
     ``trainer.resume`` and ``hydra.run.dir`` pointing at the run folder (its newest intact checkpoint)."""
+    from ganlab.cli.common import program
+
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
     return shlex.join([program("ganlab-train"), *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
 
 
-def _quiet_other_ranks(dist: distributed.Dist) -> None:
+def _quiet_other_ranks(dist: Dist) -> None:
     """On ranks other than 0: no log file of their own in the shared run folder, and only their warnings and errors
     on the console (rank 0 reports the run)."""
     if dist.main:
@@ -150,12 +167,15 @@ def check_arguments(argv: list[str]) -> None:
     except SystemExit:
         return
     if args.help:  # written for a person; Hydra's own (with the schema groups) stays behind --hydra-help
-        print(train_help(CONFIG_DIR))
+        print(train_help(_config_dir()))
         sys.exit(0)
     if any([args.hydra_help, args.info, args.shell_completion, args.config_path, args.config_name,
             args.config_dir, args.experimental_rerun]):
         return
     try:
+        check_top_level(args.overrides, _config_dir())  # before torch is imported: a typo answered at once
+        from ganlab.config.check import check_command_line
+
         check_command_line(args.overrides, multirun=args.multirun)
         if args.multirun:
             check_no_sweep_under_torchrun()
@@ -178,12 +198,23 @@ def check_no_sweep_under_torchrun() -> None:
 
 
 def main() -> None:
-    """``ganlab-train``: :func:`check_arguments`, then the Hydra job :func:`train`."""
+    """``ganlab-train``: :func:`check_arguments`, then the Hydra job :func:`train`. A sweep (``-m``) exits 1 when any
+    job failed or never ran, and writes its ``summary.md`` also when it is interrupted
+    (:func:`ganlab.cli.sweep.sweep_interrupted`)."""
     check_arguments(sys.argv[1:])
-    train()
+    from ganlab import CONFIG_DIR  # the schemas the YAMLs name, stored before Hydra composes
+    from ganlab.cli import sweep  # the resolvers of the run and job folders' names
+
+    log.debug("config folder %s", CONFIG_DIR)
+    try:
+        train()
+    except (KeyboardInterrupt, SystemExit):
+        sweep.sweep_interrupted()
+        raise
+    sys.exit(sweep.exit_status())
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
+@hydra.main(version_base="1.3", config_path=str(_config_dir()), config_name="train")
 def train(cfg: DictConfig) -> float | None:
     """The Hydra job of ``ganlab-train``; returns the sweep objective (``cfg.objective``) when set.
 
@@ -191,6 +222,8 @@ def train(cfg: DictConfig) -> float | None:
     ``failure.json`` and ``FAILED`` into its folder, and it returns the worst objective (+-inf). A single run
     re-raises.
     """
+    from ganlab import distributed
+
     if not isinstance(cfg.get("preflight", False), bool):
         raise ValueError(f"preflight must be true or false, got {cfg.preflight!r}")
     if cfg.get("preflight"):
@@ -205,6 +238,11 @@ def train(cfg: DictConfig) -> float | None:
 
 def _train(cfg: DictConfig) -> float | None:
     """:func:`train` after the preflight branch: run, and report a failed start, a signal or an error."""
+    from ganlab import distributed
+    from ganlab.cli import sweep
+    from ganlab.run import layout
+    from ganlab.trainer.interrupt import TrainingInterrupted
+
     try:
         dist = distributed.init(str(cfg.device), float(cfg.trainer.dist_timeout_s)) \
             if cfg.trainer.get("distributed") else distributed.current()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import itertools
 import types
 import typing
 from collections.abc import Sequence
@@ -25,14 +26,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
 import ganlab
+from ganlab.config.keys import ConfigError, check_top_level, not_a_setting, quoted, top_level_keys, yaml_default
 from ganlab.config.schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
 
 #: Both spellings of a union: ``Optional[int]`` (typing.Union) and ``int | None`` (types.UnionType, PEP 604).
 UNIONS = (typing.Union, types.UnionType)
 
 
-class ConfigError(ValueError):
-    """A bad key, value type or option in the configuration; the message says what was wrong and how to fix it."""
+__all__ = ["ConfigError", "check_command_line", "check_target_values", "check_typed"]
 
 
 def _config_dir() -> Any:
@@ -105,10 +106,17 @@ def unknown_key(path: str, key: str, settings: Sequence[str], line: str | None =
 
 
 def wrong_type(full_key: str, value: Any, line: str | None = None) -> str:
-    """The message for ``value`` at ``full_key`` whose schema type does not take it."""
+    """The message for ``value`` at ``full_key`` whose schema type does not take it; a list given for a string
+    gets the quoting that makes its items one comma-separated string (:func:`ganlab.config.keys.quoted`)."""
     where = f"{line}: " if line else ""
     shown = "null" if value is None else repr(value)
-    return f"{where}{full_key} must be {type_name(schema_at(full_key))}, got {shown}"
+    annotation = schema_at(full_key)
+    message = f"{where}{full_key} must be {type_name(annotation)}, got {shown}"
+    listed = isinstance(value, (list, tuple)) or (isinstance(value, str) and value.startswith("["))
+    if annotation is str and listed:
+        items = value if isinstance(value, (list, tuple)) else value.strip("[]").split(",")
+        message += f"; for several names in one string, quote it: {quoted(full_key, ','.join(map(str, items)))}"
+    return message
 
 
 def strategy_names() -> list[str]:
@@ -162,13 +170,20 @@ def _strategy_node_message(name: str, value: Any, selected: Sequence[str]) -> st
 
 
 def check_typed(cfg: DictConfig) -> None:
-    """Check the typed nodes of a composed config against their schemas (``trainer``, ``monitor``, ``optim``, each
+    """Check a composed config's top-level keys (no key a ``+`` added that nothing reads, see
+    :mod:`ganlab.config.keys`) and its typed nodes against their schemas (``trainer``, ``monitor``, ``optim``, each
     ``strategy.<name>``): no key the schema lacks (unless the node's ``_target_`` takes it as a keyword), every
     value of its type, every strategy known and a group of settings.
 
     Raises:
         ConfigError: naming the key, the type it takes, the closest valid key and the choices.
     """
+    known = set(top_level_keys(_config_dir()))
+    for key in cfg:
+        if key not in known:
+            value = cfg._get_node(key)._value()  # type: ignore[union-attr]
+            line = f"+{key}={value}" if isinstance(value, (str, int, float, bool)) else f"+{key}"
+            raise ConfigError(not_a_setting(line, str(key), _config_dir()))
     for group, schema in typed_groups().items():
         if cfg.get(group) is not None:
             _check_node(group, cfg[group], schema)
@@ -183,10 +198,17 @@ def check_typed(cfg: DictConfig) -> None:
         _check_node(f"strategy.{name}", node, strategy_schema(get_object(strategy_targets(_config_dir())[name])))
 
 
-def _variants(lines: Sequence[str], multirun: bool) -> list[list[str]]:
-    """The override lists to compose for ``lines``: one; under ``-m`` each value of each discrete sweep in turn
-    (the other sweeps at their first value). [] when a sweep appears without ``-m`` or a line does not parse
-    (Hydra reports those itself). ``hydra.*`` and ``hydra/...`` overrides are left to Hydra."""
+def _is_group(key: str) -> bool:
+    """``model``, ``strategy``, ``metrics/embedder``: a config group (a folder of ``conf/``), not a setting."""
+    return "." not in key and (_config_dir() / key).is_dir()
+
+
+def _variants(lines: Sequence[str], multirun: bool) -> list[tuple[list[str], list[str]]]:
+    """The override lists to compose for ``lines``, each with the group options it holds: one; under ``-m`` every
+    combination of the sweeps over config groups (``model=mlp,dcgan experiment=a,b``: a key may fit only some),
+    each with every other sweep at its first value, then each value of those other sweeps in turn. [] when a sweep
+    appears without ``-m`` or a line does not parse (Hydra reports those itself). ``hydra.*`` and ``hydra/...``
+    overrides are left to Hydra."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
@@ -199,12 +221,16 @@ def _variants(lines: Sequence[str], multirun: bool) -> list[list[str]]:
     if sweeps and not multirun:
         return []
     fixed = [o.input_line or "" for o in parsed if not o.is_sweep_override()]
-    values = {i: list(o.sweep_string_iterator()) for i, o in enumerate(sweeps) if o.is_discrete_sweep()}
-    first = {i: f"{sweeps[i].get_key_element()}={v[0]}" for i, v in values.items() if v}
-    out = [fixed + list(first.values())]
-    for i, vals in values.items():
+    choices = {o.get_key_element(): [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+               for o in sweeps if o.is_discrete_sweep()}
+    groups = [v for k, v in choices.items() if _is_group(k) and v]
+    values = [v for k, v in choices.items() if not _is_group(k) and v]
+    firsts = [v[0] for v in values]
+    out = [(fixed + list(combo) + firsts, list(combo) if groups else []) for combo in itertools.product(*groups)]
+    base = [v[0] for v in groups]
+    for i, vals in enumerate(values):
         for v in vals[1:]:
-            out.append(fixed + [line for j, line in first.items() if j != i] + [f"{sweeps[i].get_key_element()}={v}"])
+            out.append((fixed + base + firsts[:i] + [v] + firsts[i + 1:], base))
     return out
 
 
@@ -262,29 +288,88 @@ def _strict_bools(overrides: Sequence[str]) -> None:
 
 
 def check_command_line(lines: Sequence[str], multirun: bool = False, config_name: str = "train") -> None:
-    """Compose ``config_name`` with the command-line overrides ``lines`` as ``ganlab-train`` will (each value of a
-    sweep under ``multirun``), then :func:`check_typed` each result.
+    """Check the keys' first parts (:func:`ganlab.config.keys.check_top_level`), then compose ``config_name`` with
+    the command-line overrides ``lines`` as ``ganlab-train`` will (under ``multirun`` every combination of the
+    swept config groups and each value of the other sweeps, see :func:`_variants`) and :func:`check_typed` each
+    result; a refusal in a sweep over config groups names the group options of the job it came from.
 
     Raises:
         ConfigError: a true/false setting typed otherwise, a composition error explained by :func:`explain`, or
             one of :func:`check_typed`, :func:`check_target_values` or ``_check_untyped_bools``.
     """
+    check_top_level(lines, _config_dir())
+    check_commas(lines, multirun)
+    variants = _variants(lines, multirun)
+    for overrides, swept in variants:
+        try:
+            if not _check_one(overrides, config_name):
+                return  # Hydra's own message says it
+        except ConfigError as err:
+            if swept:  # name the swept options the key does not fit
+                raise ConfigError(f"{err} (in the sweep's jobs with {' '.join(swept)})") from err
+            raise
+
+
+def _is_string_setting(key: str) -> bool:
+    """Whether ``key`` takes a string: its schema says so, or (no schema) its YAML default is one."""
+    annotation = schema_at(key)
+    if annotation is not None:
+        return annotation is str or (typing.get_origin(annotation) in UNIONS and str in typing.get_args(annotation))
+    return isinstance(yaml_default(key, _config_dir()), str)
+
+
+def check_commas(lines: Sequence[str], multirun: bool) -> None:
+    """Refuse a comma in the value of a string setting where it would not mean what a user likely meant: without
+    ``-m``, where Hydra's advice quotes it with backslashes that do not survive a shell; under ``-m``, for a
+    setting whose value is itself a comma-separated list (``strategy.diffaugment.policy``), which Hydra would
+    split silently into one job per name. The answer gives the quoting that works (:func:`quoted`) and, under
+    ``-m``, the explicit sweep ``choice(...)``.
+
+    Raises:
+        ConfigError: naming the line, what the comma does there and the forms to type instead.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(lines))
+    except HydraException:
+        return
+    for o in parsed:
+        key = o.get_key_element().lstrip("+~")
+        if o.value_type != ValueType.SIMPLE_CHOICE_SWEEP or key.startswith("hydra") or _is_group(key):
+            continue
+        value = ",".join(str(v) for v in o.value().list)
+        if not multirun and _is_string_setting(key):
+            raise ConfigError(f"{o.input_line}: a comma separates the values of a sweep (-m); for the one string "
+                              f"{value!r}, quote it for both the shell and Hydra: {quoted(key, value)}")
+        default = yaml_default(key, _config_dir())
+        if multirun and isinstance(default, str) and "," in default:
+            names = ", ".join(f"{key}={v}" for v in o.value().list)
+            raise ConfigError(f"{o.input_line}: under -m the commas would split {key}, a comma-separated list in "
+                              f"one string, into one job per name ({names}); for one job with all of them quote "
+                              f"it: {quoted(key, value)}; for that sweep say so: '{key}=choice({value})'")
+
+
+def _check_one(overrides: list[str], config_name: str) -> bool:
+    """:func:`check_command_line` for one job's overrides; False when Hydra's own message says what is wrong."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
-    for overrides in _variants(lines, multirun):
-        _strict_bools(overrides)
-        with initialize_config_dir(config_dir=str(_config_dir()), version_base="1.3", job_name="ganlab_check"):
-            try:
-                cfg = compose(config_name, overrides=overrides)
-            except HydraException as err:
-                message = explain(err, overrides)
-                if message is None:
-                    return  # Hydra's own message says it
-                raise ConfigError(message) from err
-        check_typed(cfg)
-        check_target_values(cfg)
-        _check_untyped_bools(cfg, overrides)
+    _strict_bools(overrides)
+    with initialize_config_dir(config_dir=str(_config_dir()), version_base="1.3", job_name="ganlab_check"):
+        try:
+            cfg = compose(config_name, overrides=overrides)
+        except HydraException as err:
+            message = explain(err, overrides)
+            if message is None:
+                return False
+            raise ConfigError(message) from err
+    check_typed(cfg)
+    check_target_values(cfg)
+    _check_untyped_bools(cfg, overrides)
+    return True
 
 
 def is_conditional(cfg: DictConfig) -> bool:
@@ -334,10 +419,30 @@ def _fits(value: Any, annotation: Any) -> bool | None:
     return None
 
 
+def _check_target_keys(path: str, node: DictConfig) -> None:
+    """Refuse a key of ``node`` that its ``_target_`` does not take (``+model.generator.widht=8``, which Hydra's
+    instantiation would fail on with a TypeError), unless the target takes ``**kwargs``.
+
+    Raises:
+        ConfigError: naming the key, the closest keyword and the keywords the target takes.
+    """
+    try:
+        params = inspect.signature(get_object(str(node._target_))).parameters
+    except (ImportError, ValueError, TypeError, AttributeError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    takes = target_arguments(node)
+    for key in node:
+        if not str(key).startswith("_") and key not in takes:
+            raise ConfigError(unknown_key(path, str(key), takes))
+
+
 def check_target_values(cfg: DictConfig) -> None:
-    """The true/false, integer and number settings of the untyped nodes :data:`TARGET_NODES`, ``metrics.scorers.*``
-    and ``callbacks.*`` against their ``_target_``'s annotations, before anything is built: ``model.generator.width
-    =abc`` failed inside Hydra's instantiation with a TypeError, and a word for a true/false setting read as true.
+    """The keys (:func:`_check_target_keys`) and the true/false, integer and number settings of the untyped nodes
+    :data:`TARGET_NODES`, ``metrics.scorers.*`` and ``callbacks.*`` against their ``_target_``'s signature and
+    annotations, before anything is built: ``model.generator.width=abc`` failed inside Hydra's instantiation with a
+    TypeError, and a word for a true/false setting read as true.
 
     Raises:
         ConfigError: naming the key, the type its ``_target_`` takes and the value given.
@@ -354,6 +459,8 @@ def check_target_values(cfg: DictConfig) -> None:
             hints = typing.get_type_hints(obj.__init__ if inspect.isclass(obj) else obj) if obj else {}
         except Exception:  # noqa: BLE001 - an unimportable target or unresolvable hints: Hydra reports it when building
             continue
+        if not path.startswith("callbacks."):  # a callback may read keys beyond its constructor's
+            _check_target_keys(path, node)
         for key in node:
             if key not in hints or str(key).startswith("_"):
                 continue

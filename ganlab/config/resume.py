@@ -88,12 +88,33 @@ def _typed_values_agree(saved: DictConfig, cfg: DictConfig, typed: list[str]) ->
                for t in typed)
 
 
+#: The differing keys a refusal lists before "and N more".
+MAX_SHOWN = 6
+
+
+def _leaf_diff(old: Any, new: Any, path: str) -> list[tuple[str, str, str]]:
+    """``(key, was, now)`` for each plain value under ``path`` that differs between two plain nodes (``absent``
+    where one node lacks the key), depth first."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for k in list(old) + [k for k in new if k not in old]
+                for d in _leaf_diff(old.get(k, _ABSENT), new.get(k, _ABSENT), f"{path}.{k}")]
+    if old == new:
+        return []
+    return [(path, "absent" if old is _ABSENT else repr(old), "absent" if new is _ABSENT else repr(new))]
+
+
+_ABSENT = object()
+
+
 def _changed(saved: DictConfig, cfg: DictConfig, key: str, typed: list[str]) -> str:
     """``"<key> was <saved>, but the command sets ..."``: the typed keys below ``key`` with their saved and typed
     values (``model.conditional was True, but the command sets model.conditional=False``), not all of ``key``'s
     node; a typed group (``dataset=grid25``) names the node's saved value."""
     if key in typed:
-        return f"{key} was {_plain(OmegaConf.select(saved, key))!r}, but the command sets {key} to something else"
+        diffs = _leaf_diff(_plain(OmegaConf.select(saved, key)), _plain(OmegaConf.select(cfg, key)), key)
+        shown = ", ".join(f"{k} (was {was}, now {now})" for k, was, now in diffs[:MAX_SHOWN])
+        more = f" and {len(diffs) - MAX_SHOWN} more" if len(diffs) > MAX_SHOWN else ""
+        return f"{key} differs from the command's in {shown}{more}"
     pairs = [(t, _plain(OmegaConf.select(saved, t, default=None)), _plain(OmegaConf.select(cfg, t, default=None)))
              for t in typed]
     pairs = [(t, was, now) for t, was, now in pairs if was != now]  # equal ones were adopted

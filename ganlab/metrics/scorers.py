@@ -182,13 +182,15 @@ class NDBScorer(Scorer):
 class SimilarityScorer(Scorer):
     """``high_similarity_fraction`` among ``num_samples`` embeddings (pairs with cosine > tau; two all-zero
     embeddings count as identical, cosine similarity 1, where ``sklearn.metrics.pairwise.cosine_similarity`` gives
-    0; see :func:`~ganlab.metrics.similarity.similarity_histogram`), ``collapsed`` (1.0 when it exceeds
-    ``collapse_threshold``) and ``zero_embedding_fraction`` (share of all-zero embeddings, in [0, 1]), reported
-    beside it so that a collapse onto zero vectors is told apart; the histogram goes to TensorBoard. With
-    more than ``num_samples`` embeddings, the subset is :func:`~ganlab.metrics.order.order_free_subset`'s (seeded,
-    the same rows for any order of the samples)."""
+    0; see :func:`~ganlab.metrics.similarity.similarity_histogram`), ``high_similarity_flag`` (1.0 when it
+    exceeds ``collapse_threshold``; named so that it is not read as the collapse verdict, which weighs several
+    signals; old runs called it ``collapsed``) and ``zero_embedding_fraction`` (share of all-zero embeddings, in
+    [0, 1]), reported beside it so that a collapse onto zero vectors is told apart; the histogram goes to
+    TensorBoard. With more than ``num_samples`` embeddings, the subset is
+    :func:`~ganlab.metrics.order.order_free_subset`'s (seeded, the same rows for any order of the samples)."""
 
-    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"high_similarity_fraction": False, "collapsed": False,
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"high_similarity_fraction": False,
+                                                            "high_similarity_flag": False,
                                                             "zero_embedding_fraction": False}
 
     def __init__(self, num_samples: int = 1000, bins: int = 100, tau: float = 0.9,
@@ -205,7 +207,7 @@ class SimilarityScorer(Scorer):
         h = self.histogram(batch.embeddings)
         batch.histograms["similarity"] = (h.counts, h.edges)
         return {"high_similarity_fraction": h.high_similarity_fraction,
-                "collapsed": float(h.high_similarity_fraction > self.collapse_threshold),
+                "high_similarity_flag": float(h.high_similarity_fraction > self.collapse_threshold),
                 "zero_embedding_fraction": h.zero_rows / min(len(batch.embeddings), self.num_samples)}
 
 
@@ -234,8 +236,17 @@ class PRDCScorer(Scorer):
         return {"boundary": self.boundary, "inside": dict(self.inside), "k_pr": self.k_pr, "k_dc": self.k_dc}
 
 
+#: How to read ``vendi``, printed under the end-of-run table and in the docs' score table.
+VENDI_READING = ("vendi: the effective number of distinct samples, exp(entropy of the eigenvalues of K/n) "
+                 "(Friedman & Dieng 2023); K: an RBF kernel of bandwidth 3 x the mixture's std on 2-D points (so "
+                 "it counts modes), else the cosine kernel of the embeddings. No better direction: read it against "
+                 "data/vendi; below the data's, G lacks variety (collapse); above it, G's samples are spread where "
+                 "the data is not (scattered between or off the modes), which is no better")
+
+
 class VendiScorer(Scorer):
-    """``vendi``: effective number of distinct samples (Friedman & Dieng 2023, eq. 1).
+    """``vendi``: effective number of distinct samples (Friedman & Dieng 2023, eq. 1); how to read it:
+    :data:`VENDI_READING`.
 
     ``kernel="auto"``: for a known mixture an RBF kernel of bandwidth ``3 * std`` on the points (so the
     score reads as an effective number of modes), else the cosine kernel on the embeddings. A set whose

@@ -333,5 +333,8 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
         _warn_if_schedule_retimed(ckpt, tcfg.steps, trainer.lr.schedules)
-        log.info("resumed from %s at step %d", tcfg.resume, trainer.state.step)
+        if finished_ok:  # re-scoring (ganlab-eval, notebooks): nothing is resumed
+            log.info("loaded %s (step %d)", tcfg.resume, trainer.state.step)
+        else:
+            log.info("resumed from %s at step %d", tcfg.resume, trainer.state.step)
     return trainer

@@ -51,7 +51,7 @@ def test_lookup_by_logged_name() -> None:
     higher = ["modes_covered", "hq_fraction", "precision", "recall", "density", "coverage", "clusters_covered",
               "clusters_covered_fraction"]
     lower = ["reverse_kl", "kl_uniform", "cluster_kl", "cluster_jsd", "ndb", "ndb_fraction", "ndb_jsd", "fd",
-             "high_similarity_fraction", "collapsed", "duplicate_fraction", "memorization_fraction"]
+             "high_similarity_fraction", "high_similarity_flag", "duplicate_fraction", "memorization_fraction"]
     table = score_directions()
     assert all(table[k] is True for k in higher) and all(table[k] is False for k in lower)
 
