@@ -5,7 +5,7 @@ Usage (from the repository root, after the corpus)::
 
     python scripts/collapse_table.py [--horizon 500] [--yaml]
 
-1. Replays :class:`ganlab.health.detector.CollapseDetector` (default thresholds) on each run's own evaluation
+1. Replays :class:`ganlab.callbacks.detector.CollapseDetector` (default thresholds) on each run's own evaluation
    scores (``evals.csv``; ``points=True`` on the 2-D mixtures; no covered-mode sets, so mode hopping is off):
    on every evaluation (``monitor.detector.from_step=0``), and on evaluations at step >= the label warm-up only
    (``from_step`` = the warm-up, 1,000: the detector as shipped, whose ``from_step`` default is 1,000).
@@ -17,7 +17,7 @@ Usage (from the repository root, after the corpus)::
    prints the ``monitor.risk`` block to paste into the config.
 3. Fixes ``monitor.risk.diversity_drop`` on the ring8 runs ONLY: the largest multiple of 0.01 at which no healthy
    ring8 run's logged ``diversity`` falls below that fraction of its best since the warm-up
-   (:class:`ganlab.health.risk.DiversityDrop`).
+   (:class:`ganlab.callbacks.risk.DiversityDrop`).
 4. Prints the markdown table: per data set and overall, detection rate (collapsed runs flagged by a presence
    rule), false-alarm rate (healthy runs flagged), run-level AUROC of the risk (collapsed: max risk at
    monitored steps in [warm-up, max(drop step, warm-up)]; healthy: max at steps >= warm-up;
@@ -44,8 +44,9 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from collapse_corpus import OUT, WARMUP  # noqa: E402
 
-from ganlab.health.detector import CollapseDetector, DetectorConfig  # noqa: E402
-from ganlab.health.risk import SIGNALS, DiversityDrop, risk_score  # noqa: E402
+from ganlab.callbacks.detector import CollapseDetector  # noqa: E402
+from ganlab.callbacks.risk import DiversityDrop, risk_score  # noqa: E402
+from ganlab.health.config import SIGNALS, DetectorConfig  # noqa: E402
 
 SETS = ("ring8", "grid25", "digits")
 SCORE_KEYS = ("modes_covered", "clusters_covered", "high_similarity_fraction", "duplicate_fraction")
@@ -100,7 +101,7 @@ def fit_risk(signals: list[dict[str, Any]], runs: dict[str, dict[str, Any]], hor
 
 def drop_warning(signals: list[dict[str, Any]], run: dict[str, Any], fraction: float) -> int | None:
     """The first step >= the warm-up at which the run's logged ``diversity`` fell below ``fraction`` x its best
-    since the warm-up (:class:`ganlab.health.risk.DiversityDrop`), or None."""
+    since the warm-up (:class:`ganlab.callbacks.risk.DiversityDrop`), or None."""
     series = [(int(s["step"]), float(s["diversity"])) for s in signals if s["run"] == run["name"]]
     return DiversityDrop(fraction, WARMUP).first_warning(series)
 

@@ -154,12 +154,9 @@ def test_minibatch_stddev_groups_within_a_micro_batch(tmp_path: Path) -> None:
 
 
 def test_the_nan_guard_sees_and_dumps_the_whole_batch(tmp_path: Path) -> None:
-    from ganlab.cli.sweep import inject_faults
-
     cfg = config("mlp", None, "trainer.steps=3", "trainer.eval_every=3", "trainer.accumulate=4",
                  "debug.inject_nan_at_step=2")
     trainer = build_trainer(cfg, tmp_path)
-    inject_faults(trainer, cfg.debug)
     assert trainer.fit()["step"] == 3  # recovered (to the checkpoint of step 0) and finished
     (rec,) = [a for a in read_alerts(tmp_path) if a["kind"] == "nan_recovery"]
     assert rec["step"] == 2 and rec["net"] == "D" and rec["restored_step"] == 0

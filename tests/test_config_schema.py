@@ -24,7 +24,7 @@ from ganlab import CONFIG_DIR
 from ganlab.config.check import ConfigError, check_command_line
 from ganlab.config.run import check_config
 from ganlab.config.schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
-from ganlab.health.detector import DetectorConfig
+from ganlab.health.config import DetectorConfig
 from ganlab.run.build import build_trainer, make
 
 STRATEGIES = ("ada, d_lr_damping, diffaugment, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, "

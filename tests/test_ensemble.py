@@ -25,6 +25,7 @@ from tiny_config import compose_cfg
 
 from ganlab.config.check import check_command_line
 from ganlab.ensemble import Stacked, build_ensemble
+from ganlab.health import TrainingHealthError
 from ganlab.models import MLPGenerator
 from ganlab.run.build import build_trainer
 
@@ -240,3 +241,26 @@ def test_ensemble_workers_below_one_is_refused() -> None:
                                          "threads >= 1, got 0"):
         build_ensemble(compose_cfg(BASE + ["trainer.ensemble=2", "trainer.ensemble_workers=0"]),
                        Path("/nonexistent/never"))
+
+
+def test_the_nan_guard_stops_the_ensemble_before_a_members_non_finite_update(tmp_path: Path) -> None:
+    ens = build_ensemble(compose_cfg([*BASE, "monitor.nan_guard=true", "trainer.ensemble=2", "seed=3"]),
+                         tmp_path / "ens")
+    _steps_ensemble(ens, 2)
+    with torch.no_grad():
+        next(iter(ens.G.parameters()))[1].fill_(float("nan"))  # member 1 (seed 4): its fakes become NaN
+    d_before = [p.detach().clone() for p in ens.D.parameters()]
+    with pytest.raises(TrainingHealthError, match=r"^seed 4: a non-finite D loss or gradient at step 3; the update "
+                                                  r"was not applied.*train seed=4 alone"):
+        ens.train_step()
+    assert all(torch.equal(a, b) for a, b in zip(d_before, ens.D.parameters()))  # neither member's D stepped
+
+
+def test_a_fault_from_the_debug_group_trips_the_ensembles_guard_at_its_step(tmp_path: Path) -> None:
+    """An injected NaN term is summed over the members: it counts against each of them, at the step asked for."""
+    ens = build_ensemble(compose_cfg([*BASE, "monitor.nan_guard=true", "trainer.ensemble=2", "seed=3",
+                                      "debug.inject_nan_at_step=2"]), tmp_path / "ens")
+    assert [s.name for s in ens.strategies] == ["inject_nan"]
+    _steps_ensemble(ens, 1)
+    with pytest.raises(TrainingHealthError, match=r"^seed 3, 4: a non-finite D loss or gradient at step 2"):
+        ens.train_step()

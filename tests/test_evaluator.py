@@ -143,13 +143,13 @@ def test_a_precomputed_result_is_the_evaluation_of_the_same_samples() -> None:
     samples, finite = ev.generate(G)
     assert bool(finite.all()) and samples.shape == (300, 2)
     ev.precompute(samples, data)
-    ready = ev._ready[0][2]
+    ready = ev._ready[0][-1]
     got = ev(G, data)
     assert got is ready and ev._ready == []  # handed over once, not scored again
     assert got.scores == want.scores and "vendi" in got.scores and "data/vendi" in got.scores
     ev.precompute(samples + 1.0, data)  # other samples: the evaluation scores its own
     again = ev(G, data)
-    assert again is not ev._ready[0][2] and again.scores == want.scores
+    assert again is not ev._ready[0][-1] and again.scores == want.scores
 
 
 def test_a_deferred_baseline_is_the_prepared_one() -> None:

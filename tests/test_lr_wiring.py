@@ -57,9 +57,6 @@ def test_nan_cut_and_adaptive_damping_compose(tmp_path: Path) -> None:
             "debug.inject_nan_at_step=5", "trainer.ckpt_every=2", "monitor.collapse_z=0"]
     cfg = compose_cfg(over)
     trainer = build_trainer(cfg, tmp_path)
-    from ganlab.cli.sweep import inject_faults
-
-    inject_faults(trainer, cfg.debug)
     trainer.logger = logger = RecordingLogger()
     trainer.fit()
     assert trainer.lr.guard == 0.5 and trainer.lr.factors["D"] == {"d_lr_damping": 0.125}

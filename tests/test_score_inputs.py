@@ -55,7 +55,7 @@ def test_a_training_run_alerts_on_non_finite_samples_and_goes_on(make_cfg, tmp_p
     """G's first output is NaN whenever it is evaluated (eval mode): the evaluation and the fixed-z collapse alarm
     score the finite samples, the run alerts at each evaluation and finishes."""
     trainer = build_trainer(make_cfg(["logger=none", "trainer.steps=2", "trainer.eval_every=1"]), tmp_path)
-    assert trainer.alarm is not None  # the fixed-z alarm embeds G's samples too
+    assert trainer.callback("collapse_alarm").n_z > 0  # the fixed-z alarm embeds G's samples too
 
     def first_nan(module: nn.Module, args: tuple, out: torch.Tensor) -> None:
         if not module.training:
@@ -80,27 +80,30 @@ def test_uint8_images_are_converted_to_the_models_range() -> None:
 
 
 @pytest.mark.parametrize(("x", "message"), [
-    (torch.full((2, 1, 2, 2), 200.0), r"\[200, 200\], outside \[-1, 1\].*x / 127.5 - 1"),
-    (torch.full((2, 1, 2, 2), -3.0), r"\[-3, -3\], outside \[-1, 1\].*rescale"),
+    (torch.full((2, 1, 2, 2), 200.0), r"\[200, 200\], outside the stated range \[-1, 1\].*value_range=\(0, 255\)"),
+    (torch.full((2, 1, 2, 2), -3.0), r"\[-3, -3\], outside the stated range \[-1, 1\].*state the range"),
     (torch.ones(2, 1, 2, 2, dtype=torch.int64), r"dtype torch.int64.*x.to\(torch.uint8\)"),
 ])
 def test_images_outside_the_convention_are_refused_and_the_advice_works(x: torch.Tensor, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         PixelEmbedder()(x)
-    fixed = x / 127.5 - 1 if "127.5" in message else x.to(torch.uint8) if "uint8" in message else x / 3
+    fixed = image_inputs(x, (0, 255)) if "255" in message else x.to(torch.uint8) if "uint8" in message \
+        else image_inputs(x, (-3, 3))
     assert PixelEmbedder()(fixed).shape == (2, 4)
 
 
-def test_images_without_a_negative_value_are_scored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    """[0, 1] images gave a 10x larger FD silently; they may also be a saturated generator's, so: a warning."""
+def test_no_range_is_guessed_from_the_values(caplog: pytest.LogCaptureFixture) -> None:
+    """[0, 1] images gave a 10x larger FD with only a warning: now the caller states the range, and nothing is
+    guessed (a [0, 1] batch is also a valid [-1, 1] batch of a generator saturated at +1)."""
     x = torch.rand(4, 1, 2, 2)
     with caplog.at_level(logging.WARNING, logger="ganlab"):
-        assert torch.equal(PixelEmbedder()(x), x.flatten(1))
-    assert "no negative value" in caplog.text and "x * 2 - 1" in caplog.text
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="ganlab"):
-        PixelEmbedder()(x * 2 - 1)
+        assert torch.equal(PixelEmbedder()(x), x.flatten(1))  # read as stated: [-1, 1]
     assert caplog.text == ""
+    assert torch.allclose(image_inputs(x, (0, 1)), x * 2 - 1, atol=1e-7)
+    with pytest.raises(ValueError, match=r"outside the stated range \[0, 1\]"):
+        image_inputs(x * 2 - 1.5, (0, 1))
+    counts = torch.tensor([0, 51, 255], dtype=torch.uint8).view(1, 1, 1, 3)
+    assert image_inputs(counts, (0, 1)).flatten().tolist() == [-1.0, pytest.approx(-0.6), 1.0]  # uint8: counts
 
 
 # ---------------------------------------------------------------- the embedder's record

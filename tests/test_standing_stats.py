@@ -13,7 +13,8 @@ from ganlab.models import MLPGenerator
 from ganlab.models.base import Generator
 from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
 from ganlab.strategies.base import TrainState
-from ganlab.strategies.ema import EMA, scored_generator
+from ganlab.strategies.ema import EMA
+from ganlab.trainer.state import scored_generator
 
 
 class KnownCodes(Generator):

@@ -27,8 +27,8 @@ from typing import Any
 from ganlab.cli.common import checkpoint_command, format_scores
 from ganlab.run import layout
 from ganlab.run.rebuild import overrides_tag, rebuild_from_checkpoint
-from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer.state import scored_generator
 
 log = logging.getLogger("ganlab")
 

@@ -1,12 +1,12 @@
-"""Sweeps (``ganlab-train -m``): job folder names, failed-job markers, fault injection and the sweep summary.
+"""Sweeps (``ganlab-train -m``): job folder names, failed-job markers and the sweep summary.
 
 * Job folders are named ``<num>_<strategies>_s<seed>`` (resolver ``ganlab.job_name`` in ``conf/train.yaml``),
   so ``tensorboard --logdir <sweep dir>`` labels every run readably.
 * Under multirun a job that raises does not stop the sweep: ``ganlab.cli.train.train`` logs the traceback into
   the job's log and calls :func:`ganlab.run.layout.record_failure`, which writes ``failure.json`` and ``FAILED``
   into the job.
-* ``debug.fail_at_step=k`` (tests only) makes a run raise after its k-th generator step; the failed job
-  returns the worst objective (:func:`failed_objective`) to an Optuna sweep.
+* ``debug.fail_at_step=k`` (tests only; :mod:`ganlab.strategies.debug`) makes a run raise after its k-th
+  generator step; the failed job returns the worst objective (:func:`failed_objective`) to an Optuna sweep.
 * :class:`SweepSummary`, a Hydra callback, writes ``summary.md`` (the comparison table and the failed
   jobs) into the sweep directory when the sweep ends.
 """
@@ -24,9 +24,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab.analysis.table import collect_runs, markdown_table, summarise
-from ganlab.health.recovery import InjectNaN
 from ganlab.hparams import strategy_label
-from ganlab.strategies.base import Strategy, TrainState
 
 log = logging.getLogger("ganlab")
 
@@ -54,48 +52,6 @@ def failed_objective() -> float:
     """
     direction = HydraConfig.get().sweeper.get("direction") if HydraConfig.initialized() else None
     return -math.inf if str(direction).lower().startswith("max") else math.inf
-
-
-class InjectedFailure(RuntimeError):
-    """Raised on purpose by ``debug.fail_at_step``."""
-
-
-class FailAtStep(Strategy):
-    """Test-only fault: raise :class:`InjectedFailure` after generator step ``step``."""
-
-    name = "debug_fail_at_step"
-
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-    def after_step(self, state: TrainState) -> dict[str, float]:
-        if state.step >= self.step:
-            raise InjectedFailure(f"debug.fail_at_step={self.step}: failure injected at step {state.step}")
-        return {}
-
-
-def inject_faults(trainer: Any, debug: DictConfig | dict | None) -> None:
-    """Arm the test-only faults of the ``debug:`` node on a built trainer (nothing when all are null).
-
-    ``debug.inject_nan_at_step=k`` adds a NaN to D's loss in generator step k, once (see
-    :class:`ganlab.health.recovery.InjectNaN`).
-
-    Raises:
-        ValueError: ``debug.fail_at_step`` or ``debug.inject_nan_at_step`` is not a positive integer.
-    """
-    nan_step = (debug or {}).get("inject_nan_at_step")
-    if nan_step is not None:
-        trainer.strategies.append(InjectNaN(int(nan_step)))
-        if int(nan_step) > trainer.cfg.steps:
-            log.warning("debug.inject_nan_at_step=%s is beyond trainer.steps=%d: no NaN will be injected",
-                        nan_step, trainer.cfg.steps)
-    step = (debug or {}).get("fail_at_step")
-    if step is None:
-        return
-    if int(step) <= 0:
-        raise ValueError(f"debug.fail_at_step must be a positive step or null, got {step}")
-    if int(step) <= trainer.cfg.steps:  # a step the run never reaches arms nothing
-        trainer.strategies.append(FailAtStep(int(step)))
 
 
 class SweepSummary(Callback):

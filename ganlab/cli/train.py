@@ -70,7 +70,6 @@ def run(cfg: DictConfig) -> dict:
         raise StartError(str(err)) from err
     if trainer.dist.main:
         layout.remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
-    sweep.inject_faults(trainer, cfg.get("debug"))
     log.info("run directory: %s", run_dir)
     with trainer.dist.guard("a collective of the training loop"):  # a hang becomes an error naming the rank
         metrics = trainer.fit()

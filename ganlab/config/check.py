@@ -335,15 +335,17 @@ def _fits(value: Any, annotation: Any) -> bool | None:
 
 
 def check_target_values(cfg: DictConfig) -> None:
-    """The true/false, integer and number settings of the untyped nodes :data:`TARGET_NODES` and
-    ``metrics.scorers.*`` against their ``_target_``'s annotations, before anything is built: ``model.generator.width
+    """The true/false, integer and number settings of the untyped nodes :data:`TARGET_NODES`, ``metrics.scorers.*``
+    and ``callbacks.*`` against their ``_target_``'s annotations, before anything is built: ``model.generator.width
     =abc`` failed inside Hydra's instantiation with a TypeError, and a word for a true/false setting read as true.
 
     Raises:
         ConfigError: naming the key, the type its ``_target_`` takes and the value given.
     """
     scorers = OmegaConf.select(cfg, "metrics.scorers")
-    paths = [*TARGET_NODES, *(f"metrics.scorers.{k}" for k in (scorers or {}))]
+    callbacks = OmegaConf.select(cfg, "callbacks")
+    paths = [*TARGET_NODES, *(f"metrics.scorers.{k}" for k in (scorers or {})),
+             *(f"callbacks.{k}" for k in (callbacks or {}))]
     for path in paths:
         node = OmegaConf.select(cfg, path)
         target = node.get("_target_") if isinstance(node, DictConfig) else None

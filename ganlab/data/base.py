@@ -36,6 +36,9 @@ class GANData:
         holdout: (M, *sample_shape) real samples not trained on (test split or a fresh draw), or None.
         holdout_labels: (M,) labels of ``holdout``, or None.
         info: free-form provenance (files read, resize applied).
+        value_range: ``(low, high)`` of the image samples' values: (-1, 1) for every loader of ganlab (images are
+            stored in the model range); a data set built by hand in another range states it here, and the scores
+            convert its real samples from it (:func:`ganlab.metrics.embedders.image_inputs`). Unused for points.
     """
 
     name: str
@@ -46,6 +49,7 @@ class GANData:
     holdout: Tensor | None = None
     holdout_labels: Tensor | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    value_range: tuple[float, float] = (-1.0, 1.0)
 
     @property
     def sample_shape(self) -> tuple[int, ...]:

@@ -3,8 +3,11 @@ torchvision's ``IMG_EXTENSIONS``, decoded with PIL, resized once and cached as a
 
 Layout: either the images lie in ``DIR`` itself (no labels), or in class folders ``DIR/<class>/...`` (any depth
 below the class folder; classes in sorted order get labels 0, 1, ..., as torchvision's ``ImageFolder`` gives
-them). Names starting with a dot are skipped. Each image is converted to RGB (``channels=3``) or grayscale
-(``channels=1``), its shorter side resized to ``image_size`` (bilinear, antialiased) and its centre cropped to a
+them). Names starting with a dot are skipped. Each image is read as a viewer shows it (:func:`as_viewed`: turned
+by its EXIF orientation, palette resolved, 16-bit grey scaled to 8 bits, transparency composited over white, CMYK
+and the other colour modes converted) or refused with its name (floating-point pixels, 32-bit values beyond 16
+bits, modes PIL cannot convert), then converted to RGB (``channels=3``) or grayscale (``channels=1``), its shorter
+side resized to ``image_size`` (bilinear, antialiased) and its centre cropped to a
 square (the usual GAN preprocessing: ``transforms.Resize`` then ``CenterCrop``).
 
 The resized uint8 images go to ``<cache_dir>/image_folder/<folder>_<S>px_<C>ch_<key>.pt``, where the key hashes
@@ -21,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from ganlab.data.base import GANData
@@ -30,7 +34,12 @@ from ganlab.io import atomic_save
 
 log = logging.getLogger("ganlab")
 
-CACHE_FORMAT = 1  # bump when the cached content or the preprocessing changes
+CACHE_FORMAT = 2  # bump when the cached content or the preprocessing changes (2: images read as viewed)
+
+#: 16-bit grey modes (PNG and TIFF 16-bit greyscale), scaled by 255 / 65535 to 8 bits.
+GREY16_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+#: Colour of the background transparent pixels are composited over (a viewer's white page).
+BACKGROUND = (255, 255, 255)
 
 
 def _extensions() -> tuple[str, ...]:
@@ -79,15 +88,55 @@ def list_images(folder: Path) -> tuple[list[Path], list[int] | None, list[str]]:
     return files, labels, classes
 
 
+def as_viewed(img: Any, name: str) -> Any:
+    """``img`` (a PIL image) as a viewer shows it, in mode ``RGB`` or ``L``:
+
+    * turned and mirrored by its EXIF orientation tag (``PIL.ImageOps.exif_transpose``);
+    * 16-bit grey (``I;16*``, and ``I`` holding values in [0, 65535]) scaled to 8 bits, round(v * 255 / 65535)
+      (PIL's own conversion clips everything above 255 to white);
+    * transparency (an alpha band, ``LA``, ``RGBA``, ``PA``, or a palette's or grey/RGB image's transparent colour)
+      composited over white (:data:`BACKGROUND`), as a page shows it;
+    * palette (``P``), bilevel (``1``), CMYK, YCbCr and the other colour modes converted to RGB by PIL.
+
+    Raises:
+        ValueError: naming ``name``: floating-point pixels (mode ``F``: no stated range), 32-bit values outside
+            [0, 65535], or a mode PIL cannot convert to RGB.
+    """
+    from PIL import Image, ImageOps
+
+    img = ImageOps.exif_transpose(img)
+    if img.mode == "F":
+        raise ValueError(f"{name} holds floating-point pixels (mode F), whose range no file states: save it as an "
+                         "8- or 16-bit image")
+    if img.mode in GREY16_MODES:
+        a = np.asarray(img).astype(np.int64)
+        if a.size and (a.min() < 0 or a.max() > 65535):
+            raise ValueError(f"{name} holds 32-bit values in [{a.min()}, {a.max()}], beyond 16 bits: save it as an "
+                             "8- or 16-bit image")
+        img = Image.fromarray(((a * 255 + 32767) // 65535).astype(np.uint8))  # mode L; round(v * 255 / 65535)
+    if img.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in img.info:
+        rgba = img.convert("RGBA")
+        img = Image.alpha_composite(Image.new("RGBA", rgba.size, (*BACKGROUND, 255)), rgba)
+    if img.mode not in ("RGB", "L"):
+        img = img.convert("RGB")  # palette, bilevel, CMYK, YCbCr, LAB, HSV, RGBA (composited), ...
+    return img
+
+
 def load_image(path: Path, image_size: int, channels: int) -> torch.Tensor:
-    """One image as (channels, image_size, image_size) uint8: shorter side resized (bilinear, antialiased), centre
-    cropped. Raises ValueError naming the file when PIL cannot read it."""
+    """One image as (channels, image_size, image_size) uint8, read as a viewer shows it (:func:`as_viewed`): shorter
+    side resized (bilinear, antialiased), centre cropped. Raises ValueError naming the file when it cannot be read or
+    is refused."""
     from PIL import Image
     from torchvision.transforms.v2 import functional as TF
 
     try:
         with Image.open(path) as img:
-            img = img.convert("RGB" if channels == 3 else "L")  # decodes the whole file (a truncated one fails)
+            img.load()  # decodes the whole file (a truncated one fails)
+            img = as_viewed(img, str(path)).convert("RGB" if channels == 3 else "L")
+    except ValueError as err:
+        if str(path) in str(err):
+            raise
+        raise ValueError(f"{path} cannot be read as an image ({type(err).__name__}: {err})") from err
     except Exception as err:  # PIL raises UnidentifiedImageError, OSError, SyntaxError... for damaged files
         raise ValueError(f"{path} cannot be read as an image ({type(err).__name__}: {err})") from err
     x = TF.pil_to_tensor(img)  # (C, H, W) uint8

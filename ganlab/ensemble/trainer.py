@@ -3,16 +3,23 @@ D and G update of all members done by one vectorised forward/backward and one op
 
 Each member is first built exactly as its single-seed run (``ganlab.run.build.build_trainer`` with ``seed=<k>``): its
 own data set, initial weights, batch order (``Batcher``), latent-code stream, evaluator and run folder. The
-ensemble draws every member's batches and codes from that member's own streams, and WGAN-GP's interpolation
-weights from a copy of the member's global RNG as the single run leaves it after building (the single run draws
-them from the global RNG). For evaluations and checkpoints the member's weights, EMA copy and optimiser moments
-are written back into its own :class:`~ganlab.trainer.loop.Trainer`, which scores, saves and writes
-``metrics.json`` as a normal run does.
+ensemble draws every member's batches and codes from that member's own streams, and the strategies' per-sample
+random numbers (:meth:`~ganlab.strategies.base.StepContext.uniform`, e.g. WGAN-GP's interpolation weights) from a
+copy of the member's global RNG as the single run leaves it after building (the single run draws them from the
+global RNG). The strategies run through their hooks only, as in a single run, on the members' batches flattened.
+For evaluations and checkpoints the member's weights, EMA copy and optimiser moments are written back into its
+own :class:`~ganlab.trainer.loop.Trainer`, which scores (callbacks included), saves and writes ``metrics.json``
+through its public methods (:meth:`~ganlab.trainer.loop.Trainer.evaluate`, ``save``, ``publish``, ``finish``).
 
-Left out, against a single run: the training-health monitor (no NaN guard or rollback, gradient norms, update
-ratios or collapse risk; a non-finite loss stops the ensemble with the seed named), per-member penalty values in
-the logs (only each member's adversarial losses and D outputs are logged), and SIGINT handling (each member's
-last checkpoint resumes as a single run).
+The NaN guard (``monitor.nan_guard``, on by default): before each D and G update is applied, every member's loss
+and gradient norm are read (one host synchronisation per update, as in a single run); a non-finite one stops the
+ensemble before the update, naming the seed, with the checkpoints saved so far all finite. The single run's
+recovery (roll back, lower the lr) is not done in the ensemble: train that seed alone, where it is.
+
+Left out, against a single run: the rest of the training-health monitor (gradient-norm statistics, update ratios,
+the hard limit and the collapse risk between evaluations), per-member penalty values in the logs (only each
+member's adversarial losses and D outputs are logged), and SIGINT handling (each member's last checkpoint resumes
+as a single run).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +39,14 @@ from torch.func import vmap
 from tqdm import tqdm
 
 from ganlab.ensemble.stack import Stacked
+from ganlab.health import TrainingHealthError
 from ganlab.lr import LRRule
+from ganlab.metrics.evaluator import generated_range
 from ganlab.metrics.workers import WorkerPool
 from ganlab.strategies.base import StepContext, TrainState
-from ganlab.strategies.ema import scored_generator
-from ganlab.strategies.wgan_gp import WGANGP, gradient_penalty
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.state import scored_generator
 
 log = logging.getLogger("ganlab")
 
@@ -103,6 +112,12 @@ class EnsembleTrainer:
         first = members[0]
         self.members, self.rngs, self.run_dir, self.cfg = members, global_rngs, Path(run_dir), first.cfg
         self.size, self.seeds = len(members), [t.seed for t in members]
+        self.nan_guard = bool(first.health.cfg.nan_guard)  # one config: the same in every member
+        lazy = [s.name for s in first.strategies if s.regularisation_update]
+        if lazy:  # the stacked loop has no separate regularisation update
+            raise ValueError(f"strategy {lazy[0]} with lazy regularisation (a separate D update, e.g. "
+                             f"strategy.{lazy[0]}.interval > 1) does not run in trainer.ensemble: set "
+                             f"strategy.{lazy[0]}.interval=1, or train the seeds as separate runs")
         self.workers = score_workers(self.cfg.ensemble_workers, self.size)
         for t in members:
             t.start()  # strategies' on_start on each member (its EMA copy, written back at evaluations)
@@ -114,7 +129,8 @@ class EnsembleTrainer:
         self.state = TrainState(self.G, self.D, self.opt_g, self.opt_d, loss=self.loss, lr=self.lr)
         for s in self.strategies:
             s.on_start(self.state)  # EMA: a stacked copy of the stacked G
-        self._flat_state = dataclasses.replace(self.state, discriminator=_FlatCritic(self.D))  # type: ignore[arg-type]
+        self._flat_state = dataclasses.replace(self.state, discriminator=_FlatCritic(self.D),  # type: ignore[arg-type]
+                                               draw_uniform=self._uniform)
 
     # ---------------------------------------------------------------- one step of every member
     def _real(self) -> Tensor:
@@ -123,21 +139,44 @@ class EnsembleTrainer:
     def _z(self) -> Tensor:
         return torch.stack([t.G.sample_z(self.cfg.batch_size, t.noise) for t in self.members])  # (S, B, z_dim)
 
+    def _uniform(self, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """(n,) = (S * B,) numbers U[0, 1), member k's B rows from member k's own global-RNG stream (what its single
+        run draws with ``torch.rand(B)``)."""
+        b = n // self.size
+        return torch.cat([torch.rand(b, generator=g, dtype=dtype, device=device) for g in self.rngs])
+
     def _d_terms(self, real: Tensor, fake: Tensor, z: Tensor) -> list[Tensor]:
         """The strategies' D terms summed over the members (a term that is a mean over one member's samples is
         S x its mean over the S * B flattened samples)."""
-        flat_real, flat_fake = real.flatten(0, 1), fake.flatten(0, 1)
-        out = []
-        for s in self.strategies:
-            if isinstance(s, WGANGP):  # the interpolation weights from each member's own global-RNG stream
-                b, dtype = real.shape[1], torch.promote_types(real.dtype, torch.float32)
-                eps = torch.cat([torch.rand(b, generator=g, dtype=dtype, device=real.device) for g in self.rngs])
-                out.append(self.size * s.lambda_gp * gradient_penalty(self._flat_state.discriminator, flat_real,
-                                                                      flat_fake, eps))
-                continue
-            ctx = StepContext(self._flat_state, flat_real, flat_fake, z.flatten(0, 1))
-            out += [self.size * v for v in s.d_terms(ctx).values()]
-        return out
+        self._flat_state.step = self.state.step  # a copy of the state: its step follows the ensemble's
+        ctx = StepContext(self._flat_state, real.flatten(0, 1), fake.flatten(0, 1), z.flatten(0, 1))
+        return [self.size * v for s in self.strategies for v in s.d_terms(ctx).values()]
+
+    def _guard(self, net: str, losses: Tensor, module: Stacked, opt: torch.optim.Optimizer,
+               shared: Sequence[Tensor] = ()) -> None:
+        """The NaN guard before an update is applied: each member's loss (``losses``, (S,)) and the L2 norm of its
+        gradients in ``module``, read in one host synchronisation; nothing when ``monitor.nan_guard=false``.
+        ``shared``: the strategies' 0-d terms, each summed over the members, so a non-finite one counts against
+        every member.
+
+        Raises:
+            TrainingHealthError: a member's loss or gradient norm is NaN/Inf (the update is dropped first), naming
+                its seed and the way to recover it.
+        """
+        if not self.nan_guard:
+            return
+        squares = [p.grad.flatten(1).float().pow(2).sum(1) for p in module.parameters() if p.grad is not None]
+        norms = torch.stack(squares).sum(0).sqrt()  # (S,) each member's global gradient norm
+        losses = losses.detach().float() + sum(0.0 * t.detach().float() for t in shared)  # (S,)
+        finite = torch.isfinite(torch.stack([losses, norms])).all(0).tolist()  # (S,) bools: the one sync
+        bad = [seed for seed, ok in zip(self.seeds, finite) if not ok]
+        if bad:
+            opt.zero_grad(set_to_none=True)
+            raise TrainingHealthError(
+                f"seed {', '.join(map(str, bad))}: a non-finite {net} loss or gradient at step {self.state.step + 1}; "
+                f"the update was not applied and every checkpoint so far is finite. The ensemble does not roll back: "
+                f"train seed={bad[0]} alone (without trainer.ensemble), where monitor.nan_guard rolls back and "
+                "lowers the lr")
 
     def d_step(self) -> tuple[Tensor, Tensor, Tensor]:
         """One D update of every member; returns (adversarial D losses (S,), D(real) (S, B), D(fake) (S, B))."""
@@ -146,11 +185,12 @@ class EnsembleTrainer:
             fake = self.G(z)
         d_real, d_fake = self.D(real), self.D(fake)  # (S, B), (S, B)
         adv = vmap(self.loss.d_loss)(d_real, d_fake)  # (S,)
-        total = adv.sum()
-        for term in self._d_terms(real, fake, z):
+        total, terms = adv.sum(), self._d_terms(real, fake, z)
+        for term in terms:
             total = total + term
         self.opt_d.zero_grad(set_to_none=True)
         total.backward()
+        self._guard("D", adv, self.D, self.opt_d, shared=terms)
         self.opt_d.step()
         return adv.detach(), d_real.detach(), d_fake.detach()
 
@@ -162,6 +202,7 @@ class EnsembleTrainer:
             adv = vmap(self.loss.g_loss)(self.D(self.G(z)))  # (S,)
             self.opt_g.zero_grad(set_to_none=True)
             adv.sum().backward()
+            self._guard("G", adv, self.G, self.opt_g)
             self.opt_g.step()
         finally:
             self.D.requires_grad_(True)
@@ -202,15 +243,16 @@ class EnsembleTrainer:
         for k in range(self.size):
             t = self.sync_member(k)
             try:
-                with t._isolated_rng():
-                    jobs.append((t, t.evaluator.generate(scored_generator(t.state), warn=False)[0]))
+                with t.isolated_rng():
+                    scored = scored_generator(t.state)
+                    jobs.append((t, t.evaluator.generate(scored, warn=False)[0], generated_range(scored, t.data)))
             except ValueError:  # fewer than 2 finite samples: evaluate() raises it with the run's context
                 continue
 
-        def score(job: tuple[Trainer, Tensor]) -> None:
-            t, samples = job
+        def score(job: tuple[Trainer, Tensor, tuple[float, float]]) -> None:
+            t, samples, value_range = job
             try:
-                t.evaluator.precompute(samples, t.data)
+                t.evaluator.precompute(samples, t.data, value_range)
             except ValueError:  # a scorer refused: evaluate() scores again and raises the single run's message
                 pass
 
@@ -226,7 +268,8 @@ class EnsembleTrainer:
                 raise FloatingPointError(f"seed {t.seed}: a loss or D output is NaN/Inf at step {step} ({scalars}); "
                                          f"the ensemble has no NaN guard: train seed={t.seed} alone (without "
                                          "trainer.ensemble), where monitor.nan_guard rolls back")
-            t.logger.scalars(scalars | {f"lr/{net}": lrs[0] for net, lrs in self.lr.applied.items()}, step)
+            t.stats.report_all(scalars | {f"lr/{net}": lrs[0] for net, lrs in self.lr.applied.items()})
+            t.publish(step)
 
     def fit(self) -> dict[str, Any]:
         """Train to ``trainer.steps``, evaluating and checkpointing each member on the single run's schedule; write
@@ -254,7 +297,7 @@ class EnsembleTrainer:
             bar.update(1)
         bar.close()
         elapsed = time.perf_counter() - t0
-        metrics = [t._finish(0, elapsed) for t in self.members]
+        metrics = [t.finish(0, elapsed) for t in self.members]
         summary = {"seeds": self.seeds, "members": [f"seed_{s}" for s in self.seeds], "step": self.state.step,
                    "wall_time_s": elapsed, "scores": {str(s): m["scores"] for s, m in zip(self.seeds, metrics)},
                    "verdicts": {str(s): m["verdict"] for s, m in zip(self.seeds, metrics)}}

@@ -1,6 +1,6 @@
-"""What the NaN/Inf guard does once a non-finite update was caught: dump the batch, diagnose, and the
-fault injection used to test it (``debug.inject_nan_at_step``). The rollback itself is
-:func:`ganlab.trainer.recovery.recover_from_nan`."""
+"""What the NaN/Inf guard does once a non-finite update was caught: dump the batch, diagnose. The rollback itself is
+:func:`ganlab.trainer.recovery.recover_from_nan`; the fault injection that tests it is
+:class:`ganlab.strategies.debug.InjectNaN` (``debug.inject_nan_at_step``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.io import atomic_save
-from ganlab.strategies.base import StepContext, Strategy
 
 
 def all_finite(tensors: Any) -> bool:
@@ -75,27 +74,3 @@ def diagnose(generator: nn.Module, discriminator: nn.Module, real: Tensor, z: Te
     verdict = ("corrupted_weights" if not weights_ok else "unstable_fp32" if not forward_ok
                else "overflow" if not reduced_ok else "loss_or_backward")
     return {"weights_finite": weights_ok, "forward_fp32_finite": forward_ok, "verdict": verdict}
-
-
-class InjectNaN(Strategy):
-    """Test/demo fault: adds a NaN term (``injected_nan``) to D's loss in generator step ``step``, once.
-
-    ``state_dict`` is empty on purpose: a rollback to an earlier checkpoint does not re-arm the fault, so one
-    injection makes exactly one recovery.
-
-    Raises:
-        ValueError: ``step`` < 1.
-    """
-
-    name = "inject_nan"
-
-    def __init__(self, step: int) -> None:
-        if int(step) < 1:
-            raise ValueError(f"debug.inject_nan_at_step must be a positive step or null, got {step}")
-        self.step, self.fired = int(step), False
-
-    def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        if self.fired or ctx.step + 1 != self.step:
-            return {}
-        self.fired = True
-        return {"injected_nan": torch.full((), float("nan"), device=ctx.real.device)}

@@ -16,8 +16,8 @@ from ganlab.metrics.evaluator import EvalResult, Evaluator
 from ganlab.run import layout
 from ganlab.run.layout import is_run_dir
 from ganlab.run.rebuild import rebuild_from_checkpoint
-from ganlab.strategies.ema import scored_generator
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.state import scored_generator
 
 
 def list_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
@@ -90,7 +90,7 @@ class LoadedRun:
         cfg: the run's stored config (with any overrides applied).
         generator: the generator the run scores, in eval mode without gradients: the EMA copy when a strategy
             kept one (batch-norm statistics recomputed, as the training loop evaluates it), else G
-            (:func:`ganlab.strategies.ema.scored_generator`). Maps (B, z_dim) codes to (B, *data_shape)
+            (:func:`ganlab.trainer.state.scored_generator`). Maps (B, z_dim) codes to (B, *data_shape)
             samples (images in [-1, 1]).
         data: the data set, on the run's device.
         evaluator: the run's evaluator, prepared (real reference embedded, ``data/`` baseline scored).

@@ -13,12 +13,12 @@ from torch import Tensor
 from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.directions import higher_is_better, ordered_scores
-from ganlab.metrics.evaluator import EvalResult, Evaluator
+from ganlab.metrics.evaluator import EvalResult, Evaluator, generated_range, model_range
 from ganlab.metrics.scorers import SimilarityScorer
-from ganlab.metrics.similarity import SimilarityHistogram, normalize_rows, similarity_histogram
+from ganlab.metrics.similarity import SimilarityHistogram, normalize_rows
 from ganlab.run import layout
-from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
+from ganlab.trainer.state import scored_generator
 
 
 # ---------------------------------------------------------------------------------------------- similarity
@@ -52,9 +52,8 @@ def similarity_histograms(run: LoadedRun, result: EvalResult) -> dict[str, Simil
     """
     sim, ev = _similarity_settings(run.evaluator), run.evaluator
     held = run.data.holdout if run.data.holdout is not None else run.data.x
-    real_emb = ev.embedder(held[: ev.num_samples])
-    return {"generated": similarity_histogram(result.embeddings[: sim.num_samples], bins=sim.bins, tau=sim.tau),
-            "real": similarity_histogram(real_emb[: sim.num_samples], bins=sim.bins, tau=sim.tau)}
+    real_emb = ev.embedder(model_range(held[: ev.num_samples], run.data))
+    return {"generated": sim.histogram(result.embeddings), "real": sim.histogram(real_emb)}
 
 
 @torch.no_grad()
@@ -62,7 +61,7 @@ def histograms_over_checkpoints(run: LoadedRun | str | Path, include_last: bool 
     """The generated similarity histogram at every saved checkpoint of a run, in step order.
 
     Each ``checkpoints/step_*.pt`` (and ``last.pt`` when its step is not among them) is loaded into copies of
-    the run's G and EMA copy; the one the loop scores (:func:`ganlab.strategies.ema.scored_generator`: the EMA
+    the run's G and EMA copy; the one the loop scores (:func:`ganlab.trainer.state.scored_generator`: the EMA
     copy, batch-norm statistics recomputed, when the run kept one) is sampled from the evaluator's fixed latent codes,
     embedded, and histogrammed with the ``similarity`` scorer's settings. Mass moving to the right (towards
     cosine 1) over training is mode collapse setting in.
@@ -100,9 +99,8 @@ def histograms_over_checkpoints(run: LoadedRun | str | Path, include_last: bool 
         if keeps_ema:
             G_ema.load_state_dict(ckpt["g_ema"])
         scored = scored_generator(replace(live, generator=G, g_ema=G_ema if keeps_ema else None))
-        emb = ev.embedder(ev.sample(scored, ev.num_samples, device))
-        out.append(CheckpointHistogram(step, found[step],
-                                       similarity_histogram(emb[: sim.num_samples], bins=sim.bins, tau=sim.tau)))
+        samples = model_range(ev.sample(scored, ev.num_samples, device), run.data, generated_range(scored, run.data))
+        out.append(CheckpointHistogram(step, found[step], sim.histogram(ev.embedder(samples))))
     return out
 
 
@@ -171,3 +169,4 @@ def scores_table(scores: dict[str, float], stored: dict[str, float] | None = Non
             row.append(fmt(stored.get(key)))
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+

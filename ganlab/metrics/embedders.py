@@ -7,7 +7,10 @@ what made the embeddings (class, weights file and its SHA-256, input size, resiz
 ``metrics.json`` so that scores from different feature extractors are never mixed unnoticed.
 
 Image embedders take ganlab's convention, float images in [-1, 1] (:func:`image_inputs`): uint8 images
-(0..255) are converted, other dtypes and values outside [-1, 1] are refused, naming what was found.
+(0..255) are converted, other dtypes and values outside [-1, 1] are refused, naming what was found. Images in
+another range are converted by the caller, who states it (:func:`image_inputs`' ``value_range``; the evaluator
+takes the generator's output range for generated samples and the data set's for real ones); a range is never
+guessed from the values.
 """
 
 from __future__ import annotations
@@ -30,37 +33,45 @@ log = logging.getLogger("ganlab")
 RANGE_TOLERANCE = 1e-3
 
 
-def image_inputs(x: Tensor) -> Tensor:
-    """(N, C, H, W) images in ganlab's convention, float in [-1, 1], from what was given.
+def image_inputs(x: Tensor, value_range: tuple[float, float] | None = None) -> Tensor:
+    """(N, C, H, W) images in ganlab's convention, float in [-1, 1], from images in the range the caller states.
 
-    uint8 images are 0..255 counts by convention and are mapped to ``x / 127.5 - 1``; float images are
-    returned as they are when their finite values lie in [-1, 1] (± :data:`RANGE_TOLERANCE`). A float batch
-    with no negative value, as [0, 1] images have, is scored but logged as a warning: it may also be a valid
-    [-1, 1] batch (a generator saturated at +1), so it is not refused. Non-finite values are left for the
-    caller (the evaluator drops such samples).
+    The range is never guessed from the values (a [0, 1] batch and a [-1, 1] batch of a generator saturated at +1
+    cannot be told apart): float images are in ``value_range`` (default: ganlab's [-1, 1]) and are mapped linearly,
+    ``2 (x - lo) / (hi - lo) - 1``; uint8 images are 0..255 counts (their dtype says so), mapped as ``x / 127.5 - 1``,
+    as torchmetrics' ``normalize`` flag tells its metrics which of the two they get. Non-finite values are left for
+    the caller (the evaluator drops such samples).
+
+    Args:
+        x: (N, C, H, W) float or uint8 images.
+        value_range: ``(lo, hi)``, lo < hi, the range of float ``x`` (e.g. ``(0, 1)``); None: [-1, 1]. For uint8
+            ``x`` only None or ``(0, 255)``.
 
     Raises:
-        ValueError: another dtype (bool, int), or float values outside [-1, 1]; the message names the
-            dtype or the range found and the conversion to apply.
+        ValueError: another dtype (bool, int); a bad ``value_range``; float values outside the stated range
+            (± :data:`RANGE_TOLERANCE` of its half-width); the message names the dtype or the range found and what to
+            state or convert.
     """
-    if x.dtype == torch.uint8:
+    if x.dtype == torch.uint8:  # 0..255 counts whatever value_range says (it states the range of float images)
         return x.float() / 127.5 - 1.0
     if not x.is_floating_point():
-        raise ValueError(f"embedder input has dtype {x.dtype}; embedders take float images in [-1, 1] or uint8 "
-                         "images in [0, 255]: for 0..255 counts pass x.to(torch.uint8), else scale to [-1, 1]")
+        raise ValueError(f"embedder input has dtype {x.dtype}; embedders take float images (in [-1, 1], or in the "
+                         "value_range stated) or uint8 images in [0, 255]: for 0..255 counts pass x.to(torch.uint8)")
+    lo, hi = (-1.0, 1.0) if value_range is None else (float(value_range[0]), float(value_range[1]))
+    if not lo < hi:
+        raise ValueError(f"value_range must be (low, high) with low < high, got {value_range}")
     finite = x[torch.isfinite(x)]
-    if finite.numel() == 0:
+    if finite.numel():
+        got_lo, got_hi = float(finite.min()), float(finite.max())
+        slack = RANGE_TOLERANCE * (hi - lo) / 2
+        if got_lo < lo - slack or got_hi > hi + slack:
+            hint = "pass x.to(torch.uint8) (0..255 counts) or state value_range=(0, 255)" \
+                if got_lo >= 0 and got_hi <= 255 and got_hi > 1 else "state the range the images are in as value_range"
+            raise ValueError(f"image values lie in [{got_lo:.4g}, {got_hi:.4g}], outside the stated range [{lo:g}, "
+                             f"{hi:g}]{' (ganlab convention)' if value_range is None else ''}: {hint}")
+    if (lo, hi) == (-1.0, 1.0):
         return x
-    lo, hi = float(finite.min()), float(finite.max())
-    if lo < -1.0 - RANGE_TOLERANCE or hi > 1.0 + RANGE_TOLERANCE:
-        hint = ("for [0, 255] images pass x.to(torch.uint8) (converted) or x / 127.5 - 1"
-                if lo >= 0 and hi <= 255 else "rescale them to [-1, 1]")
-        raise ValueError(f"embedder input values lie in [{lo:.4g}, {hi:.4g}], outside [-1, 1], ganlab's image "
-                         f"convention: {hint}")
-    if lo >= 0:
-        log.warning("embedder input values lie in [%.4g, %.4g]: no negative value, as [0, 1] images have; "
-                    "embedders take [-1, 1] (x * 2 - 1 converts [0, 1] images)", lo, hi)
-    return x
+    return (x - lo) * (2.0 / (hi - lo)) - 1.0
 
 
 def file_sha256(path: str | Path) -> str:

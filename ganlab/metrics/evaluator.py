@@ -3,6 +3,12 @@
 Scorers (``metrics.scorers``, one entry each) and the embedder (``metrics.embedder``) are built by Hydra;
 the evaluator never branches on a scorer's or data set's name. Every scorer also runs once on held-out
 real data, so a user can tell a model problem from a data problem: those scores carry the prefix ``data/``.
+
+Image samples are read in the range their source states, never a range guessed from their values: generated
+samples in the generator's ``output_range`` (ganlab's image generators end in a tanh: (-1, 1)), else the data set's
+``value_range``; real samples in the data set's; samples passed to :meth:`Evaluator.score` in the ``value_range``
+given there (uint8 images are 0..255 counts). Every scorer and embedder then sees them in [-1, 1]
+(:func:`~ganlab.metrics.embedders.image_inputs`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from torch import Tensor, nn
 from ganlab.data.base import GANData
 from ganlab.distributed import SINGLE, Dist
 from ganlab.metrics.clusters import default_num_clusters
-from ganlab.metrics.embedders import AutoEmbedder, Embedder
+from ganlab.metrics.embedders import AutoEmbedder, Embedder, image_inputs
 from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
 from ganlab.metrics.per_class import K_PR, class_scores, predicted_class_scores
 from ganlab.metrics.scorers import EvalBatch, ReferenceFits, Scorer
@@ -112,7 +118,7 @@ class Evaluator:
         self._real: tuple[Tensor, Tensor] | None = None
         self._baseline: dict[str, float] = {}
         self._baseline_due: tuple[Tensor, GANData] | None = None  # prepare(data, baseline=False): scored later
-        self._ready: list[tuple[Tensor, int, EvalResult]] = []  # precompute(): (samples, id(data), result)
+        self._ready: list[tuple[Tensor, int, tuple, EvalResult]] = []  # precompute(): samples, id(data), range, result
         self.fits = ReferenceFits()  # k-means fits of the real reference, shared by scorers, alarm, projector
 
     @torch.no_grad()
@@ -171,7 +177,7 @@ class Evaluator:
         for scorer in self.scorers.values():  # refuse a scorer that cannot score these data before any scoring
             scorer.check(data, self.embedder)
         idx = self._reference_index(data).to(data.x.device)
-        real = data.x[idx]
+        real = model_range(data.x[idx], data)
         self._real = (real, self._sharded(self.embedder, real))
         self._real_classes = data.labels[idx] if data.labels is not None else None
         self._class_fits.clear()
@@ -236,14 +242,14 @@ class Evaluator:
             self._baseline["data/classifier_accuracy"] = float(self.embedder.test_accuracy)
         self._baseline_due = None
 
-    def precompute(self, samples: Tensor, data: GANData) -> None:
+    def precompute(self, samples: Tensor, data: GANData, value_range: tuple[float, float] | None = None) -> None:
         """Score ``samples`` now and keep the result for the next :meth:`score` of the same samples (equal
         element by element) on the same data set, which returns it instead of scoring again: an ensemble scores
         its members' evaluations side by side before each member's trainer evaluates
-        (:meth:`ganlab.ensemble.trainer.EnsembleTrainer.precompute_evaluations`). Samples that differ are simply
-        scored again, so the scores never depend on this."""
-        result = self.score(samples, data)  # prepares first (which empties the list) on a new data set
-        self._ready.append((samples, id(data), result))
+        (:meth:`ganlab.ensemble.trainer.EnsembleTrainer.precompute_evaluations`). Samples that differ (or are read in
+        another ``value_range``) are simply scored again, so the scores never depend on this."""
+        result = self.score(samples, data, value_range)  # prepares first (which empties the list) on a new data set
+        self._ready.append((samples, id(data), data.value_range if value_range is None else tuple(value_range), result))
 
     @property
     def reference(self) -> tuple[Tensor, Tensor]:
@@ -275,14 +281,28 @@ class Evaluator:
         out = {name: scorer.settings() for name, scorer in self.scorers.items() if scorer.applies_to(data)}
         return {name: s for name, s in out.items() if s}
 
-    def score(self, samples: Tensor, data: GANData) -> EvalResult:
-        """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`)."""
+    def score(self, samples: Tensor, data: GANData, value_range: tuple[float, float] | None = None) -> EvalResult:
+        """Embed ``samples`` (N, *data_shape) and run every applicable scorer (after :meth:`prepare`).
+
+        Args:
+            samples: generated or real samples; images float or uint8 (0..255 counts).
+            data: the data set they are scored against.
+            value_range: ``(low, high)`` of float image ``samples`` (e.g. ``(0, 1)``); None: the data set's
+                ``value_range`` ((-1, 1) for ganlab's loaders). Ignored for points. ``result.samples`` are the
+                samples in [-1, 1].
+
+        Raises:
+            ValueError: image values outside the stated range (naming it), or a scorer that cannot score them.
+        """
         self.prepare(data)
         assert self._real is not None
-        for i, (done, data_id, result) in enumerate(self._ready):
-            if data_id == id(data) and done.shape == samples.shape and torch.equal(done, samples):
+        value_range = data.value_range if value_range is None else tuple(value_range)  # type: ignore[assignment]
+        for i, (done, data_id, done_range, result) in enumerate(self._ready):
+            if data_id == id(data) and done_range == value_range and done.shape == samples.shape \
+                    and torch.equal(done, samples):
                 del self._ready[i]
                 return result
+        samples = model_range(samples, data, value_range)
         batch = EvalBatch(samples=samples, embeddings=self._sharded(self.embedder, samples),
                           labels=self._sharded(self.embedder.mode_labels, samples),
                           real_embeddings=self._real[1], real_samples=self._real[0], data=data, fits=self.fits,
@@ -301,7 +321,8 @@ class Evaluator:
     def __call__(self, generator: nn.Module, data: GANData) -> EvalResult:
         """Score ``generator``; the result's scores include the ``data/`` baseline.
 
-        Generated samples with a NaN or Inf value are left out: every score is computed on the finite ones,
+        G's images are read in its ``output_range`` (:func:`generated_range`). Generated samples with a NaN or Inf
+        value are left out: every score is computed on the finite ones,
         and ``scores["nonfinite_samples"]`` counts the others (0 when all are finite; the trainer alerts on
         more). ``result.samples`` holds the finite samples only.
 
@@ -311,7 +332,7 @@ class Evaluator:
         self.prepare(data)
         self.prepare_baseline()
         samples, finite = self.generate(generator)
-        result = self.score(samples, data)
+        result = self.score(samples, data, generated_range(generator, data))
         result.scores[NONFINITE_KEY] = float(self.num_samples - len(samples))
         result.scores.update(self._baseline)
         k = int(getattr(generator, "num_classes", 0))
@@ -434,7 +455,7 @@ class Evaluator:
             assert held is not None and held_y is not None
             per = self.num_samples // num_classes
             idx = torch.cat([(held_y == c).nonzero()[:per, 0] for c in range(num_classes)])
-            x = held[idx]
+            x = model_range(held[idx], data)
             scores = self.per_class(self.embedder(x), held_y[idx], self.embedder.mode_labels(x), num_classes)
             self._class_baseline = {f"data/{k}": v for k, v in scores.items()}
         return self._class_baseline
@@ -462,3 +483,22 @@ def shares(n: int, world: int) -> list[int]:
     """Rows of each of ``world`` ranks when n rows are split in contiguous shares, the first ``n % world`` ranks
     one row more (``shares(5, 2) == [3, 2]``)."""
     return [n // world + (r < n % world) for r in range(world)]
+
+
+def generated_range(generator: nn.Module, data: GANData) -> tuple[float, float]:
+    """The range G's samples are read in: its ``output_range`` (:class:`ganlab.models.base.Generator`) when it
+    declares one, else the data set's ``value_range`` (G is trained to make samples like the data's)."""
+    declared = getattr(generator, "output_range", None)
+    return (float(declared[0]), float(declared[1])) if declared is not None else data.value_range
+
+
+def model_range(samples: Tensor, data: GANData, value_range: tuple[float, float] | None = None) -> Tensor:
+    """Image ``samples`` (N, C, H, W) of ``data``'s kind in [-1, 1], read in ``value_range`` (None: the data set's
+    ``value_range``) by :func:`~ganlab.metrics.embedders.image_inputs`; points (N, D) as they are.
+
+    Raises:
+        ValueError: image values outside the stated range, or a dtype that is neither float nor uint8.
+    """
+    if samples.dim() < 3:
+        return samples
+    return image_inputs(samples, data.value_range if value_range is None else value_range)

@@ -5,11 +5,14 @@ Sec. 4:
 
     IS = exp( E_x KL( p(y|x) || p(y) ) ),   p(y) = E_x p(y|x),
 
-computed, as in the authors' code (``inception_score.py`` of openai/improved-gan), on ``splits`` consecutive
-equal parts of the samples (part ``i`` = rows ``i*N//splits`` to ``(i+1)*N//splits``), with p(y) the mean of each
-part; reported as the mean and the population standard deviation over the parts. It ranges from 1 (every sample
-given the same class distribution) to K, the number of classes (each sample certain of one class, classes
-used equally); higher is better.
+computed, as in the authors' code (``inception_score.py`` of openai/improved-gan), on ``splits`` equal parts of the
+samples, with p(y) the mean of each part; reported as the mean and the population standard deviation over the
+parts. Unlike the authors' code, which cuts the samples in the order given, the parts are those of a seeded random
+order that does not depend on the order the samples came in (:func:`ganlab.metrics.order.order_free_permutation`;
+part ``i`` = rows ``i*N//splits`` to ``(i+1)*N//splits`` of that order): a class-conditional G is sampled class by
+class, and consecutive parts would then each hold one class, so a perfect conditional G would score 1. It ranges
+from 1 (every sample given the same class distribution) to K, the number of classes (each sample certain of one
+class, classes used equally); higher is better.
 
 The probabilities come from the embedder (:meth:`ganlab.metrics.embedders.Embedder.class_probabilities`):
 ImageNet Inception-v3 (``metrics/embedder=inception``) gives the Inception Score; the classifier embedder gives a
@@ -26,6 +29,7 @@ import torch
 from torch import Tensor
 
 from ganlab.data.base import GANData
+from ganlab.metrics.order import order_free_permutation
 from ganlab.metrics.scorers import EvalBatch, Scorer
 
 __all__ = ["InceptionScoreScorer", "inception_score"]
@@ -34,12 +38,13 @@ __all__ = ["InceptionScoreScorer", "inception_score"]
 ROW_SUM_TOLERANCE = 1e-3
 
 
-def inception_score(probs: Tensor, splits: int = 10) -> tuple[float, float]:
+def inception_score(probs: Tensor, splits: int = 10, seed: int = 0) -> tuple[float, float]:
     """Inception Score of (N, K) class probabilities (Salimans et al. 2016, see the module docstring).
 
     Args:
         probs: (N, K) non-negative rows summing to 1 (softmax outputs), N >= ``splits``; computed in float64.
-        splits: number of consecutive parts (>= 1).
+        splits: number of parts (>= 1), cut from the seeded order-free order of the rows.
+        seed: seed of that order; any order of ``probs`` gives the same parts, hence the same score.
 
     Returns:
         ``(mean, std)`` over the parts; the mean lies in [1, K]; ``std`` is the population standard deviation
@@ -64,6 +69,7 @@ def inception_score(probs: Tensor, splits: int = 10) -> tuple[float, float]:
     if worst > ROW_SUM_TOLERANCE:
         raise ValueError(f"rows of probs must sum to 1 (softmax outputs), one is off by {worst:.3g}: pass "
                          "logits.softmax(dim=1), not logits")
+    p = p[order_free_permutation(p, seed)]  # parts independent of the input order (conditional G: class by class)
     scores = []
     for i in range(splits):
         part = p[i * n // splits:(i + 1) * n // splits]
@@ -121,6 +127,7 @@ class InceptionScoreScorer(Scorer):
         return {"inception_score": mean, "inception_score_std": std}
 
     def settings(self) -> dict[str, Any]:
-        """``{"splits", "std": "population", "network", "classes", "comparable_with_published", "note"}`` (the last
-        four from the embedder, once :meth:`check` has seen it)."""
-        return {"splits": self.splits, "std": "population", **(self.classifier or {})}
+        """``{"splits", "split_order", "std": "population", "network", "classes", "comparable_with_published",
+        "note"}`` (the last four from the embedder, once :meth:`check` has seen it)."""
+        return {"splits": self.splits, "split_order": "seeded, order-free (seed 0)", "std": "population",
+                **(self.classifier or {})}

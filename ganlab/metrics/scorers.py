@@ -25,8 +25,9 @@ from ganlab.metrics.duplicates import duplicate_fraction, memorization_fraction
 from ganlab.metrics.frechet import frechet_distance
 from ganlab.metrics.kmeans import KMeansResult, kmeans
 from ganlab.metrics.mixture import mixture_scores
+from ganlab.metrics.order import order_free_subset
 from ganlab.metrics.prdc import ball_comparisons, prdc
-from ganlab.metrics.similarity import similarity_histogram
+from ganlab.metrics.similarity import SimilarityHistogram, similarity_histogram
 from ganlab.metrics.vendi import vendi_score
 
 if TYPE_CHECKING:
@@ -180,8 +181,12 @@ class NDBScorer(Scorer):
 
 class SimilarityScorer(Scorer):
     """``high_similarity_fraction`` among ``num_samples`` embeddings (pairs with cosine > tau; two all-zero
-    embeddings count as identical), ``collapsed`` (1.0 when it exceeds ``collapse_threshold``) and
-    ``zero_embedding_fraction`` (share of all-zero embeddings, in [0, 1]); the histogram goes to TensorBoard."""
+    embeddings count as identical, cosine similarity 1, where ``sklearn.metrics.pairwise.cosine_similarity`` gives
+    0; see :func:`~ganlab.metrics.similarity.similarity_histogram`), ``collapsed`` (1.0 when it exceeds
+    ``collapse_threshold``) and ``zero_embedding_fraction`` (share of all-zero embeddings, in [0, 1]), reported
+    beside it so that a collapse onto zero vectors is told apart; the histogram goes to TensorBoard. With
+    more than ``num_samples`` embeddings, the subset is :func:`~ganlab.metrics.order.order_free_subset`'s (seeded,
+    the same rows for any order of the samples)."""
 
     higher_is_better: ClassVar[Mapping[str, bool | None]] = {"high_similarity_fraction": False, "collapsed": False,
                                                             "zero_embedding_fraction": False}
@@ -190,8 +195,14 @@ class SimilarityScorer(Scorer):
                  collapse_threshold: float = 0.30) -> None:
         self.num_samples, self.bins, self.tau, self.collapse_threshold = num_samples, bins, tau, collapse_threshold
 
+    def histogram(self, embeddings: Tensor) -> SimilarityHistogram:
+        """The histogram of the (N, D) ``embeddings`` this scorer reports: over their order-free subset of
+        ``num_samples`` rows, with its ``bins`` and ``tau``."""
+        x = embeddings[order_free_subset(embeddings, self.num_samples)]  # (min(N, num_samples), D)
+        return similarity_histogram(x, bins=self.bins, tau=self.tau)
+
     def __call__(self, batch: EvalBatch) -> dict[str, float]:
-        h = similarity_histogram(batch.embeddings[: self.num_samples], bins=self.bins, tau=self.tau)
+        h = self.histogram(batch.embeddings)
         batch.histograms["similarity"] = (h.counts, h.edges)
         return {"high_similarity_fraction": h.high_similarity_fraction,
                 "collapsed": float(h.high_similarity_fraction > self.collapse_threshold),
@@ -228,7 +239,9 @@ class VendiScorer(Scorer):
 
     ``kernel="auto"``: for a known mixture an RBF kernel of bandwidth ``3 * std`` on the points (so the
     score reads as an effective number of modes), else the cosine kernel on the embeddings. A set whose
-    cosine kernel is undefined (an all-zero embedding) scores NaN rather than stopping the run.
+    cosine kernel is undefined (an all-zero embedding) scores NaN rather than stopping the run. With the RBF
+    kernel at most ``max_rbf_samples`` samples are scored: :func:`~ganlab.metrics.order.order_free_subset`'s (the
+    same rows for any order of the samples).
     """
 
     # None: samples scattered off the data score high too; read it against data/vendi
@@ -243,7 +256,7 @@ class VendiScorer(Scorer):
             mix = batch.data.mixture
             kernel, bandwidth = ("rbf", 3.0 * mix.std) if mix is not None else ("cosine", None)
         if kernel == "rbf":
-            x = x[: self.max_rbf_samples]
+            x = x[order_free_subset(x, self.max_rbf_samples)]
         if kernel == "cosine" and bool((x.norm(dim=1) == 0).any()):
             return {"vendi": float("nan")}
         return {"vendi": vendi_score(x, kernel=kernel, bandwidth=bandwidth, max_rbf_samples=self.max_rbf_samples)}
@@ -262,6 +275,9 @@ class DuplicateScorer(Scorer):
     """``duplicate_fraction`` (generated samples with a near-identical other generated sample) and
     ``memorization_fraction`` (generated samples nearly identical to a training sample): cosine similarity
     >= ``threshold`` in pixel space (``space="pixels"``, default) or in the embedding space.
+
+    At most ``num_samples`` generated samples are scored: :func:`~ganlab.metrics.order.order_free_subset`'s of the
+    compared rows (the same for any order of the samples).
 
     Pixel space is the default because a classifier's features make every sample of a class look alike
     (on digits, 75% of held-out images are within cosine 0.99 of a training image in classifier space,
@@ -284,6 +300,6 @@ class DuplicateScorer(Scorer):
             fake, real = batch.samples.flatten(1), batch.real_samples.flatten(1)
         else:
             fake, real = batch.embeddings, batch.real_embeddings
-        fake = fake[: self.num_samples]
+        fake = fake[order_free_subset(fake, self.num_samples)]
         return {"duplicate_fraction": duplicate_fraction(fake, self.threshold),
                 "memorization_fraction": memorization_fraction(fake, real, self.threshold)}

@@ -63,7 +63,9 @@ def similarity_histogram(x: Tensor, bins: int = 100, tau: float = 0.9,
     undefined for an all-zero vector; by this module's convention two all-zero vectors are
     identical (similarity 1: a generator stuck on a zero output is collapsed, not diverse)
     and an all-zero vector has similarity 0 with every other vector (never NaN). The number
-    of all-zero rows is reported as ``zero_rows``.
+    of all-zero rows is reported as ``zero_rows`` (and by the scorer as ``zero_embedding_fraction``,
+    beside the histogram). ``sklearn.metrics.pairwise.cosine_similarity`` differs: it gives 0 for
+    two all-zero vectors.
     Values are clamped to ``[-1, 1]`` against rounding; pair ``(i, j)`` falls in bin
     ``floor((s + 1) * bins / 2)`` (the top edge goes to the last bin), which matches
     ``numpy.histogram(s, bins, range=(-1, 1))`` up to rounding at the edges. This is a

@@ -19,10 +19,14 @@ class Generator(nn.Module):
     Attributes:
         z_dim: latent dimension.
         data_shape: shape of one sample, e.g. (2,) for 2-D points or (C, H, W) for images in [-1, 1].
+        output_range: ``(low, high)`` of G's outputs when its last layer bounds them (a tanh: (-1, 1)); the scores
+            read generated images as in this range (:meth:`ganlab.metrics.Evaluator.__call__`). None: not bounded
+            (points) or not declared; the scores then take the data set's range (``GANData.value_range``).
     """
 
     z_dim: int
     data_shape: tuple[int, ...]
+    output_range: tuple[float, float] | None = None
 
     def sample_z(self, n: int, generator: torch.Generator | None = None, device: torch.device | None = None) -> Tensor:
         """Standard normal latent codes, shape (n, z_dim), drawn from ``generator`` when given."""

@@ -66,6 +66,8 @@ class DCGANGenerator(ConditionalGenerator):
         ValueError: for an image shape the model cannot make, or num_classes < 0.
     """
 
+    output_range = (-1.0, 1.0)  # the tanh output: the scores read its samples in this range
+
     def __init__(self, data_shape: Sequence[int], z_dim: int = 100, width: int = 64, num_classes: int = 0) -> None:
         super().__init__()
         n_up = _n_up(data_shape)

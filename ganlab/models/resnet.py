@@ -142,6 +142,8 @@ class ResNetGenerator(ConditionalGenerator):
         ValueError: an image shape the model cannot make, z_dim or width < 1, num_classes < 0.
     """
 
+    output_range = (-1.0, 1.0)  # the tanh output: the scores read its samples in this range
+
     def __init__(self, data_shape: Sequence[int], z_dim: int = 128, width: int = 256, num_classes: int = 0) -> None:
         super().__init__()
         c, s = check_image_shape(data_shape, width, "model.generator.width")

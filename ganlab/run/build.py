@@ -33,8 +33,10 @@ from ganlab.distributed import seed_everything
 from ganlab.lr import NETWORKS, LRSchedule
 from ganlab.models.conditional import AuxiliaryClassLoss
 from ganlab.strategies.base import GANSpec, Part, Strategy, check_compatible, check_conditional, check_distributed
+from ganlab.strategies.common import check_per_sample_critic
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
+from ganlab.trainer.callback import Callback
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.loggers import NullLogger
 from ganlab.trainer.loop import Trainer
@@ -127,9 +129,42 @@ def build_strategies(cfg: DictConfig) -> list[Strategy]:
     if twice:
         raise ValueError(f"strategy {', '.join(twice)} is listed twice in strategy=[...]; list each strategy once "
                          "(its settings go in strategy.<name>.<key>=...)")
-    strategies = [make(node) for node in (cfg.get("strategy") or {}).values()]
+    strategies = [make(node) for node in (cfg.get("strategy") or {}).values()] + debug_strategies(cfg)
     check_compatible(strategies)
     return strategies
+
+
+def debug_strategies(cfg: DictConfig) -> list[Strategy]:
+    """The fault strategies of the ``debug`` node (``conf/debug/``, :func:`ganlab.strategies.debug.faults`); none when
+    every key is null. A node without ``_target_`` (a config stored before the ``debug`` group) is read as the
+    ``faults`` settings.
+
+    Raises:
+        ValueError: a fault step that is not a positive integer, naming the key.
+    """
+    node = cfg.get("debug")
+    if not node:
+        return []
+    settings = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(settings, dict)
+    target = settings.pop("_target_", "ganlab.strategies.debug.faults")
+    return make(OmegaConf.create({"_target_": target, **settings}), steps=int(cfg.trainer.steps))
+
+
+def build_callbacks(cfg: DictConfig) -> list[Callback]:
+    """One callback per entry under ``cfg.callbacks`` (``conf/callbacks/``), in config order.
+
+    Raises:
+        ValueError: an entry whose ``_target_`` is not a :class:`~ganlab.trainer.callback.Callback`, naming it.
+    """
+    callbacks = []
+    for key, node in (cfg.get("callbacks") or {}).items():
+        callback = make(node)
+        if not isinstance(callback, Callback):
+            raise ValueError(f"callbacks.{key}: {type(callback).__name__} is not a ganlab.callbacks.Callback; "
+                             "subclass it (hooks: on_start, after_step, after_eval, summary, state_dict)")
+        callbacks.append(callback)
+    return callbacks
 
 
 def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distributed.Dist:
@@ -256,6 +291,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
             log.warning("strategy %s replaces loss=%s with %s", s.name, cfg.loss._target_.rsplit(".", 1)[-1],
                         type(spec.loss).__name__)
             configured_loss = type(spec.loss)
+    check_per_sample_critic(spec.discriminator, strategies)  # a mixing head installed after a penalty's configure
     if dist.active and cfg.trainer.sync_batchnorm:  # batch statistics over all ranks' samples
         spec.generator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.generator)
         spec.discriminator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.discriminator)
@@ -293,7 +329,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                       run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
                       monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist, class_loss=aux,
-                      g_groups=spec.g_groups)
+                      g_groups=spec.g_groups, callbacks=build_callbacks(cfg))
     if ckpt is not None:
         trainer.load_state_dict(ckpt)
         _warn_if_schedule_retimed(ckpt, tcfg.steps, trainer.lr.schedules)

@@ -13,7 +13,9 @@ object that carries what it may read or change: ``spec`` before training, the li
 2. ``on_start(state)`` once, when optimisers exist (after a resume, after ``load_state_dict``).
 3. Every discriminator update: ``d_terms(ctx)`` returns named scalar loss terms added to the adversarial
    loss; after the update is applied, ``after_d_step(ctx)`` observes it (e.g. D's outputs ``ctx.d_real``,
-   ``ctx.d_fake``). Every generator update: ``g_discriminator(ctx, critic)`` may swap the function that
+   ``ctx.d_fake``). Then, when a strategy's ``d_reg_terms(ctx)`` returns terms (lazy regularisation, as
+   StyleGAN2's separate regularisation phase), a second D update on the same real batch minimises their sum alone.
+   Every generator update: ``g_discriminator(ctx, critic)`` may swap the function that
    scores the fakes (unrolled GANs score them with a look-ahead copy of D; strategies chain, each receiving
    the previous result, the first one D; ``ctx.d_fake`` is still None), then ``g_terms(ctx)`` returns G's
    extra terms. The loop sums the terms and logs each as ``loss/D/<term>`` / ``loss/G/<term>``; two
@@ -30,12 +32,16 @@ selected strategies that replace the same part are refused before training by :f
 ``refuses``, why the method cannot train in a :class:`Mode` (``trainer.distributed``, ``model.conditional``,
 ``trainer.ensemble``, ``trainer.update=simultaneous``), one reason per mode, read by the one checker
 :func:`check_modes` before training starts.
+``per_sample_critic``: why the method needs D to score each sample independently of the others (a penalty that
+differentiates D per sample), or None; such a strategy is refused with a D that mixes samples (batch norm,
+minibatch-statistics heads) by the one rule :func:`ganlab.strategies.common.check_per_sample_critic`.
 ``double_backward`` is a property (it may depend on the instance's settings): True when a loss term
 differentiates a gradient, which ``torch.compile`` cannot.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -102,8 +108,9 @@ class TrainState:
         generator, discriminator: the networks being trained.
         opt_g, opt_d: their optimisers.
         step: number of generator updates done so far.
-        g_ema: an exponential-moving-average copy of G when a strategy keeps one, else None. Score or sample
-            it through :func:`ganlab.strategies.ema.scored_generator`, which recomputes its batch-norm statistics.
+        g_ema: the exponential-moving-average copy of G once a strategy turned it on (:meth:`keep_ema`), else
+            None. The scored generator then (:func:`ganlab.trainer.state.scored_generator`, which recomputes its
+            batch-norm statistics).
         log_text: ``log_text(tag, message)`` writes an event to the log and TensorBoard.
         extra: free slots strategies may share (e.g. the latest eval scores).
         lr: the run's learning-rate rule (:class:`ganlab.lr.LRRule`): a strategy that changes an lr at run time
@@ -112,6 +119,9 @@ class TrainState:
         loss: the adversarial loss in use (after every strategy's ``configure``); None outside a trainer.
         g_ema_stats: how ``g_ema``'s batch-norm statistics are recomputed (set by the strategy that keeps it;
             None: the defaults of :class:`~ganlab.models.standing_stats.StandingStats`).
+        draw_uniform: where :meth:`StepContext.uniform` draws per-sample numbers from, ``(n, dtype, device) ->
+            (n,)``; None: the global RNG (a single run). The ensemble (:mod:`ganlab.ensemble`) sets it so that each
+            member's rows come from that member's own stream.
     """
 
     generator: nn.Module
@@ -125,10 +135,21 @@ class TrainState:
     lr: LRRule | None = None
     loss: AdversarialLoss | None = None
     g_ema_stats: StandingStats | None = None
+    draw_uniform: Callable[[int, torch.dtype, torch.device], Tensor] | None = None
 
     def __post_init__(self) -> None:
         if self.lr is None:
             self.lr = LRRule({"G": self.opt_g, "D": self.opt_d}, None, total_steps=1)
+
+    def keep_ema(self, stats: StandingStats | None = None) -> nn.Module:
+        """Turn on the EMA copy of G: ``g_ema`` becomes a deep copy of ``generator`` without gradients (unless the
+        run keeps one already, e.g. a stacked copy), recalibrated with ``stats`` before it is scored; returned.
+        Whoever turns it on updates it (:func:`ganlab.strategies.ema.ema_update`); a checkpoint's ``g_ema`` is
+        loaded into it after the strategies' ``on_start``."""
+        if self.g_ema is None:
+            self.g_ema = copy.deepcopy(self.generator).requires_grad_(False)
+        self.g_ema_stats = stats
+        return self.g_ema
 
 
 @dataclass
@@ -158,6 +179,15 @@ class StepContext:
     d_real: Tensor | None = None
     d_fake: Tensor | None = None
     labels: Tensor | None = None
+
+    def uniform(self, n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """(n,) numbers drawn U[0, 1) for the samples of this update (e.g. WGAN-GP's interpolation weights): from
+        the global RNG (``torch.rand``), or from ``state.draw_uniform`` when it is set (the ensemble). Strategies
+        draw per-sample randomness here, so that they run unchanged in a single run and vectorised in an ensemble."""
+        draw = self.state.draw_uniform
+        if draw is None:
+            return torch.rand(n, device=device, dtype=dtype)
+        return draw(n, dtype, device)
 
     @property
     def step(self) -> int:
@@ -236,6 +266,9 @@ class Strategy:
     #: there before anything is built (:func:`check_modes`), None lets it run. A class lists only the modes it
     #: changes; the others keep its parent's entries (from :data:`DEFAULT_REFUSALS` at the base).
     refuses: ClassVar[Mapping[Mode, str | None]] = DEFAULT_REFUSALS
+    #: Why the method needs D's score of one sample to depend on that sample alone (a clause: "its penalty ..."), or
+    #: None. Checked by :func:`ganlab.strategies.common.check_per_sample_critic` once every strategy has configured D.
+    per_sample_critic: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -249,6 +282,12 @@ class Strategy:
     @property
     def double_backward(self) -> bool:
         """True when a loss term differentiates a gradient (``torch.compile`` cannot); default False."""
+        return False
+
+    @property
+    def regularisation_update(self) -> bool:
+        """True when :meth:`d_reg_terms` may return terms (a separate D update; lazy regularisation); default
+        False. The vectorised ensemble has no such update and refuses these settings."""
         return False
 
     def configure(self, spec: GANSpec) -> None:
@@ -267,6 +306,13 @@ class Strategy:
 
     def after_d_step(self, ctx: StepContext) -> None:
         """Observe a discriminator update once it is applied (``ctx`` as given to ``d_terms``)."""
+
+    def d_reg_terms(self, ctx: StepContext) -> dict[str, Tensor]:
+        """Terms of a separate regularisation update of D, right after the D update ``ctx`` describes (and its
+        ``after_d_step``); {} (the default) when none is due. When any strategy returns terms, the loop runs one more
+        D update (the same real micro-batches) minimising their sum alone: StyleGAN2's lazy regularisation phase
+        (Karras et al. 2020, Appendix B). A strategy that uses it adjusts D's optimiser for the extra updates."""
+        return {}
 
     def g_discriminator(self, ctx: StepContext, critic: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
         """The function that scores ``ctx.fake`` (B, *data_shape) -> (B,) for G's adversarial term.

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from ganlab.strategies.spectral_norm import apply_spectral_norm
+
+if TYPE_CHECKING:
+    from ganlab.strategies.base import Strategy
 
 
 def head_owner(discriminator: nn.Module, strategy: str) -> nn.Module:
@@ -38,9 +41,11 @@ def install_head(d: nn.Module, head: nn.Module) -> None:
 
 
 class LRAdjust:
-    """An optimiser factory that sets and/or scales every param group's lr right after building the optimiser.
+    """An optimiser factory that sets and/or scales every param group's lr right after building the optimiser, and
+    raises its Adam betas to a power.
 
-    Final lr = (``lr`` if given, else the lr the wrapped factory chose) * ``factor``. :meth:`wrap` merges
+    Final lr = (``lr`` if given, else the lr the wrapped factory chose) * ``factor``; final betas = the betas the
+    factory chose, each ** ``betas_power`` (groups without betas, e.g. SGD's, keep what they have). :meth:`wrap` merges
     with an ``LRAdjust`` already present (also one under a ``functools.partial``, as made by
     :func:`~ganlab.strategies.base.with_optim_kwargs`), so ``ttur`` (sets) and ``d_lr_damping`` (scales) give
     the same result in either order, and both win over lrs passed as keyword arguments (``wgan_gp``). On a
@@ -50,37 +55,44 @@ class LRAdjust:
         factory: ``params -> torch.optim.Optimizer``.
         lr: absolute learning rate (> 0), or None to keep the factory's.
         factor: multiplier (> 0).
+        betas_power: exponent of the betas (> 0; lazy regularisation's c = k / (k + 1), Karras et al. 2020,
+            StyleGAN2, Appendix B); merged multiplicatively like ``factor``.
 
     Raises:
-        ValueError: non-positive lr or factor.
+        ValueError: non-positive lr, factor or betas_power.
     """
 
     def __init__(self, factory: Callable[..., torch.optim.Optimizer], lr: float | None = None,
-                 factor: float = 1.0) -> None:
-        if not factor > 0 or (lr is not None and not lr > 0):
-            raise ValueError(f"lr and lr factor must be positive, got lr={lr}, factor={factor}")
-        self.factory, self.lr, self.factor = factory, lr, float(factor)
+                 factor: float = 1.0, betas_power: float = 1.0) -> None:
+        if not factor > 0 or (lr is not None and not lr > 0) or not betas_power > 0:
+            raise ValueError(f"lr, lr factor and betas power must be positive, got lr={lr}, factor={factor}, "
+                             f"betas_power={betas_power}")
+        self.factory, self.lr, self.factor, self.betas_power = factory, lr, float(factor), float(betas_power)
 
     @classmethod
     def wrap(cls, factory: Callable[..., torch.optim.Optimizer], lr: float | None = None,
-             factor: float = 1.0) -> LRAdjust:
-        """``factory`` with its lr set to ``lr`` (when given) and multiplied by ``factor``, merged as described."""
+             factor: float = 1.0, betas_power: float = 1.0) -> LRAdjust:
+        """``factory`` with its lr set to ``lr`` (when given) and multiplied by ``factor``, its betas raised to
+        ``betas_power``, merged as described."""
         inner, kwargs = factory, {}
         if isinstance(factory, functools.partial) and isinstance(factory.func, LRAdjust):
             inner, kwargs = factory.func, dict(factory.keywords)
         if isinstance(inner, LRAdjust):
             base = functools.partial(inner.factory, **kwargs) if kwargs else inner.factory
-            return cls(base, lr if lr is not None else inner.lr, inner.factor * factor)
-        return cls(factory, lr, factor)
+            return cls(base, lr if lr is not None else inner.lr, inner.factor * factor,
+                       inner.betas_power * betas_power)
+        return cls(factory, lr, factor, betas_power)
 
     def __call__(self, params: Iterable[Any], *args: Any, **kwargs: Any) -> torch.optim.Optimizer:
         opt = self.factory(params, *args, **kwargs)
         for group in opt.param_groups:
             group["lr"] = (self.lr if self.lr is not None else group["lr"]) * self.factor
+            if self.betas_power != 1.0 and "betas" in group:
+                group["betas"] = tuple(float(b) ** self.betas_power for b in group["betas"])
         return opt
 
     def __repr__(self) -> str:
-        return f"LRAdjust({self.factory!r}, lr={self.lr}, factor={self.factor})"
+        return f"LRAdjust({self.factory!r}, lr={self.lr}, factor={self.factor}, betas_power={self.betas_power})"
 
 
 def input_gradient(critic: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
@@ -149,3 +161,48 @@ def augment_discriminator(spec: Any, augment: Callable[[Tensor], Tensor], strate
         raise ValueError(f"strategies {spec.discriminator.strategy!r} and {strategy!r} both augment D's inputs; "
                          "select only one of them in strategy=[...]")
     spec.discriminator = AugmentedDiscriminator(spec.discriminator, augment, strategy)
+
+
+def sample_mixing_layers(discriminator: nn.Module) -> list[tuple[str, str | None]]:
+    """The layers of D whose output for one sample depends on the other samples of its forward pass, as
+    ``(name, strategy)`` pairs: every batch-norm layer (D trains in training mode, where batch norm normalises by
+    the batch's statistics; ``strategy`` None) and every module whose ``mixes_samples`` attribute names the strategy
+    that installed it (minibatch discrimination's and minibatch stddev's heads, where the mixing is the method).
+
+    PacGAN's packing is not listed: a pack of m samples is the unit D scores, and no pack depends on another, so a
+    per-score penalty stays per pack.
+    """
+    out: list[tuple[str, str | None]] = []
+    for name, m in discriminator.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            out.append((name or type(m).__name__, None))
+        elif isinstance(getattr(m, "mixes_samples", None), str):
+            out.append((name or type(m).__name__, m.mixes_samples))
+    return out
+
+
+def check_per_sample_critic(discriminator: nn.Module, strategies: Iterable[Strategy]) -> None:
+    """Refuse, before training, a D that mixes samples (:func:`sample_mixing_layers`) when a selected strategy
+    needs D to score each sample independently of the others (its ``per_sample_critic`` gives the reason, e.g. a
+    gradient penalty that differentiates each sample's score by that sample: with batch norm in D each sample's
+    term depends on the rest of the batch, Gulrajani et al. 2017, Sec. 4). The one rule of every such strategy:
+    each calls it in ``configure`` and the builder once more after every strategy has configured D (a head installed
+    by a later strategy counts too).
+
+    Raises:
+        ValueError: naming the strategy, the mixing layers and the way out (a D without batch norm:
+            ``model.discriminator.norm=layer`` or ``none``; dropping the strategy that installed a mixing head).
+    """
+    needs = [s for s in strategies if getattr(s, "per_sample_critic", None)]
+    layers = sample_mixing_layers(discriminator) if needs else []
+    if not layers:
+        return
+    s = needs[0]
+    bn = [name for name, owner in layers if owner is None]
+    heads = sorted({owner for _, owner in layers if owner is not None})
+    found = ([f"batch norm ({', '.join(bn[:3])}{', ...' if len(bn) > 3 else ''})"] if bn else []) + \
+        [f"the {h} head" for h in heads]
+    fixes = (["use a D without batch norm (model.discriminator.norm=layer or model.discriminator.norm=none)"]
+             if bn else []) + ([f"drop {' and '.join(heads)} from strategy=[...]"] if heads else [])
+    raise ValueError(f"strategy {s.name}: {s.per_sample_critic}, but D's score of one sample depends on the other "
+                     f"samples of its batch through {' and '.join(found)}; {', and '.join(fixes)}, or drop {s.name}")

@@ -5,6 +5,10 @@ M_i in R^{B x C} (eq. in Sec. 3.2). For each kernel b, c_b(x_i, x_j) = exp(-||M_
 o(x_i)_b = sum_{j != i} c_b(x_i, x_j). The B values o(x_i) are concatenated to f(x_i) and a new
 Linear(A + B, 1) head scores the result. Real and generated batches are scored separately (the loop
 calls D on each), so a collapsed generator shows up as large o(x).
+
+Each sample's score depends on the other samples of its batch by design (the method), so the strategies whose term
+needs a per-sample D (``r1``, ``wgan_gp``) refuse this head before training
+(:func:`ganlab.strategies.common.check_per_sample_critic`).
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ from torch import Tensor, nn
 from ganlab.strategies.base import GANSpec, Part, Strategy
 from ganlab.strategies.common import head_owner, install_head
 
-#: Elements of one block of the pairwise computation, (kernels, C, rows, N): 4 MiB of float32, so that the few
-#: passes over a block (difference, absolute value or sign, sum) stay in cache while each pass is long enough for
-#: the per-call overhead not to matter (best of 2**17 .. 2**22 at N = 256, B = 100, C = 5 on one CPU thread).
+#: Elements of one block of the pairwise computation, (kernels, C, rows, columns): 4 MiB of float32, so that the
+#: few passes over a block (difference, absolute value or sign, sum) stay in cache while each pass is long enough for
+#: the per-call overhead not to matter.
 BLOCK_ELEMENTS = 2**20
+#: Row blocks per kernel (at least): each block of rows i is paired with the columns j >= its first row only, and
+#: the pairs below the diagonal are read off by symmetry, so more row blocks skip more of the N x N pairs (8 blocks
+#: compute 9/16 of them; 2, 4 and 8 measured at N = 256, B = 100, C = 5 on one CPU thread: 8 the fastest).
+ROW_BLOCKS = 8
 
 
 def minibatch_features_direct(m: Tensor) -> Tensor:
@@ -37,27 +45,26 @@ def minibatch_features_direct(m: Tensor) -> Tensor:
 
 
 def _blocks(kernels: int, dims: int, n: int) -> list[tuple[slice, slice]]:
-    """(kernel slice, row slice) pairs that tile B x N, each block's (kernels, C, rows, N) holding at most
-    :data:`BLOCK_ELEMENTS` elements (at least one kernel and one row)."""
-    per_kernel = dims * n * n
-    if per_kernel <= BLOCK_ELEMENTS:
-        kb, rb = BLOCK_ELEMENTS // per_kernel, n
-    else:
-        kb, rb = 1, max(1, BLOCK_ELEMENTS // (dims * n))
+    """(kernel slice, row slice) pairs that tile B x N: about :data:`ROW_BLOCKS` row blocks per kernel, and as many
+    kernels per block as keep its (kernels, C, rows, N) within :data:`BLOCK_ELEMENTS` (at least one kernel and
+    one row)."""
+    rb = max(1, min(-(-n // ROW_BLOCKS), BLOCK_ELEMENTS // (dims * n)))
+    kb = max(1, BLOCK_ELEMENTS // (dims * rb * n))
     return [(slice(b, min(b + kb, kernels)), slice(r, min(r + rb, n)))
             for b in range(0, kernels, kb) for r in range(0, n, rb)]
 
 
 def _diff(mt: Tensor, kernels: slice, rows: slice) -> Tensor:
-    """M_ibc - M_jbc for the block's kernels b, rows i and all j: (kb, C, rb, N), from ``mt`` (B, C, N)."""
+    """M_ibc - M_jbc for the block's kernels b, rows i and the columns j >= its first row: (kb, C, rb, N - r0),
+    from ``mt`` (B, C, N)."""
     x = mt[kernels]  # (kb, C, N)
-    return x[:, :, rows, None] - x[:, :, None, :]
+    return x[:, :, rows, None] - x[:, :, None, rows.start:]
 
 
 def _kernel_block(d: Tensor, out: Tensor | None = None) -> Tensor:
-    """c_b(x_i, x_j) = exp(-||M_ib - M_jb||_1) from the block's differences ``d`` (kb, C, rb, N), which it
-    overwrites: (kb, rb, N), written into ``out`` when given."""
-    dist = torch.sum(d.abs_(), 1) if out is None else torch.sum(d.abs_(), 1, out=out)  # (kb, rb, N) L1 distances
+    """c_b(x_i, x_j) = exp(-||M_ib - M_jb||_1) from the block's differences ``d`` (kb, C, rb, cols), which it
+    overwrites: (kb, rb, cols), written into ``out`` when given."""
+    dist = torch.sum(d.abs_(), 1) if out is None else torch.sum(d.abs_(), 1, out=out)  # (kb, rb, cols) L1
     return dist.neg_().exp_()
 
 
@@ -79,11 +86,12 @@ class _MinibatchKernelSums(torch.autograd.Function):
         n, kernels, dims = m.shape
         mt = m.detach().permute(1, 2, 0).contiguous()  # (B, C, N): the batch along the contiguous dimension
         keep = kernels * n * n <= max_elements  # keep the (B, N, N) kernel values for the backward pass
-        c = torch.empty(kernels, n, n, dtype=m.dtype, device=m.device) if keep else None
-        o = torch.empty(kernels, n, dtype=m.dtype, device=m.device)  # (B, N)
+        c = torch.empty(kernels, n, n, dtype=m.dtype, device=m.device) if keep else None  # upper blocks only
+        o = torch.zeros(kernels, n, dtype=m.dtype, device=m.device)  # (B, N)
         for kb, rb in _blocks(kernels, dims, n):
-            cb = _kernel_block(_diff(mt, kb, rb), None if c is None else c[kb, rb])  # (kb, rb, N)
-            torch.sum(cb, -1, out=o[kb, rb])
+            cb = _kernel_block(_diff(mt, kb, rb), None if c is None else c[kb, rb, rb.start:])  # (kb, rb, N - r0)
+            o[kb, rb] += cb.sum(-1)  # rows i: their pairs with every j >= r0 (the diagonal block whole)
+            o[kb, rb.stop:] += cb[:, :, rb.stop - rb.start:].sum(1)  # columns j >= r1: c_ji = c_ij
         ctx.max_elements = max_elements
         ctx.save_for_backward(m, mt, c)
         return o.sub_(1.0).t()  # (N, B); the j = i term is exp(0) = 1
@@ -98,13 +106,15 @@ class _MinibatchKernelSums(torch.autograd.Function):
             return grad_m, None
         kernels, dims, n = mt.shape
         g = grad_o.t().contiguous()  # (B, N)
-        grad = torch.empty_like(mt)  # (B, C, N)
+        acc = torch.zeros_like(mt)  # (B, C, N): sum_j (g_i + g_j) c_ij sign(M_ibc - M_jbc)
         for kb, rb in _blocks(kernels, dims, n):
-            d = _diff(mt, kb, rb)  # (kb, C, rb, N)
-            cb = c[kb, rb] if c is not None else _kernel_block(d.clone())  # (kb, rb, N)
-            w = (g[kb, rb, None] + g[kb, None, :]).mul_(cb)  # (kb, rb, N): (g_i + g_j) c_ij
-            grad[kb, :, rb] = d.sign_().mul_(w[:, None]).sum(-1)  # sum_j w_ij sign(M_ibc - M_jbc)
-        return grad.neg_().permute(2, 0, 1), None
+            d = _diff(mt, kb, rb)  # (kb, C, rb, N - r0)
+            cb = c[kb, rb, rb.start:] if c is not None else _kernel_block(d.clone())  # (kb, rb, N - r0)
+            w = (g[kb, rb, None] + g[kb, None, rb.start:]).mul_(cb)  # (kb, rb, N - r0): (g_i + g_j) c_ij
+            t = d.sign_().mul_(w[:, None])  # (kb, C, rb, N - r0): w_ij sign(M_ibc - M_jbc)
+            acc[kb, :, rb] += t.sum(-1)  # rows i
+            acc[kb, :, rb.stop:] -= t[..., rb.stop - rb.start:].sum(2)  # columns j >= r1: sign(M_j - M_i) = -sign
+        return acc.neg_().permute(2, 0, 1), None
 
 
 def minibatch_features(m: Tensor, max_elements: int = 2**24) -> Tensor:
@@ -116,10 +126,12 @@ def minibatch_features(m: Tensor, max_elements: int = 2**24) -> Tensor:
         dL/dM_kbc = -sum_j (g_kb + g_jb) c_b(x_k, x_j) sign(M_kbc - M_jbc),
 
     taken with sign(0) = 0, the subgradient ``torch.cdist(p=1)`` uses too: equal rows (a collapsed batch) push
-    each other nowhere along a coordinate where they agree. Both passes run over blocks of kernels and rows
-    (:data:`BLOCK_ELEMENTS`) that stay in cache; the (B, N, N) kernel values c are kept for the backward pass when
-    they hold at most ``max_elements`` elements, else recomputed block by block, so peak memory stays bounded for
-    any batch size N. Inputs in float16/bfloat16 are computed in float32 (as autocast runs ``torch.cdist``).
+    each other nowhere along a coordinate where they agree. Both passes run over blocks of kernels and rows that
+    stay in cache (:data:`BLOCK_ELEMENTS`), each block of rows paired only with the columns from its first row on:
+    c is symmetric and the signs antisymmetric, so the pairs below are read off by symmetry. The kernel values c
+    are kept for the backward pass when the (B, N, N) of them hold at most ``max_elements`` elements, else
+    recomputed block by block, so peak memory stays bounded for any batch size N. Inputs in float16/bfloat16 are
+    computed in float32 (as autocast runs ``torch.cdist``).
 
     Args:
         m: (N, B, C) projected features M, N >= 1.
@@ -154,6 +166,10 @@ class MinibatchDiscriminationHead(nn.Module):
     Raises:
         ValueError: for a non-positive size.
     """
+
+    #: Mixes the samples of a batch by design (the method): penalties that need a per-sample D refuse it
+    #: (:func:`ganlab.strategies.common.check_per_sample_critic`).
+    mixes_samples = "minibatch_discrimination"
 
     def __init__(self, in_features: int, num_kernels: int = 100, kernel_dim: int = 5,
                  max_elements: int = 2**24) -> None:

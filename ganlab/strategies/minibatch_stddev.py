@@ -6,6 +6,10 @@ which is appended as one extra feature to every member of the group. Karras et a
 feature *map* before the last convolution block; ganlab's head-based D appends it to the penultimate
 features instead (``discriminator.head`` becomes Linear(A + 1, 1) over [f, s]), for MLP and DCGAN alike.
 Groups are strided as in the official code: group g holds samples g, g + N/G, g + 2N/G, ...
+
+Each sample's score depends on the other samples of its batch by design (the method), so the strategies whose term
+needs a per-sample D (``r1``, ``wgan_gp``) refuse this head before training
+(:func:`ganlab.strategies.common.check_per_sample_critic`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ class MinibatchStdDevHead(nn.Module):
         in_features: A (> 0).
         group_size: G (>= 1; paper: 4).
     """
+
+    #: Mixes the samples of a batch by design (the method): penalties that need a per-sample D refuse it
+    #: (:func:`ganlab.strategies.common.check_per_sample_critic`).
+    mixes_samples = "minibatch_stddev"
 
     def __init__(self, in_features: int, group_size: int = 4) -> None:
         super().__init__()

@@ -11,6 +11,10 @@ from torch import Tensor
 
 from ganlab.strategies.base import Mode, StepContext, Strategy
 
+#: Smallest latent distance the ratio divides by: pairs of identical codes (a collapsing run's, or a batch of one
+#: repeated code) gave 0 / 0 = NaN; with the floor their ratio is 0 (equal codes make equal samples).
+Z_DISTANCE_FLOOR = 1e-8
+
 
 def mode_seeking_ratio(fake: Tensor, z: Tensor) -> Tensor:
     """mean|G(z1) - G(z2)| / mean|z1 - z2| over the pairs (first half, second half) of the batch.
@@ -20,7 +24,8 @@ def mode_seeking_ratio(fake: Tensor, z: Tensor) -> Tensor:
         z: (B, z_dim) latent codes.
 
     Returns:
-        A scalar >= 0 (0 when G ignores z: a collapsed generator).
+        A scalar >= 0 (0 when G ignores z: a collapsed generator), finite: the latent distance is taken as at least
+        :data:`Z_DISTANCE_FLOOR` (identical codes give ratio 0, not 0 / 0).
 
     Raises:
         ValueError: B < 2 or mismatched batch sizes.
@@ -28,7 +33,7 @@ def mode_seeking_ratio(fake: Tensor, z: Tensor) -> Tensor:
     if fake.shape[0] < 2 or fake.shape[0] != z.shape[0]:
         raise ValueError(f"mode seeking needs >= 2 samples and one code each; got {fake.shape[0]} and {z.shape[0]}")
     h = fake.shape[0] // 2
-    return (fake[:h] - fake[h:2 * h]).abs().mean() / (z[:h] - z[h:2 * h]).abs().mean()
+    return (fake[:h] - fake[h:2 * h]).abs().mean() / (z[:h] - z[h:2 * h]).abs().mean().clamp(min=Z_DISTANCE_FLOOR)
 
 
 class ModeSeeking(Strategy):

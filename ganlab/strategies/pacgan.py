@@ -11,6 +11,10 @@ paper uses m = 2..4 (PacGAN2, PacGAN3, PacGAN4).
 codes), so G's batch-norm statistics are per group of ``trainer.batch_size`` samples; by default G makes the m x B
 fakes in one pass. Pack i holds sample i of every column. Together with ``trainer.update=simultaneous`` this is
 their update scheme (docs/concepts/update_scheme.md).
+
+Mixing the m samples of a pack is the method: the pack is the unit D scores, and no pack's score depends on another
+pack, so the per-score penalties (``r1``, ``wgan_gp``) are allowed with it and taken per pack
+(:func:`ganlab.strategies.common.check_per_sample_critic` does not count the packing as mixing).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ signal and the snapshot is better than G now, G is restored to it, at most once 
 Collapse signals, whichever keys the scores have: a coverage key at least ``min_drop`` below its (decayed)
 best, ``high_similarity_fraction`` above ``similarity_threshold`` (not on 2-D points, where cosine similarity is
 blind; it is left out of the quality there too), or the loop's ``collapse_alarm`` = 1 (the
-collapse detector, :mod:`ganlab.health.detector`, or the fixed-z alarm). Restoring G's optimiser state
+collapse detector, :mod:`ganlab.callbacks.detector`, or the fixed-z alarm). Restoring G's optimiser state
 brings back its moments, never its learning rate (the run's lr rule, :mod:`ganlab.lr`, sets it at every step).
 
 There is no paper to cite: we know of no controlled published study of rollback, so its defaults are

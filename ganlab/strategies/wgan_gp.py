@@ -3,7 +3,10 @@
 The critic minimises E[D(x~)] - E[D(x)] + lambda * E[(||grad_x^ D(x^)||_2 - 1)^2] with
 x^ = eps x + (1 - eps) x~, eps ~ U[0, 1] drawn once per sample. Defaults from the paper: lambda = 10,
 n_critic = 5, Adam with lr 1e-4 and betas (0, 0.9). Batch norm in the critic breaks the per-sample
-penalty (Sec. 4, "No critic batch normalization"), so a critic with batch norm is refused.
+penalty (Sec. 4, "No critic batch normalization"), and so does any layer that mixes the samples of a batch
+(minibatch discrimination, minibatch stddev): such a critic is refused
+(:func:`~ganlab.strategies.common.check_per_sample_critic`). PacGAN's packs are allowed: the pack is the unit the
+critic scores, and the penalty is taken per pack.
 """
 
 from __future__ import annotations
@@ -14,9 +17,8 @@ import torch
 from torch import Tensor
 
 from ganlab.losses import WassersteinLoss
-from ganlab.models.base import has_batch_norm
 from ganlab.strategies.base import GANSpec, Mode, Part, StepContext, Strategy, with_optim_kwargs
-from ganlab.strategies.common import input_gradient
+from ganlab.strategies.common import check_per_sample_critic, input_gradient
 
 
 def gradient_penalty(critic: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor,
@@ -63,12 +65,14 @@ class WGANGP(Strategy):
         betas: Adam betas (paper: (0, 0.9)); None keeps ``optim.*.betas``.
 
     Raises:
-        ValueError: bad values, or (in ``configure``) a critic with batch norm.
+        ValueError: bad values, or (in ``configure``) a critic that mixes samples (batch norm, minibatch heads).
     """
 
     name = "wgan_gp"
     replaces = frozenset({Part.LOSS})
     refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
+    per_sample_critic = "its gradient penalty differentiates each sample's score by that sample (Gulrajani et al. " \
+                        "2017, Sec. 4)"
 
     def __init__(self, lambda_gp: float = 10.0, n_critic: int = 5, lr: float | None = 1e-4,
                  betas: Sequence[float] | None = (0.0, 0.9)) -> None:
@@ -84,10 +88,7 @@ class WGANGP(Strategy):
         self.betas = tuple(float(b) for b in betas) if betas is not None else None
 
     def configure(self, spec: GANSpec) -> None:
-        if has_batch_norm(spec.discriminator):
-            raise ValueError("strategy wgan_gp: the critic contains batch norm, which makes the gradient penalty "
-                             "mix samples (Gulrajani et al. 2017, Sec. 4); use model.discriminator.norm=layer "
-                             "or model.discriminator.norm=none")
+        check_per_sample_critic(spec.discriminator, [self])
         spec.loss = WassersteinLoss()
         spec.n_critic = self.n_critic
         spec.d_optim = with_optim_kwargs(spec.d_optim, lr=self.lr, betas=self.betas)
@@ -98,7 +99,8 @@ class WGANGP(Strategy):
         return True  # the penalty differentiates a gradient (no torch.compile)
 
     def d_terms(self, ctx: StepContext) -> dict[str, Tensor]:
-        return {"gp": self.lambda_gp * gradient_penalty(ctx.critic, ctx.real, ctx.fake)}
+        eps = ctx.uniform(len(ctx.real), torch.promote_types(ctx.real.dtype, torch.float32), ctx.real.device)
+        return {"gp": self.lambda_gp * gradient_penalty(ctx.critic, ctx.real, ctx.fake, eps)}
 
     def __repr__(self) -> str:
         return f"WGANGP(lambda_gp={self.lambda_gp}, n_critic={self.n_critic}, lr={self.lr}, betas={self.betas})"

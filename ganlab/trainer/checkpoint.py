@@ -14,10 +14,11 @@ A checkpoint (:meth:`ganlab.trainer.loop.Trainer.state_dict`) is a dict of plain
 * ``health``: ``{"recoveries", "scalers": {"D", "G"}: GradScaler state, "stats": {"D", "G"}: [float]}``
   (NaN-guard recoveries so far, fp16 loss scales, the monitor's rolling windows of global grad norms);
 * ``lr``: the lr rule (:class:`ganlab.lr.LRRule`): base lrs, strategies' factors and the NaN guard's cut;
-* ``alarm``: the collapse alarm's state (``{}`` when it is off); ``detector``: the collapse detector's
-  (:class:`ganlab.health.detector.CollapseDetector`: best coverage, trend counters, the latest findings);
-* ``risk``: the early-warning collapse risk's state (:class:`ganlab.health.risk.CollapseRisk`: its windows of
-  the D and G losses at monitored steps and whether it is above its threshold; ``{}`` when it is off);
+* ``callbacks``: ``{name: state}`` from each callback's ``state_dict()`` (:mod:`ganlab.trainer.callback`), e.g.
+  ``collapse_alarm`` (``{}`` when it is off), ``collapse_detector`` (best coverage, trend counters, the latest
+  findings) and ``collapse_risk`` (its windows of the D and G losses at monitored steps and whether it is above
+  its threshold; ``{}`` when it is off). Checkpoints written before callbacks held these three as top-level
+  ``alarm``, ``detector`` and ``risk``; :func:`callback_states` reads both;
 * ``threads``: the CPU threads torch used (``threads=auto`` picks them from the experiment);
 * ``after_eval``: in a ``last.pt``, the scores and health values the strategies' ``after_eval`` reacted to
   right after it was written (the weights are the ones scored; resuming replays that reaction); else None.
@@ -35,12 +36,24 @@ import torch
 
 from ganlab.io import atomic_open, atomic_save, atomic_write_text
 
-__all__ = ["FORMAT", "atomic_open", "atomic_save", "atomic_write_text", "rng_state", "set_rng_state",
-           "find_checkpoint", "resolve_checkpoint", "load_checkpoint"]
+__all__ = ["FORMAT", "LEGACY_CALLBACK_KEYS", "atomic_open", "atomic_save", "atomic_write_text", "rng_state",
+           "set_rng_state", "callback_states", "find_checkpoint", "resolve_checkpoint", "load_checkpoint"]
 
 log = logging.getLogger("ganlab")
 
 FORMAT = 1
+
+
+#: Checkpoints written before callbacks: the callback's name -> the top-level key its state was saved under.
+LEGACY_CALLBACK_KEYS = {"collapse_alarm": "alarm", "collapse_detector": "detector", "collapse_risk": "risk"}
+
+
+def callback_states(ckpt: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{callback name: state}`` of a checkpoint: its ``callbacks`` entry, or, in a checkpoint written before
+    callbacks, the states of the collapse alarm, detector and risk under their old keys."""
+    if "callbacks" in ckpt:
+        return dict(ckpt["callbacks"])
+    return {name: ckpt.get(key) or {} for name, key in LEGACY_CALLBACK_KEYS.items()}
 
 
 def rng_state() -> dict[str, Any]:

@@ -34,9 +34,7 @@ class Checkpointing:
                 "strategies": {s.name: s.state_dict() for s in self.strategies}, "batcher": self.batcher.state_dict(),
                 "noise_rng": self.noise.get_state(), "rng": ckpt_io.rng_state(), "config": self.config,
                 "scores": self.last_scores, "health": self.health.state_dict(), "lr": self.lr.state_dict(),
-                "alarm": self.alarm.state_dict() if self.alarm is not None else {},
-                "detector": self.detector.state_dict(),
-                "risk": self.risk.state_dict() if self.risk is not None else {}, "after_eval": after_eval,
+                "callbacks": {c.name: c.state_dict() for c in self.callbacks}, "after_eval": after_eval,
                 "threads": torch.get_num_threads()}
 
     def save(self, path: Path, after_eval: dict[str, float] | None = None) -> None:
@@ -72,11 +70,9 @@ class Checkpointing:
         self.noise.set_state(ckpt["noise_rng"])
         self._load_rng(ckpt)
         self.health.load_state_dict(ckpt.get("health", {}))
-        if self.alarm is not None:
-            self.alarm.load_state_dict(ckpt.get("alarm", {}))
-        self.detector.load_state_dict(ckpt.get("detector", {}))
-        if self.risk is not None:
-            self.risk.load_state_dict(ckpt.get("risk", {}))
+        states = ckpt_io.callback_states(ckpt)
+        for c in self.callbacks:
+            c.load_state_dict(states.get(c.name, {}))
 
     def _load_rng(self, ckpt: dict[str, Any]) -> None:
         """The global RNGs of this rank: the checkpoint's ``rng`` in one process; under several, this rank's

@@ -1,10 +1,13 @@
 """The GAN training loop. It reads top to bottom and never branches on a component's name: strategies act
 only through the hooks of :class:`ganlab.strategies.Strategy`. Each update is written out in :meth:`Trainer._update`
 (zero_grad, backward of each micro-batch, unscale, clip, step); the health monitor only reads the gradients and
-returns findings, which the loop acts on (NaN rollback, hard-limit stop: :mod:`ganlab.trainer.recovery`)."""
+returns findings, which the loop acts on (NaN rollback, hard-limit stop: :mod:`ganlab.trainer.recovery`). Observers
+(collapse alarm, detector, risk) are callbacks (:mod:`ganlab.trainer.callback`), called at fixed points; every scalar
+goes through one channel, :attr:`Trainer.stats`, which :meth:`Trainer.publish` writes."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -12,7 +15,7 @@ import math
 import operator
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +26,7 @@ from tqdm import tqdm  # plain: tqdm.auto warns "IProgress not found" in a noteb
 
 from ganlab.data.base import Batcher, GANData
 from ganlab.distributed import SINGLE, Dist, wrap
-from ganlab.health import AlertLog, CollapseAlarm, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
-from ganlab.health.covered import covered_ids
-from ganlab.health.detector import CollapseDetector
-from ganlab.health.risk import CollapseRisk
+from ganlab.health import AlertLog, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
 from ganlab.hparams import log_run_summary
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
@@ -34,13 +34,15 @@ from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
 from ganlab.models.conditional import AuxiliaryClassLoss, code_labels, grid_codes
 from ganlab.provenance import provenance
 from ganlab.strategies.base import StepContext, Strategy, TrainState
-from ganlab.strategies.ema import scored_generator
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import recovery, visuals
+from ganlab.trainer.callback import Callback
 from ganlab.trainer.checkpointing import Checkpointing
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.interrupt import GracefulStop, TrainingInterrupted
 from ganlab.trainer.loggers import NullLogger
+from ganlab.trainer.state import scored_generator
+from ganlab.trainer.stats import HEALTH, SCORES, Stats
 
 log = logging.getLogger("ganlab")
 
@@ -83,7 +85,8 @@ class Trainer(Checkpointing):
         seed: seeds the batch order and the latent-code stream.
         logger: where scalars/images go.
         config: the resolved run config, stored in checkpoints.
-        monitor: training-health settings (:mod:`ganlab.health`); defaults when None.
+        monitor: per-update training-health settings (:mod:`ganlab.health`); defaults when None.
+        callbacks: the observers (:class:`~ganlab.trainer.callback.Callback`), called in this order; one per name.
         lr_schedules: ``{"G": ..., "D": ...}`` warmup/decay of each network's lr (:mod:`ganlab.lr`); constant
             when None or missing.
         dist: this process's rank among the processes training together (:mod:`ganlab.distributed`);
@@ -102,7 +105,8 @@ class Trainer(Checkpointing):
                  evaluator: Evaluator, run_dir: str | Path, cfg: TrainerConfig, seed: int,
                  logger: NullLogger | None = None, config: dict[str, Any] | None = None,
                  monitor: MonitorConfig | None = None, lr_schedules: dict[str, LRSchedule] | None = None,
-                 dist: Dist | None = None, class_loss: AuxiliaryClassLoss | None = None, g_groups: int = 1) -> None:
+                 dist: Dist | None = None, class_loss: AuxiliaryClassLoss | None = None, g_groups: int = 1,
+                 callbacks: Sequence[Callback] = ()) -> None:
         cfg.validate()
         self.dist = dist or SINGLE
         self.data, self.G, self.D, self.loss = data, generator, discriminator, loss
@@ -129,16 +133,13 @@ class Trainer(Checkpointing):
         self._pending_g_ema: dict[str, Tensor] | None = None
         self._pending_after_eval: dict[str, float] | None = None  # from last.pt: the strategies' reaction to replay
         self._started = False
-        monitor = monitor or MonitorConfig()
         self.alerts = AlertLog(self.run_dir, self.logger, write=self.dist.main)
-        self.health = HealthMonitor(monitor, cfg.precision, self.device, self.alerts)
-        alarm_z = generator.sample_z(monitor.collapse_z, torch.Generator(device=self.device).manual_seed(seed + 3)) \
-            if monitor.collapse_z else None
-        self.alarm = CollapseAlarm(alarm_z, monitor.collapse_tau, monitor.collapse_patience, self.alerts) \
-            if alarm_z is not None else None
-        self.detector = CollapseDetector(monitor.detector, points=data.mixture is not None)
-        self.risk = CollapseRisk(monitor.risk, generator, data, seed, monitor.every, self.alerts) \
-            if monitor.risk.enabled else None  # early-warning collapse risk at monitored steps
+        self.health = HealthMonitor(monitor or MonitorConfig(), cfg.precision, self.device, self.alerts)
+        self.callbacks = list(callbacks)
+        names = [c.name for c in self.callbacks]
+        if len(set(names)) < len(names):
+            raise ValueError(f"two callbacks share a name in {names}: each saves its state under its name; rename one")
+        self.stats = Stats()  # the one channel for scalars; publish() writes it
         self.good_checkpoint: Path | None = None  # the newest checkpoint saved with finite weights
         self.last_batch: dict[str, Any] = {}      # inputs/outputs of the latest update, dumped on a NaN
         self._last_idx: Tensor | None = None      # the latest D step's sample indices (their classes: the G step's)
@@ -315,7 +316,40 @@ class Trainer(Checkpointing):
             whole = self._global(ctx)
             for s in self.strategies:
                 s.after_d_step(whole)
+            reg, reg_found = self._d_reg_step([c for c, _ in parts])
+            terms, found = terms | reg, reg_found if reg_found is not None else found
         return ctx, terms, found
+
+    def _d_reg_step(self, ctxs: list[StepContext]) -> tuple[dict[str, Tensor], UpdateFindings | None]:
+        """Lazy regularisation (StyleGAN2's separate phase, Karras et al. 2020, Appendix B): when a strategy's
+        ``d_reg_terms`` returns terms after an applied D update (its micro-batches' contexts ``ctxs``), one more D
+        update minimises their sum alone. Returns (its terms for the whole batch, its findings), or ({}, None)."""
+        def terms_of(ctx: StepContext) -> dict[str, Tensor]:
+            out: dict[str, Tensor] = {}
+            for s in self.strategies:
+                for name, value in s.d_reg_terms(ctx).items():
+                    if name in out:
+                        raise ValueError(f"two regularisation terms are both named {name!r}; rename one")
+                    out[name] = value
+            return out
+
+        with self.health.autocast():
+            first = terms_of(ctxs[0])
+        if not first:
+            return {}, None
+        parts: list[tuple[StepContext, dict[str, Tensor]]] = []
+
+        def micro_loss(i: int) -> Tensor:
+            if i == 0:
+                terms = first
+            else:
+                with self.health.autocast():
+                    terms = terms_of(ctxs[i])
+            parts.append((ctxs[i], terms))
+            return _total(terms)
+
+        found = self._update("D", self.D, self.state.opt_d, micro_loss)
+        return self._merged(parts)[1], found
 
     def g_step(self, real: Tensor) -> tuple[dict[str, Tensor], UpdateFindings]:
         """One generator update (``real``: the last D step's batch, split into the same micro-batches as the
@@ -462,10 +496,11 @@ class Trainer(Checkpointing):
         return StepResult(d_terms, g_terms, ctx.d_real.detach(), ctx.d_fake.detach())
 
     def start(self) -> None:
-        """Strategies' ``on_start`` (which may create ``state.g_ema``), then the checkpoint's EMA weights into it.
+        """Strategies' ``on_start`` (which may create ``state.g_ema``), the checkpoint's EMA weights into it, then the
+        callbacks' ``on_start``.
 
-        :meth:`fit` calls it; call it yourself to use a loaded trainer without training (e.g. to score G's EMA copy).
-        Calling it again does nothing.
+        :meth:`fit` and :meth:`evaluate` call it; call it yourself to use a loaded trainer without training (e.g. to
+        score G's EMA copy). Calling it again does nothing.
         """
         if self._started:
             return
@@ -474,7 +509,20 @@ class Trainer(Checkpointing):
         if self._pending_g_ema is not None and self.state.g_ema is not None:  # created by a strategy's on_start
             self.state.g_ema.load_state_dict(self._pending_g_ema)
         self._pending_g_ema = None
+        for c in self.callbacks:
+            c.on_start(self)
         self._started = True
+
+    def callback(self, name: str) -> Callback:
+        """The callback called ``name`` (e.g. ``collapse_risk``).
+
+        Raises:
+            KeyError: no callback has that name (naming those there are).
+        """
+        for c in self.callbacks:
+            if c.name == name:
+                return c
+        raise KeyError(f"no callback named {name!r}; this trainer has {[c.name for c in self.callbacks]}")
 
     def fit(self) -> dict[str, Any]:
         """Train until ``cfg.steps`` generator updates; write checkpoints and ``metrics.json``; return it.
@@ -497,7 +545,7 @@ class Trainer(Checkpointing):
             self._train_until_done(bar, stop)
         bar.close()
         elapsed = time.perf_counter() - t0
-        return self._finish(start_step, elapsed)
+        return self.finish(start_step, elapsed)
 
     def _train_until_done(self, bar: Any, stop: GracefulStop) -> None:
         """The loop of :meth:`fit`: steps, logging, evaluations and checkpoints until ``cfg.steps``."""
@@ -514,16 +562,13 @@ class Trainer(Checkpointing):
             step = self.state.step
             strategy_scalars = {f"strategy/{s.name}/{k}": v
                                 for s in self.strategies for k, v in s.after_step(self.state).items()}
-            scalars = self.health.after_step(step)  # monitored steps only
-            if scalars and self.risk is not None:  # the early-warning risk: one host sync, monitored steps only
-                assert out.d_real is not None and out.d_fake is not None
-                with self._isolated_rng():  # D may draw random augmentations (diffaugment, ada): not the run's
-                    scalars |= self.risk.observe(step, self.G, self.D, out.d_real, out.d_fake, scalars,
-                                                 self.health.last)
+            monitor = self.health.after_step(step)  # monitored steps only
+            self.stats.report_all(monitor)
+            for c in self.callbacks:
+                c.after_step(self, out, monitor)
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
-                scalars |= self._step_scalars(out, strategy_scalars, bar)
-            if scalars:
-                self.logger.scalars(scalars, step)
+                self.stats.report_all(self._step_scalars(out, strategy_scalars, bar))
+            self.publish(step)
             if step % self.cfg.eval_every == 0 or step == self.cfg.steps:
                 self.evaluate()
             if step % self.cfg.ckpt_every == 0:
@@ -548,65 +593,71 @@ class Trainer(Checkpointing):
         return scalars
 
     def evaluate(self) -> dict[str, float]:
-        """Score the generator (its EMA copy, batch-norm statistics recomputed, when a strategy keeps one; see
-        :func:`ganlab.strategies.ema.scored_generator`), log scores and pictures, save last.pt, then let the
-        strategies react (``after_eval``).
+        """Score the generator, report, save last.pt, then let the strategies react (``after_eval``).
 
-        The collapse alarm's values and the peak memory go to TensorBoard as ``health/<key>`` and to
-        ``metrics.jsonl`` under ``"health"``; strategies' ``after_eval`` sees them merged into the scores.
-        last.pt holds the G that was scored, with its scores, because a reaction may change G (a rollback);
-        it also holds the reaction's input, which :meth:`fit` replays when a run resumes from it.
+        1. Score: the scored generator (:func:`ganlab.trainer.state.scored_generator`: the EMA copy, batch-norm
+           statistics recomputed, when the run keeps one, else G), its sample grid, then the callbacks'
+           ``after_eval`` (collapse alarm, detector), all with the global RNG isolated.
+        2. Report: scores as ``diversity/<key>``, the callbacks' values and the peak memory as ``health/<key>``;
+           :meth:`publish` writes them to TensorBoard and as one ``metrics.jsonl`` line.
+        3. Save last.pt: the G that was scored, with its scores (a reaction may change G: a rollback), and the
+           reaction's input, which :meth:`fit` replays when a run resumes from it.
+        4. React: the strategies' ``after_eval`` on the scores and health values.
         """
+        self.start()
         step = self.state.step
-        with self._isolated_rng():
+        with self.isolated_rng():
             G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
             if self.dist.main:
                 visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
                                     self.run_dir / "samples" / f"step_{step:07d}.png", step, nrow=self.grid_nrow,
                                     rows=f"rows: classes 0-{self.num_classes - 1}" if self.num_classes else "")
-            health = self.alarm.observe(G, self.evaluator, self.data, step) if self.alarm is not None else {}
-            health |= self._detect(result, result.scores | health, step)
+            self.stats.report_all(result.scores, prefix=SCORES)
+            for c in self.callbacks:
+                c.after_eval(self, G, result)
         scores = result.scores
         if scores.get(NONFINITE_KEY, 0.0) > 0:
             self.alerts.emit("nonfinite_samples", step, f"{scores[NONFINITE_KEY]:.0f} of "
                              f"{self.evaluator.num_samples} generated samples contain NaN or Inf; the scores "
                              "are those of the finite ones", count=scores[NONFINITE_KEY])
-        health["peak_memory_mib"] = peak_memory_mib(self.device)
-        self.logger.scalars({f"diversity/{k}": v for k, v in scores.items()}
-                            | {f"health/{k}": v for k, v in health.items()}, step)
+        self.stats.report(HEALTH + "peak_memory_mib", peak_memory_mib(self.device))
+        health = self.stats.under(HEALTH)
         for name, (counts, edges) in result.histograms.items():
             self.logger.histogram_counts(f"diversity/{name}", counts, edges, step)
         self.last_scores, self.last_result = scores, result
-        if self.dist.main:
-            self._append_jsonl({"step": step, "scores": scores, "health": health})
+        self.publish(step, record=True)
         reaction = self.dist.broadcast(scores | health)  # every rank's strategies react to rank 0's values
         self.save(self.run_dir / "checkpoints" / "last.pt", after_eval=reaction)
         self._react_to_eval(reaction)
         self.logger.flush()
         return scores
 
-    def _detect(self, result: EvalResult, values: dict[str, float], step: int) -> dict[str, float]:
-        """The collapse detector on one evaluation (:mod:`ganlab.health.detector`): an alert for each rule that
-        starts firing; returns ``detector/collapsed`` (a presence rule fired: G is collapsed now) and
-        ``collapse_alarm`` (any rule, or the fixed-z alarm), each 0 or 1; the triggered rollback acts on them."""
-        found = self.detector.observe(step, values, covered_ids(result, self.data, self.evaluator))
-        for f in (f for f in found if f.onset):
-            kind = "collapse" if f.presence else "collapse_trend"
-            self.alerts.emit(kind, step, f"[{f.rule}] {f.message}", rule=f.rule, **f.values)
-        alarm = bool(found) or values.get("fixed_z/alarm", 0.0) >= 1.0
-        return {"detector/collapsed": float(any(f.presence for f in found)), "collapse_alarm": float(alarm)}
+    def publish(self, step: int, record: bool = False) -> None:
+        """Write the scalars reported to :attr:`stats` since the last call: to the logger (TensorBoard) at ``step``,
+        and, when ``record`` (an evaluation), as one ``metrics.jsonl`` line ``{"step", "scores", "health"}`` (the
+        ``diversity/`` and ``health/`` values, prefixes cut off; rank 0 only). The one place scalars are written."""
+        values = self.stats.take()
+        if values:
+            self.logger.scalars(values, step)
+        if record and self.dist.main:
+            n, h = len(SCORES), len(HEALTH)
+            self._append_jsonl({"step": step, "scores": {k[n:]: v for k, v in values.items() if k.startswith(SCORES)},
+                                "health": {k[h:]: v for k, v in values.items() if k.startswith(HEALTH)}})
 
     def _react_to_eval(self, scores: dict[str, float]) -> None:
-        """Strategies' ``after_eval`` on ``scores`` (scores and health values); their scalars logged."""
+        """Strategies' ``after_eval`` on ``scores`` (scores and health values); their scalars published."""
         self._pending_after_eval = None
-        extra = {f"strategy/{s.name}/{k}": v for s in self.strategies
-                 for k, v in s.after_eval(self.state, scores).items()}
-        self.logger.scalars(extra, self.state.step)
+        for s in self.strategies:
+            self.stats.report_all(s.after_eval(self.state, scores), prefix=f"strategy/{s.name}/")
+        self.publish(self.state.step)
 
-    def _isolated_rng(self) -> Any:
-        """Global RNG draws inside (evaluation, projector) leave the training streams untouched."""
-        return torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else [])
+    @contextlib.contextmanager
+    def isolated_rng(self) -> Iterator[None]:
+        """Global RNG draws inside (evaluation, projector, a callback's forward passes) leave the training streams
+        untouched."""
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            yield
 
     def _log_text(self, tag: str, message: str) -> None:
         log.info("[%s] step %d: %s", tag, self.state.step, message)
@@ -629,21 +680,25 @@ class Trainer(Checkpointing):
         with open(self.run_dir / "metrics.jsonl", "a") as f:
             f.write(json.dumps(record) + "\n")
 
-    def _finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
+    def finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
+        """End of training: ``metrics.json`` (the latest scores, the callbacks' summaries such as the verdict, the
+        speed over ``state.step - start_step`` steps in ``elapsed`` seconds), the projector and the TensorBoard run
+        summary, the logger closed (rank 0 only writes). Returns ``metrics.json``'s content."""
         steps_done = self.state.step - start_step
         metrics = {"step": self.state.step, "scores": self.last_scores,
                    "score_settings": self.evaluator.settings(self.data),  # e.g. PRDC's boundary convention
-                   "embedder": self.evaluator.embedder.record(),  # what the scores' features came from
-                   "verdict": self.detector.verdict(self.data.num_modes), "dataset": self.data.name,
-                   "strategies": [s.name for s in self.strategies], "seed": self.seed,
-                   "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,
-                   "provenance": provenance(self.device, self.cfg.precision)}
+                   "embedder": self.evaluator.embedder.record()}  # what the scores' features came from
+        for c in self.callbacks:
+            metrics |= c.summary(self)  # the detector's verdict
+        metrics |= {"dataset": self.data.name, "strategies": [s.name for s in self.strategies], "seed": self.seed,
+                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,
+                    "provenance": provenance(self.device, self.cfg.precision)}
         if not self.dist.main:  # only rank 0 writes
             self.logger.close()
             return metrics
         ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
         if self.last_result is not None and self.cfg.projector:
-            with self._isolated_rng():
+            with self.isolated_rng():
                 mat, meta, header, sprites = self.evaluator.projector(self.last_result, self.data)
             self.logger.embedding(mat, meta, header, sprites, tag="real_vs_generated", step=self.state.step)
         log_run_summary(self.logger, metrics, self)  # TensorBoard: HParams row, custom-scalars layout

@@ -17,7 +17,8 @@ def check_update_scheme(update: str, strategies: Sequence[Strategy], *, n_critic
     current parameters (PacGAN's and ALI's code), so it refuses: more than one D update per G update
     (``n_critic`` > 1, e.g. WGAN-GP's default 5); a strategy whose G loss needs a second D pass (its ``refuses``
     names :attr:`Mode.SIMULTANEOUS`, as unrolled's does, or it replaces ``g_discriminator``); AC-GAN's auxiliary
-    classifier (G's class term is not taken from the shared pass); and several processes (DDP reduces each
+    classifier (G's class term is not taken from the shared pass); lazy regularisation (a separate D update,
+    ``Strategy.regularisation_update``); and several processes (DDP reduces each
     module's gradients once per backward pass over all its parameters; this step back-propagates two losses, each
     into one network's parameters, through one graph).
     G applied in several groups (``g_groups`` > 1, ``strategy.pacgan.g_per_column=true``) is refused with several
@@ -48,6 +49,11 @@ def check_update_scheme(update: str, strategies: Sequence[Strategy], *, n_critic
                              f"which trainer.update=simultaneous does not call: G's loss scores the fakes in the one "
                              f"D pass both gradients share; use trainer.update=alternating, or remove {s.name} from "
                              f"strategy=[...]")
+    for s in strategies:  # lazy regularisation: a separate D update the one-pass step does not make
+        if s.regularisation_update:
+            raise ValueError(f"strategy {s.name} with lazy regularisation (strategy.{s.name}.interval > 1) adds a "
+                             f"separate D update, which trainer.update=simultaneous does not make; set "
+                             f"strategy.{s.name}.interval=1, or use trainer.update=alternating")
     if n_critic != 1:
         raise ValueError(f"trainer.update=simultaneous takes one D and one G gradient from the same batch of fakes, "
                          f"one D update per G update, but {n_critic_source} asks for n_critic={n_critic}; set it to "

@@ -38,9 +38,9 @@ the device is synchronised at block ends:
   replaced, in this process only, by ``zero_grad(); backward(); step()``), ``ganlab steps,
   monitor.nan_guard=false`` (the guard off: only monitored steps read gradient norms), and ``ganlab steps,
   monitor.every=1e9`` (a second trainer whose periodic per-layer norms and update ratios never fall due);
-* where the loop has the early-warning risk (``ganlab/health/risk.py``): ``ganlab steps + after_step``
+* where the loop has the early-warning risk (``ganlab/callbacks/risk.py``): ``ganlab steps + after_step``
   with ``monitor.risk.enabled=false`` and ``+ risk`` (fit()'s per-step health bookkeeping without and with
-  ``trainer.risk.observe`` on monitored steps), and ``risk_cost``: the median CPU time of one
+  ``CollapseRisk.observe`` on monitored steps), and ``risk_cost``: the median CPU time of one
   ``risk.observe`` call over ``monitor.every`` times the CPU time of one ganlab step, in percent.
 
 Overhead = median over rounds of (ganlab time / plain time) - 1, from the same round (short blocks, many
@@ -168,32 +168,41 @@ def ganlab_steps(trainer: Any, k: int) -> None:
         trainer.state.step += 1
 
 
+def risk_of(trainer: Any) -> Any:
+    """The trainer's early-warning risk (:class:`ganlab.callbacks.risk.CollapseRisk`), or None when it is off; also
+    on trees from before callbacks, whose trainer held it as ``trainer.risk``."""
+    if not hasattr(trainer, "callbacks"):
+        return getattr(trainer, "risk", None)
+    trainer.start()
+    return next((c.risk for c in trainer.callbacks if c.name == "collapse_risk"), None)
+
+
 def ganlab_steps_after(trainer: Any, k: int, risk: bool) -> None:
     """ganlab_steps plus fit()'s per-step health bookkeeping: ``health.after_step`` and, on its monitored
-    steps when ``risk``, the early-warning risk (``trainer.risk.observe``: two small forwards, one sync)."""
+    steps when ``risk``, the early-warning risk (``CollapseRisk.observe``: two small forwards, one sync)."""
     for _ in range(k):
         out = trainer.train_step()
         trainer.state.step += 1
         monitored = trainer.health.after_step(trainer.state.step)
         if risk and monitored:
-            trainer.risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored,
-                                 trainer.health.last)
+            risk_of(trainer).observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored,
+                                     trainer.health.last)
 
 
 def risk_cost(trainer: Any, step_cpu_s: float, calls: int = 200) -> dict[str, float]:
-    """CPU seconds of one ``trainer.risk.observe`` call (median of ``calls``, on the trainer's latest batch),
+    """CPU seconds of one ``CollapseRisk.observe`` call (median of ``calls``, on the trainer's latest batch),
     and that cost spread over the ``monitor.every`` steps between calls, as a percentage of one ganlab step."""
     out = trainer.train_step()
     trainer.state.step += 1
     monitored = trainer.health.after_step(trainer.state.step) or {"update_ratio/G/group0": 1.0}
-    state = trainer.risk.state_dict()
+    risk = risk_of(trainer)
+    state = risk.state_dict()
     times = []
     for _ in range(calls):
         c0 = time.process_time()
-        trainer.risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored,
-                             trainer.health.last)
+        risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real, out.d_fake, monitored, trainer.health.last)
         times.append(time.process_time() - c0)
-    trainer.risk.load_state_dict(state)
+    risk.load_state_dict(state)
     per_call, every = median(times), trainer.health.cfg.every
     return {"observe_cpu_ms": 1e3 * per_call, "monitor_every": every, "step_cpu_ms": 1e3 * step_cpu_s,
             "percent_of_a_step": 100 * per_call / every / step_cpu_s}
@@ -319,7 +328,7 @@ def bench(kind: str, args: argparse.Namespace, device: torch.device) -> dict[str
     }
     if args.ablation and hasattr(trainer, "health"):
         jobs["ganlab steps, health.update -> backward+step (ablation)"] = lambda: ganlab_steps_plain_update(trainer, k)
-    if getattr(trainer, "risk", None) is not None:  # monitor.risk.enabled=false vs true, on the same trainer
+    if risk_of(trainer) is not None:  # monitor.risk.enabled=false vs true, on the same trainer
         jobs["ganlab steps + after_step (monitor.risk.enabled=false)"] = lambda: ganlab_steps_after(trainer, k, False)
         jobs["ganlab steps + after_step + risk"] = lambda: ganlab_steps_after(trainer, k, True)
     if args.monitor_variant and "monitor" in cfg:  # the training-health monitor's periodic part pushed out

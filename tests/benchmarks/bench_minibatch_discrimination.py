@@ -3,7 +3,9 @@ backward (:func:`ganlab.strategies.minibatch_discrimination.minibatch_features`)
 implementation, kept below as the baseline (``torch.cdist(p=1)`` and autograd through it).
 
 Both are timed in one process, interleaved (baseline, new, baseline, new, ...), one thread by default; the best
-of the repeats is the time of each (the least disturbed by other load), and the ratio baseline / new is printed.
+of the repeats is the time of each (the least disturbed by other load), and the ratio baseline / new is printed,
+with the median of each round's ratio (baseline and new timed back to back) and the load average: on a busy
+machine the baseline, whose intermediates do not fit in cache, slows down more than the blocked code.
 Before timing, the values and gradients of the two are compared (float32: within float32 rounding; float64:
 1e-6 relative).
 
@@ -98,12 +100,16 @@ def main() -> None:
             times[name].append(timed(lambda fn=fn: forward_backward(fn, m0, g), device)[0])
     best = {k: min(v) for k, v in times.items()}
     base, new = best.values()
+    paired = sorted(b / n for b, n in zip(*times.values()))  # each round's baseline / new, measured back to back
     report["times_s"], report["best_s"], report["ratio"] = times, best, base / new
+    report["paired_ratio_median"] = paired[len(paired) // 2]
     print(f"\nN={args.n}, B={args.kernels}, C={args.dims}, forward + backward, float32, {args.threads} thread(s), "
           f"best of {args.repeats} interleaved")
     print(table(["implementation", "best ms", "median ms"],
                 [[k, 1e3 * best[k], 1e3 * sorted(v)[len(v) // 2]] for k, v in times.items()]))
-    print(f"\nratio baseline / ganlab (best): {base / new:.2f}x")
+    print(f"\nratio baseline / ganlab (best): {base / new:.2f}x; median of the {len(paired)} rounds' ratios: "
+          f"{paired[len(paired) // 2]:.2f}x; load average {report['env']['load_average_before'][0]:.1f} at the start "
+          f"on {report['env']['cpu_count']} cores")
     finish(report, args.out, "bench_minibatch_discrimination")
 
 

@@ -7,7 +7,8 @@ import torch
 from tiny_config import compose_cfg
 from torch import nn
 
-from ganlab.health import AlertLog, CollapseAlarm, read_alerts
+from ganlab.callbacks.collapse_alarm import CollapseAlarm
+from ganlab.health import AlertLog, read_alerts
 from ganlab.metrics.kmeans import KMeansResult
 from ganlab.run.build import build_trainer
 from ganlab.strategies.rollback import Rollback
@@ -76,4 +77,4 @@ def test_every_eval_scores_the_fixed_codes(tmp_path) -> None:
     alerts = [(a["step"], a["kind"], a["rule"], a.get("modes_covered")) for a in read_alerts(tmp_path)]
     assert alerts[0] == (3, "collapse", "coverage", 0.0)  # 0 of 8 modes: collapsed at the first evaluation
     assert (6, "collapse", "coverage", 0.0) not in alerts  # still firing at step 6: no second alert
-    assert trainer.detector.first_alarm_step == 3
+    assert trainer.callback("collapse_detector").detector.first_alarm_step == 3

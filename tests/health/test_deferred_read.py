@@ -14,7 +14,6 @@ import torch
 from tiny_config import compose_cfg
 from torch import Tensor
 
-from ganlab.cli.sweep import inject_faults
 from ganlab.health import read_alerts
 from ganlab.health.monitor import UpdateFindings
 from ganlab.run.build import build_trainer
@@ -44,7 +43,6 @@ class NaNGradientInG(Strategy):
 def _trainer(tmp_path: Path, overrides: list[str], defer: bool, g_fault_at: int | None = None) -> Trainer:
     cfg = compose_cfg([*BASE, *overrides])
     trainer = build_trainer(cfg, tmp_path)
-    inject_faults(trainer, cfg.debug)
     if g_fault_at is not None:
         trainer.strategies.append(NaNGradientInG(g_fault_at))
     trainer.health.defer = defer

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ganlab.health.detector import CollapseDetector, DetectorConfig
+from ganlab.callbacks.detector import CollapseDetector
+from ganlab.health.config import DetectorConfig
 
 NOW = DetectorConfig(from_step=0)  # judge from the first evaluation (the default waits until step 1,000)
 
@@ -119,8 +120,8 @@ def test_covered_ids_of_modes_and_of_clusters() -> None:
 
     import torch
 
+    from ganlab.callbacks.covered import covered_ids
     from ganlab.data.base import Mixture
-    from ganlab.health.covered import covered_ids
     from ganlab.metrics.kmeans import KMeansResult
 
     means = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])

@@ -18,8 +18,6 @@ BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt
 def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = compose_cfg([*BASE, "debug.inject_nan_at_step=10"])
     trainer = build_trainer(cfg, tmp_path)
-    from ganlab.cli.sweep import inject_faults
-    inject_faults(trainer, cfg.debug)
     lr0 = (trainer.state.opt_g.param_groups[0]["lr"], trainer.state.opt_d.param_groups[0]["lr"])
     seen: dict = {}
     original = Trainer._recover
@@ -53,8 +51,6 @@ def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monke
 def test_too_many_recoveries_stop_with_a_clear_error(tmp_path: Path) -> None:
     cfg = compose_cfg([*BASE, "debug.inject_nan_at_step=5", "monitor.max_recoveries=0"])
     trainer = build_trainer(cfg, tmp_path)
-    from ganlab.cli.sweep import inject_faults
-    inject_faults(trainer, cfg.debug)
     with pytest.raises(TrainingHealthError, match="max_recoveries=0"):
         trainer.fit()
     assert [a["kind"] for a in read_alerts(tmp_path)] == ["nan_stop"]
@@ -133,8 +129,6 @@ def test_fp16_guard_acts_on_a_non_finite_loss_with_finite_gradients(tmp_path: Pa
     # the injected NaN is a constant: the gradients stay finite, so the GradScaler would apply the step
     cfg = compose_cfg([*BASE, "trainer.precision=fp16", "debug.inject_nan_at_step=10"])
     trainer = build_trainer(cfg, tmp_path)
-    from ganlab.cli.sweep import inject_faults
-    inject_faults(trainer, cfg.debug)
     assert trainer.fit()["step"] == 12
     (alert,) = [a for a in read_alerts(tmp_path) if a["kind"] == "nan_recovery"]
     assert alert["restored_step"] == 8 and alert["terms"]["injected_nan"] == "nan"

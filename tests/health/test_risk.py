@@ -11,9 +11,10 @@ import torch
 from tiny_config import RING8_RUN, RecordingLogger, compose_cfg
 from torch import nn
 
+from ganlab.callbacks.risk import CollapseRisk, DiversityDrop, ada_r_v, risk_score, slope
 from ganlab.data import GANData
 from ganlab.health import AlertLog, UpdateFindings, read_alerts
-from ganlab.health.risk import SIGNALS, CollapseRisk, DiversityDrop, RiskConfig, ada_r_v, risk_score, slope
+from ganlab.health.config import SIGNALS, RiskConfig
 from ganlab.run.build import build_trainer
 from ganlab.trainer.loggers import NullLogger
 
@@ -166,17 +167,19 @@ def test_training_is_unchanged_by_the_risk_and_resumes_exactly(tmp_path: Path) -
     off = build_trainer(compose_cfg([*RUN, "monitor.risk.enabled=false"]), tmp_path / "off")
     off.logger = off_logger = RecordingLogger()
     off.fit()
-    assert off.risk is None and set(on.risk.last) == {"collapse_risk", *SIGNALS}
-    assert on.risk.drop is not None and on.risk.drop.fraction == 0.86  # conf/monitor/default.yaml
+    on_risk = on.callback("collapse_risk").risk
+    assert off.callback("collapse_risk").risk is None and set(on_risk.last) == {"collapse_risk", *SIGNALS}
+    assert on_risk.drop is not None and on_risk.drop.fraction == 0.86  # conf/monitor/default.yaml
     # the loop logs the risk with the monitor's scalars at every monitored step (monitor.every=2)
     assert [s for s, _ in logger.logged["health/collapse_risk"]] == list(range(2, 13, 2))
-    assert logger.logged["health/collapse_risk"][-1][1] == on.risk.last["collapse_risk"]
-    assert logger.logged["health/risk/diversity"][-1][1] == on.risk.last["diversity"]
+    assert logger.logged["health/collapse_risk"][-1][1] == on_risk.last["collapse_risk"]
+    assert logger.logged["health/risk/diversity"][-1][1] == on_risk.last["diversity"]
     assert "health/collapse_risk" not in off_logger.logged and "grad_norm/D/mean" in off_logger.logged
     for a, b in zip(on.G.state_dict().values(), off.G.state_dict().values()):
         assert torch.equal(a, b)
     build_trainer(compose_cfg([*RUN, "trainer.steps=6"]), tmp_path / "first").fit()
     resumed = build_trainer(compose_cfg([*RUN, f"trainer.resume={tmp_path / 'first'}"]), tmp_path / "resumed")
     resumed.fit()
-    assert resumed.risk.state_dict() == on.risk.state_dict()
-    assert resumed.risk.last == on.risk.last and len(on.risk.losses["D"].values) == 6
+    resumed_risk = resumed.callback("collapse_risk").risk
+    assert resumed_risk.state_dict() == on_risk.state_dict()
+    assert resumed_risk.last == on_risk.last and len(on_risk.losses["D"].values) == 6

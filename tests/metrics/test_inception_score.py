@@ -12,6 +12,7 @@ from ganlab.data.base import GANData
 from ganlab.metrics.classifier import SmallCNN
 from ganlab.metrics.embedders import AutoEmbedder, ClassifierEmbedder, InceptionEmbedder, PixelEmbedder
 from ganlab.metrics.inception_score import InceptionScoreScorer, inception_score
+from ganlab.metrics.order import canonical_order
 from ganlab.metrics.scorers import EvalBatch
 
 
@@ -42,13 +43,13 @@ def test_matches_torchmetrics_given_the_same_classifier() -> None:
     images = torch.rand(200, 1, 8, 8, generator=torch.Generator().manual_seed(1)) * 2 - 1
     metric = InceptionScore(feature=Logits(emb.model), splits=10)  # the same CNN; torchmetrics applies the softmax
     with torch.no_grad():
-        metric.update(images)
-        torch.manual_seed(7)  # torchmetrics shuffles the samples with the global RNG before splitting
-        want_mean, want_std = (float(v) for v in metric.compute())
+        probs = emb.class_probabilities(emb(images))  # the embedder's route: output layer on the features
+        # ganlab splits canonical_order(probs) shuffled by randperm(seed); torchmetrics shuffles what it is given
+        # by randperm from the global RNG: given the images in canonical order, both cut the same parts
+        metric.update(images[canonical_order(probs)])
         torch.manual_seed(7)
-        order = torch.randperm(200)
-        probs = emb.class_probabilities(emb(images[order]))  # the embedder's route: output layer on the features
-    got_mean, got_std = inception_score(probs, splits=10)
+        want_mean, want_std = (float(v) for v in metric.compute())
+    got_mean, got_std = inception_score(probs, splits=10, seed=7)
     assert got_mean == pytest.approx(want_mean, rel=1e-5)
     assert got_std * math.sqrt(10 / 9) == pytest.approx(want_std, rel=1e-3)  # torchmetrics: std with n - 1
     assert 1.0 < got_mean < 10.0

@@ -99,10 +99,17 @@ def test_hand_written_backward_passes_gradcheck(max_elements: int) -> None:
 
 
 @pytest.mark.parametrize(("dtype", "rtol"), [(torch.float32, 1e-5), (torch.float64, 1e-6)])
-@pytest.mark.parametrize("block", [2**20, 2 * 5 * 23 * 23, 5 * 5 * 23, 1])  # all, 2 kernels, 5 rows, 1 row
-def test_values_and_gradients_equal_cdist(dtype: torch.dtype, rtol: float, block: int,
+@pytest.mark.parametrize(("block", "row_blocks"), [  # N = 23, B = 7, C = 5
+    (2**20, 1),            # one block: every kernel, every row, every column
+    (2**20, 4),            # every kernel, rows 0-5 / 6-11 / 12-17 / 18-22, each with the columns from its first row
+    (2 * 5 * 6 * 23, 4),   # 2 kernels a block
+    (5 * 5 * 23, 4),       # 1 kernel, 5 rows a block
+    (1, 4),                # 1 kernel, 1 row a block
+])
+def test_values_and_gradients_equal_cdist(dtype: torch.dtype, rtol: float, block: int, row_blocks: int,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mbd, "BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(mbd, "ROW_BLOCKS", row_blocks)
     gen = torch.Generator().manual_seed(3)
     m0 = (0.3 * torch.randn(23, 7, 5, generator=gen)).to(dtype)
     g = torch.randn(23, 7, generator=gen).to(dtype)

@@ -69,7 +69,7 @@ def test_strategy_trains_and_every_parameter_gets_a_gradient(make_cfg, tmp_path,
 
 
 def test_a_combination_trains(make_cfg, tmp_path) -> None:
-    cfg = make_cfg("strategy=[pacgan,spectral_norm,minibatch_discrimination,wgan_gp,ema,rollback]",
+    cfg = make_cfg("strategy=[pacgan,spectral_norm,minibatch_discrimination,ttur,ema,rollback]",
                    "strategy.rollback.period=3", "strategy.rollback.lag=1")
     trainer = build_trainer(cfg, tmp_path)
     assert trainer.fit()["step"] == 4 and trainer.state.g_ema is not None

@@ -42,64 +42,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from ganlab.data.base import GANData
 from ganlab.health.alerts import AlertLog
+from ganlab.health.config import RiskConfig
+from ganlab.health.monitor import UpdateFindings
 from ganlab.health.norms import RollingStats
 from ganlab.models.base import eval_mode
+from ganlab.trainer.callback import Callback
+from ganlab.trainer.loop import StepResult, Trainer
 
-if TYPE_CHECKING:  # ganlab.health.monitor imports ganlab.health.config, which imports this module
-    from ganlab.health.monitor import UpdateFindings
-
-SIGNALS = ("d_gap", "d_loss_trend", "r_t", "r_v", "grad_cv_D", "grad_cv_G", "loss_std_D", "loss_std_G",
-           "update_ratio_G", "diversity")
 R_V_RANGE = (-1.0, 2.0)  # ADA's r_v is 0 (no overfitting) .. 1 (full); a near-zero denominator is clipped here
-
-
-@dataclass
-class RiskConfig:
-    """``monitor.risk.*``. Missing weights/means/scales count as 0/0/1 (the signal is ignored).
-
-    Raises:
-        ValueError: from :meth:`validate`, naming the key, for sizes < 2, a window < 3, a threshold outside
-            (0, 1), a non-positive scale or an unknown signal name.
-    """
-
-    enabled: bool = True
-    n_z: int = 48          # fixed codes (a multiple of PacGAN's pack size m: 48 = 4 x lcm(2, 3, 4))
-    n_real: int = 48       # fixed training and held-out real samples
-    n_d: int = 24          # of those (and of the fixed-code samples), how many D scores for r_v (its cost)
-    window: int = 10       # monitored steps in the loss trend and fluctuation windows
-    warmup: int = 0        # no alert before this step (G starts near one point: every run looks collapsed)
-    threshold: float = 0.5
-    diversity_drop: float | None = None  # warn when diversity < this x its best since warmup (None: off)
-    bias: float = 0.0
-    weights: dict[str, float] = field(default_factory=dict)
-    mean: dict[str, float] = field(default_factory=dict)
-    scale: dict[str, float] = field(default_factory=dict)
-
-    def validate(self) -> RiskConfig:
-        if not 2 <= int(self.n_d) <= min(int(self.n_z), int(self.n_real)) or int(self.window) < 3 \
-                or int(self.warmup) < 0:
-            raise ValueError(f"monitor.risk needs 2 <= n_d <= min(n_z, n_real), window >= 3 and warmup >= 0, got "
-                             f"n_z={self.n_z}, n_real={self.n_real}, n_d={self.n_d}, window={self.window}, "
-                             f"warmup={self.warmup}")
-        if not 0 < float(self.threshold) < 1:
-            raise ValueError(f"monitor.risk.threshold must be in (0, 1), got {self.threshold}")
-        if self.diversity_drop is not None and not 0 < float(self.diversity_drop) < 1:
-            raise ValueError(f"monitor.risk.diversity_drop must be in (0, 1) or null (off), got {self.diversity_drop}")
-        for key in ("weights", "mean", "scale"):
-            unknown = set(getattr(self, key)) - set(SIGNALS)
-            if unknown:
-                raise ValueError(f"monitor.risk.{key} names unknown signals {sorted(unknown)}; known: {SIGNALS}")
-        if any(not float(v) > 0 for v in self.scale.values()):
-            raise ValueError(f"monitor.risk.scale values must be positive, got {self.scale}")
-        return self
 
 
 def risk_score(signals: dict[str, float], weights: dict[str, float], mean: dict[str, float],
@@ -294,3 +251,47 @@ class CollapseRisk:
             self.above = bool(state["above"])
             if self.drop is not None:
                 self.drop.load_state_dict(state.get("diversity_drop", {}))
+
+
+class CollapseRiskCallback(Callback):
+    """Runs :class:`CollapseRisk` on monitored steps (those on which the health monitor reports; every
+    ``monitor.every`` generator steps) and reports its scalars (``health/collapse_risk``, ``health/risk/<signal>``,
+    ``health/diversity_drop``). ``conf/callbacks/collapse_risk.yaml``.
+
+    Args:
+        settings: ``monitor.risk`` (:class:`~ganlab.health.config.RiskConfig`'s keys); ``enabled: false`` turns
+            it off.
+        every: ``monitor.every``, the generator steps between its calls (the loss trend's units).
+
+    Raises:
+        ValueError: a setting out of range (:meth:`RiskConfig.validate`).
+    """
+
+    name = "collapse_risk"
+
+    def __init__(self, settings: dict[str, Any] | None = None, every: int = 20) -> None:
+        self.settings, self.every = RiskConfig(**dict(settings or {})).validate(), int(every)
+        self.risk: CollapseRisk | None = None
+        self._state: dict[str, Any] = {}  # loaded before on_start (a resume)
+
+    def on_start(self, trainer: Trainer) -> None:
+        if not self.settings.enabled or self.risk is not None:
+            return
+        self.risk = CollapseRisk(self.settings, trainer.G, trainer.data, trainer.seed, self.every, trainer.alerts)
+        self.risk.load_state_dict(self._state)
+
+    def after_step(self, trainer: Trainer, out: StepResult, monitor: dict[str, float]) -> None:
+        if not monitor or self.risk is None:  # monitored steps only: one host sync there, nothing per update
+            return
+        assert out.d_real is not None and out.d_fake is not None
+        with trainer.isolated_rng():  # D may draw random augmentations (diffaugment, ada): not the run's
+            trainer.stats.report_all(self.risk.observe(trainer.state.step, trainer.G, trainer.D, out.d_real,
+                                                       out.d_fake, monitor, trainer.health.last))
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.risk.state_dict() if self.risk is not None else dict(self._state)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._state = dict(state)
+        if self.risk is not None:
+            self.risk.load_state_dict(self._state)

@@ -1,5 +1,5 @@
 """Which modes or clusters a generator covers at an evaluation, as a set of ids (for the detector's mode-hopping
-rule, :class:`ganlab.health.detector.CollapseDetector`)."""
+rule, :class:`ganlab.callbacks.detector.CollapseDetector`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The collapse alarm: diversity of a fixed set of latent codes, tracked across evaluations."""
+"""The collapse alarm: diversity of a fixed set of latent codes, tracked across evaluations; the callback
+:class:`CollapseAlarmCallback` (``conf/callbacks/collapse_alarm.yaml``) runs it at every evaluation."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from torch import Tensor, nn
 from ganlab.data.base import GANData
 from ganlab.health.alerts import AlertLog
 from ganlab.metrics.clusters import clusters_hit, default_num_clusters
+from ganlab.metrics.evaluator import EvalResult, generated_range, model_range
 from ganlab.metrics.similarity import similarity_histogram
 from ganlab.models.base import eval_mode
+from ganlab.trainer.callback import Callback
+from ganlab.trainer.loop import Trainer
 
 
 class CollapseAlarm:
@@ -61,6 +65,8 @@ class CollapseAlarm:
         if len(samples) < 2:
             return {"fixed_z/high_similarity_fraction": math.nan, "fixed_z/clusters_hit": math.nan,
                     "fixed_z/alarm": 0.0}
+        if samples.dim() >= 3:  # images, read in G's stated range
+            samples = model_range(samples, data, generated_range(generator, data))
         emb = evaluator.embedder(samples)
         sim = similarity_histogram(emb, tau=self.tau).high_similarity_fraction
         fit = evaluator.reference_clusters(default_num_clusters(data.num_modes))
@@ -87,3 +93,43 @@ class CollapseAlarm:
         if state:
             self.previous = tuple(state["previous"]) if state["previous"] else None  # type: ignore[assignment]
             self.falls = int(state["falls"])
+
+
+class CollapseAlarmCallback(Callback):
+    """Runs :class:`CollapseAlarm` on the scored generator at every evaluation and reports its three values as
+    ``health/fixed_z/high_similarity_fraction``, ``health/fixed_z/clusters_hit`` and ``health/fixed_z/alarm``.
+
+    Args:
+        n_z: fixed latent codes (``monitor.collapse_z``); 0 turns the alarm off (nothing is reported).
+        tau: cosine similarity counted as alike (``monitor.collapse_tau``).
+        patience: falls in a row that fire the alarm (``monitor.collapse_patience``).
+
+    The codes are drawn at :meth:`on_start` from a generator seeded with the run's seed + 3 (no global RNG draw).
+    """
+
+    name = "collapse_alarm"
+
+    def __init__(self, n_z: int = 64, tau: float = 0.9, patience: int = 3) -> None:
+        self.n_z, self.tau, self.patience = int(n_z), float(tau), int(patience)
+        self.alarm: CollapseAlarm | None = None
+        self._state: dict[str, Any] = {}  # loaded before on_start (a resume)
+
+    def on_start(self, trainer: Trainer) -> None:
+        if not self.n_z or self.alarm is not None:
+            return
+        z = trainer.G.sample_z(self.n_z, torch.Generator(device=trainer.device).manual_seed(trainer.seed + 3))
+        self.alarm = CollapseAlarm(z, self.tau, self.patience, trainer.alerts)
+        self.alarm.load_state_dict(self._state)
+
+    def after_eval(self, trainer: Trainer, generator: nn.Module, result: EvalResult) -> None:
+        if self.alarm is not None:
+            values = self.alarm.observe(generator, trainer.evaluator, trainer.data, trainer.state.step)
+            trainer.stats.report_all(values, prefix="health/")
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.alarm.state_dict() if self.alarm is not None else dict(self._state)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._state = dict(state)
+        if self.alarm is not None:
+            self.alarm.load_state_dict(self._state)

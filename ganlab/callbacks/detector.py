@@ -29,35 +29,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from torch import nn
+
+from ganlab.callbacks.covered import covered_ids
+from ganlab.health.config import DetectorConfig
+from ganlab.metrics.evaluator import EvalResult
+from ganlab.trainer.callback import Callback
+from ganlab.trainer.loop import Trainer
+
 COVERAGE_KEYS = ("modes_covered", "clusters_covered")
-
-
-@dataclass(frozen=True)
-class DetectorConfig:
-    """Thresholds of :class:`CollapseDetector` (keys ``monitor.detector.<name>``).
-
-    Raises:
-        ValueError: from :meth:`validate`, naming the key, when a fraction is outside (0, 1) or patience < 1.
-    """
-
-    coverage_fraction: float = 0.5      # collapsed: coverage below this x the data's
-    similarity_threshold: float = 0.3   # collapsed: more than this fraction of highly similar pairs (images)
-    duplicate_threshold: float = 0.1    # collapsed: more than this fraction of near-duplicate samples (images)
-    drop_fraction: float = 0.5          # trend: coverage fell by this fraction of its best
-    min_rise: float = 0.02              # trend: a rise of the similarity fraction counts when above this
-    patience: int = 3                   # trend: rises in a row that fire similarity_rising
-    from_step: int = 1000               # evaluations before this step are not judged (G has not spread yet)
-
-    def validate(self) -> DetectorConfig:
-        for key in ("coverage_fraction", "similarity_threshold", "duplicate_threshold", "drop_fraction"):
-            if not 0 < float(getattr(self, key)) < 1:
-                raise ValueError(f"monitor.detector.{key} must be in (0, 1), got {getattr(self, key)}")
-        if int(self.from_step) < 0:
-            raise ValueError(f"monitor.detector.from_step must be >= 0, got {self.from_step}")
-        if not float(self.min_rise) >= 0 or int(self.patience) < 1:
-            raise ValueError(f"monitor.detector needs min_rise >= 0 and patience >= 1; got {self.min_rise}, "
-                             f"{self.patience}")
-        return self
 
 
 @dataclass
@@ -168,7 +148,7 @@ class CollapseDetector:
 
     def _small(self, n: int, s: dict[str, float]) -> bool:
         """``n`` covered ids are few: below coverage_fraction x the data's coverage of the same kind of id (modes
-        on the 2-D mixtures, k-means clusters otherwise; see :func:`ganlab.health.covered.covered_ids`). On
+        on the 2-D mixtures, k-means clusters otherwise; see :func:`ganlab.callbacks.covered.covered_ids`). On
         stacked data the ids are 100 clusters while the data cover ~990 of 1,000 modes, so comparing with the
         larger baseline would call every cluster set small."""
         data = s.get("data/modes_covered" if self.points else "data/clusters_covered", 0.0)
@@ -208,3 +188,46 @@ class CollapseDetector:
             self.best, self.rises = dict(state["best"]), int(state["rises"])
             self.previous_similarity, self.previous_covered = state["previous_similarity"], state["previous_covered"]
             self.first_alarm_step, self.last = state["first_alarm_step"], dict(state["last"])
+
+
+class CollapseDetectorCallback(Callback):
+    """Runs :class:`CollapseDetector` at every evaluation (``conf/callbacks/collapse_detector.yaml``).
+
+    Each rule that starts firing writes an alert (``collapse`` for a presence rule, ``collapse_trend`` for a
+    trend). Reports ``health/detector/collapsed`` (a presence rule fired: G is collapsed now) and
+    ``health/collapse_alarm`` (any rule, or the fixed-z alarm's ``health/fixed_z/alarm`` reported before it), each
+    0 or 1; the triggered rollback acts on them. Adds ``verdict`` (:meth:`CollapseDetector.verdict`) to
+    ``metrics.json``.
+
+    Args:
+        settings: the thresholds, ``monitor.detector`` (:class:`~ganlab.health.config.DetectorConfig`'s keys).
+    """
+
+    name = "collapse_detector"
+
+    def __init__(self, settings: dict[str, Any] | None = None) -> None:
+        self.settings = DetectorConfig(**dict(settings or {})).validate()
+        self.detector = CollapseDetector(self.settings)
+
+    def on_start(self, trainer: Trainer) -> None:
+        self.detector.points = trainer.data.mixture is not None  # 2-D points: the cosine rules are skipped
+
+    def after_eval(self, trainer: Trainer, generator: nn.Module, result: EvalResult) -> None:
+        step = trainer.state.step
+        values = result.scores | trainer.stats.under("health/")
+        found = self.detector.observe(step, values, covered_ids(result, trainer.data, trainer.evaluator))
+        for f in (f for f in found if f.onset):
+            kind = "collapse" if f.presence else "collapse_trend"
+            trainer.alerts.emit(kind, step, f"[{f.rule}] {f.message}", rule=f.rule, **f.values)
+        alarm = bool(found) or values.get("fixed_z/alarm", 0.0) >= 1.0
+        trainer.stats.report("health/detector/collapsed", float(any(f.presence for f in found)))
+        trainer.stats.report("health/collapse_alarm", float(alarm))
+
+    def summary(self, trainer: Trainer) -> dict[str, Any]:
+        return {"verdict": self.detector.verdict(trainer.data.num_modes)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.detector.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.detector.load_state_dict(state)
