@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, eigh, eigvalsh, gram, rows_per_block, validate_embeddings
 from ganlab.metrics.workers import WorkerPool
 
 __all__ = ["frechet_distance", "frechet_distance_from_stats", "gaussian_stats"]
@@ -55,6 +55,11 @@ def gaussian_stats(x: Tensor, block_size: int = DEFAULT_BLOCK_SIZE) -> tuple[Ten
             out.addmm_(xc.T, xc)
         return out
 
+    if n <= rows:  # one block: a single float64 copy, no worker pool
+        x64 = x.to(f64)
+        mu = x64.mean(0)
+        xc = x64.sub_(mu) if x64 is not x else x64 - mu
+        return mu, gram(xc).div_(n - 1)
     with WorkerPool(x.device) as pool:
         mu = sum(pool.map_rows(col_sum, n)) / n
         sigma = sum(pool.map_rows(scatter, n))
@@ -63,7 +68,7 @@ def gaussian_stats(x: Tensor, block_size: int = DEFAULT_BLOCK_SIZE) -> tuple[Ten
 
 def _sqrtm_psd(s: Tensor) -> Tensor:
     """Principal square root of a symmetric PSD matrix (negative eigenvalues clamped to 0)."""
-    evals, evecs = torch.linalg.eigh(s)
+    evals, evecs = eigh(s)
     return (evecs * evals.clamp(min=0).sqrt()) @ evecs.T
 
 
@@ -92,9 +97,14 @@ def frechet_distance_from_stats(mu1: Tensor, sigma1: Tensor, mu2: Tensor, sigma2
     for name, t in (("mu1", mu1), ("mu2", mu2), ("sigma1", sigma1), ("sigma2", sigma2)):
         if not bool(torch.isfinite(t).all()):
             raise ValueError(f"{name} contains NaN or Inf values")
+    return _frechet(mu1, sigma1, mu2, sigma2)
+
+
+def _frechet(mu1: Tensor, sigma1: Tensor, mu2: Tensor, sigma2: Tensor) -> float:
+    """:func:`frechet_distance_from_stats` on checked float64 statistics."""
     root1 = _sqrtm_psd((sigma1 + sigma1.T) / 2)
     middle = root1 @ sigma2 @ root1
-    tr_covmean = torch.linalg.eigvalsh((middle + middle.T) / 2).clamp(min=0).sqrt().sum()
+    tr_covmean = eigvalsh((middle + middle.T) / 2).clamp(min=0).sqrt().sum()
     diff = mu1 - mu2
     return float(diff.dot(diff) + torch.trace(sigma1) + torch.trace(sigma2) - 2 * tr_covmean)
 
@@ -120,4 +130,6 @@ def frechet_distance(x1: Tensor, x2: Tensor, block_size: int = DEFAULT_BLOCK_SIZ
     if x1.shape[1] != x2.shape[1]:
         raise ValueError(f"x1 has D={x1.shape[1]} features but x2 has D={x2.shape[1]}; "
                          "embed both sets with the same network")
-    return frechet_distance_from_stats(*gaussian_stats(x1, block_size), *gaussian_stats(x2, block_size))
+    mu1, sigma1 = gaussian_stats(x1, block_size)
+    mu2, sigma2 = gaussian_stats(x2, block_size)
+    return _frechet(mu1, sigma1, mu2, sigma2)  # finite: statistics of checked finite data

@@ -3,7 +3,7 @@
 Everything runs on the device of the input; nothing is copied to the CPU except
 scalars. Memory is bounded by ``block_size``: the largest distance block ever
 materialised has at most ``max(block_size, n_columns)`` entries. The Lloyd iterations
-(with Hamerly's pruning) live in :mod:`ganlab.metrics.lloyd`; the blocked-distance helpers in
+live in :mod:`ganlab.metrics.lloyd`; the blocked-distance helpers in
 :mod:`ganlab.metrics.blocks` and the thread pool in :mod:`ganlab.metrics.workers`.
 """
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, eigvalsh, pairwise_sq_dists, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import gram as gram_of_columns
 from ganlab.metrics.similarity import normalize_rows
 from ganlab.metrics.workers import WorkerPool
 
@@ -121,14 +122,17 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
             rows = rows_per_block(d, block_size)
 
             def scatter(start: int, end: int) -> Tensor:
-                out = torch.zeros(d, d, dtype=torch.float64, device=x.device)
+                out: Tensor | None = None
                 for s in range(start, end, rows):
                     xb = normalize_rows(x[s:min(s + rows, end)].to(torch.float64))
-                    out.addmm_(xb.T, xb)
+                    out = gram_of_columns(xb) if out is None else out.add_(gram_of_columns(xb))
                 return out
 
-            with WorkerPool(x.device) as pool:
-                gram = sum(pool.map_rows(scatter, n))
+            if n <= rows:  # one block: no worker pool
+                gram = scatter(0, n)
+            else:
+                with WorkerPool(x.device) as pool:
+                    gram = sum(pool.map_rows(scatter, n))
         else:  # N x N Gram matrix, N <= D
             xn = normalize_rows(x.to(torch.float64))
             gram = xn @ xn.T
@@ -148,8 +152,8 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
         gram.fill_diagonal_(1.0)
         groups = rbf_blocks(gram)
         if len(groups) > 1:
-            lam = [torch.linalg.eigvalsh(gram[g][:, g] / n) for g in groups]
+            lam = [eigvalsh(gram[g][:, g] / n) for g in groups]
             return vendi_from_eigenvalues(torch.cat(lam))
     else:
         raise ValueError(f"unknown kernel {kernel!r}; use 'cosine' or 'rbf'")
-    return vendi_from_eigenvalues(torch.linalg.eigvalsh(gram / n))
+    return vendi_from_eigenvalues(eigvalsh(gram / n))

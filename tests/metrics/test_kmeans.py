@@ -88,52 +88,32 @@ def test_assign_matches_brute_force():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_lloyd_step_picks_a_nearest_centre_and_keeps_valid_bounds(dtype, monkeypatch):
+@pytest.mark.parametrize("rows", [1000, 64])  # one block; blocks of 64 rows
+def test_estep_picks_the_nearest_centre_and_sums_its_members(dtype, rows):
     g = _gen(5)
     x = torch.randn(1000, 7, generator=g, dtype=dtype)
+    x[1] = x[0]  # equidistant from two equal centres below: the tie goes to the lower index
     xa = torch.cat([x, x.pow(2).sum(1, keepdim=True), torch.ones(1000, 1, dtype=dtype)], 1)
     c = torch.randn(20, 7, generator=g, dtype=dtype)
-    labels = torch.full((1000,), -1)
-    upper, lower = torch.zeros(1000, dtype=torch.float64), torch.zeros(1000, dtype=torch.float64)
+    c[3] = c[11] = x[0]
+    ca_t = torch.cat([c * -2, torch.ones(20, 1, dtype=dtype), c.pow(2).sum(1, keepdim=True)], 1)
+    rank = torch.arange(20, 0, -1, dtype=dtype).unsqueeze(1)
 
-    def step(centers, old, full, first=False):
-        return lloyd._lloyd_step(xa, lloyd._centres(centers, old), labels, upper, lower, 6000,
-                                 "reset" if first else "use", full)[:3]
+    def estep(labels):
+        return lloyd._estep(xa, x, ca_t, labels, torch.empty(20 * rows, dtype=dtype), rows, rank)
 
-    def check(centers):
-        d = torch.cdist(x.double(), centers.double())
-        chosen = d.gather(1, labels[:, None]).squeeze(1)
-        assert bool((chosen <= d.min(1).values * (1 + 1e-4) + 1e-6).all())
-        assert (labels == d.argmin(1)).double().mean() > 0.999
-        assert bool((upper >= chosen - 1e-9).all())  # Hamerly's bounds hold
-        others = d.scatter(1, labels[:, None], float("inf")).min(1).values
-        assert bool((lower <= others + 1e-9).all())
-        return torch.zeros(20, 7, dtype=torch.float64).index_add_(0, labels, x.double())
-
-    sums, counts, moved = step(c, None, full=True, first=True)
-    assert moved == 1000 and torch.equal(counts, torch.bincount(labels, minlength=20))
-    torch.testing.assert_close(sums, check(c), rtol=1e-5, atol=1e-4)
-    # Moving the centres a little: most samples are skipped, the deltas stay exact.
-    for scale in (0.01, 0.3):
-        c2 = c + scale * torch.randn(20, 7, generator=g, dtype=dtype)
-        old_labels, old_sums = labels.clone(), check(c)
-        d_sums, d_counts, moved = step(c2, c, full=False)
-        assert moved == int((labels != old_labels).sum())
-        torch.testing.assert_close(old_sums + d_sums, check(c2))
-        assert torch.equal(torch.bincount(old_labels, minlength=20) + d_counts, torch.bincount(labels, minlength=20))
-        c = c2
-    assert moved > 0
-    # Plain Lloyd (bounds off) relabels everything and leaves the bounds alone.
-    labels.fill_(-1)
-    frozen = upper.clone()
-    lloyd._lloyd_step(xa, lloyd._centres(c, None), labels, upper, lower, 6000, "off", True)
-    assert torch.equal(upper, frozen)
-    assert (labels == torch.cdist(x.double(), c.double()).argmin(1)).double().mean() > 0.999
-    monkeypatch.setattr(lloyd, "_PACK_INT", {})  # plain top-2 fallback (e.g. half precision, huge k)
-    labels.fill_(-1)
-    step(c, None, full=True, first=True)
-    assert torch.equal(labels, torch.cdist(x.double(), c.double()).argmin(1))
-    check(c)
+    sums, counts, changed, labels = estep(torch.full((1000,), -1))
+    d = torch.cdist(x.double(), c.double())
+    chosen = d.gather(1, labels[:, None]).squeeze(1)
+    assert bool((chosen <= d.min(1).values * (1 + 1e-4) + 1e-6).all())  # a nearest centre up to rounding
+    assert (labels == d.argmin(1)).double().mean() > 0.999
+    assert labels[0] == labels[1] == 3
+    assert changed and labels.dtype == torch.long
+    assert torch.equal(counts, torch.bincount(labels, minlength=20))
+    want = torch.zeros(20, 7, dtype=torch.float64).index_add_(0, labels, x.double())
+    torch.testing.assert_close(sums.double(), want, rtol=1e-5, atol=1e-4)
+    assert not estep(labels.clone())[2]  # the same centres: no label changes
+    assert torch.equal(estep(labels.clone())[3], labels)
 
 
 def test_empty_cluster_is_reseeded():
