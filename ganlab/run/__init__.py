@@ -1,2 +1,3 @@
-"""A run: composing its objects from the config (:mod:`ganlab.run.build`) and the dry run before it
+"""A run: its folder's names, finders and records (:mod:`ganlab.run.layout`), composing its objects from a checked
+config (:mod:`ganlab.run.build`), the way back from a checkpoint (:mod:`ganlab.run.rebuild`) and the dry run before it
 (:mod:`ganlab.run.preflight`)."""
