@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ganlab.hparams import hparams_summaries
+
 log = logging.getLogger("ganlab")
 
 #: Most points one projector embedding holds (TensorBoard's projector slows to a crawl beyond this).
@@ -167,8 +169,6 @@ class TensorBoardLogger(NullLogger):
 
     def hparams(self, hparams: dict[str, str | int | float], metric_tags: list[str]) -> None:
         # Into this run's own event file: SummaryWriter.add_hparams would make a sub-run folder (a duplicate run).
-        from ganlab.hparams import hparams_summaries
-
         for summary in hparams_summaries(hparams, metric_tags):  # experiment, session start, session end
             self.writer.file_writer.add_summary(summary)
 
