@@ -30,6 +30,29 @@ register()  # conf/study/*.yaml name /schema/study
 #: Words that may precede the study's name on the command line (each sets ``action``).
 ACTIONS = ("run", "check", "collect", "report")
 
+#: What ``ganlab-study --help`` prints (followed by the shipped studies).
+USAGE = """usage: ganlab-study [ACTION] STUDY [key=value ...]
+       ganlab-study blocks [--check]
+
+Run or report a study declared in conf/study/<STUDY>.yaml (docs/howto/studies.md).
+
+  ganlab-study STUDY                      train what is missing (= ganlab-study run STUDY), then collect
+  ganlab-study STUDY study.budget.steps=200   any key of the study, or of the command, overridden
+  ganlab-study STUDY hydra/launcher=submitit_slurm hydra.launcher.partition=gpu   the runs on SLURM
+  ganlab-study check STUDY                check every job's overrides, run nothing
+  ganlab-study collect STUDY              the table of evaluations from the run folders, train nothing
+  ganlab-study report STUDY               table.md, curves.png, results page from that table alone
+  ganlab-study blocks [--check]           refresh (check) every generated block of the docs
+
+Hydra's own flags and help: ganlab-study STUDY --hydra-help.
+"""
+
+
+def usage() -> str:
+    """The text of ``ganlab-study --help``: :data:`USAGE` and the studies of ``conf/study/``."""
+    studies = sorted(p.stem for p in (Path(CONFIG_DIR) / "study").glob("*.yaml"))
+    return f"{USAGE}\nstudies (conf/study/): {', '.join(studies)}\n"
+
 
 def hydra_argv(argv: list[str]) -> list[str]:
     """Rewrite the short forms into Hydra overrides: ``[ACTION] NAME rest`` -> ``study=NAME action=ACTION rest``
@@ -136,6 +159,9 @@ def main() -> None:
         from ganlab.study.blocks import main as blocks_main
 
         sys.exit(blocks_main(argv[1:]))
+    if "-h" in argv or "--help" in argv:
+        print(usage(), end="")
+        sys.exit(0)
     sys.argv = [sys.argv[0], *hydra_argv(argv)]
     study_main()
 

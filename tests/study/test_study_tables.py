@@ -208,3 +208,17 @@ def test_ci95_cell_and_factorial_by_hand():
     assert (ab_lo, ab_hi) == pytest.approx((-2 * 2.776, 2 * 2.776), abs=2e-3)
     assert (a_p, b_p, ab_p) == pytest.approx((0.3739, 0.0161, 1.0), abs=1e-4)
     assert stats.factorial([[1, 3], [5, 7], [2, 4], [6]]) is None  # a cell with one seed: no estimate
+
+
+def test_help_prints_the_usage_and_every_shipped_study(monkeypatch, capsys):
+    from ganlab.study import cli
+
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert out.startswith("usage: ganlab-study [ACTION] STUDY")
+    shipped = sorted(p.stem for p in (Path(ganlab.CONFIG_DIR) / "study").glob("*.yaml"))
+    assert f"studies (conf/study/): {', '.join(shipped)}" in out
+    assert "smoke" in shipped and "fair_table" in shipped
