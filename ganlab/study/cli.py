@@ -48,9 +48,14 @@ Hydra's own flags and help: ganlab-study STUDY --hydra-help.
 """
 
 
+def shipped_studies() -> list[str]:
+    """The names of the studies in ``conf/study/`` (each ``<name>.yaml``), sorted."""
+    return sorted(p.stem for p in (Path(CONFIG_DIR) / "study").glob("*.yaml"))
+
+
 def usage() -> str:
     """The text of ``ganlab-study --help``: :data:`USAGE` and the studies of ``conf/study/``."""
-    studies = sorted(p.stem for p in (Path(CONFIG_DIR) / "study").glob("*.yaml"))
+    studies = shipped_studies()
     return f"{USAGE}\nstudies (conf/study/): {', '.join(studies)}\n"
 
 
@@ -162,7 +167,14 @@ def main() -> None:
     if "-h" in argv or "--help" in argv:
         print(usage(), end="")
         sys.exit(0)
-    sys.argv = [sys.argv[0], *hydra_argv(argv)]
+    hydra_args = hydra_argv(argv)
+    name = next((a.split("=", 1)[1] for a in hydra_args if a.startswith("study=")), None)
+    studies = shipped_studies()
+    searchpath = any(a.lstrip("+").startswith("hydra.searchpath") for a in hydra_args)
+    if name is not None and "/" not in name and not searchpath and name not in studies:
+        _fail(StudyError(f"no study {name!r} (conf/study/{name}.yaml); the studies: {', '.join(studies)} "
+                         "(ganlab-study --help)"))
+    sys.argv = [sys.argv[0], *hydra_args]
     study_main()
 
 

@@ -222,3 +222,16 @@ def test_help_prints_the_usage_and_every_shipped_study(monkeypatch, capsys):
     shipped = sorted(p.stem for p in (Path(ganlab.CONFIG_DIR) / "study").glob("*.yaml"))
     assert f"studies (conf/study/): {', '.join(shipped)}" in out
     assert "smoke" in shipped and "fair_table" in shipped
+
+
+def test_an_unknown_study_name_is_refused_with_the_shipped_studies(monkeypatch, capsys):
+    from ganlab.study import cli
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "report", "nosuchstudy"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1
+    assert "no study 'nosuchstudy' (conf/study/nosuchstudy.yaml); the studies: " in err
+    assert "fair_table" in err and "smoke" in err
