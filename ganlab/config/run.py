@@ -12,7 +12,7 @@ from ganlab.config.check import check_target_values, check_typed, is_conditional
 from ganlab.config.groups import check_group_nodes
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
-from ganlab.models.conditional import check_head
+from ganlab.models.conditional import AuxiliaryClassLoss, check_head
 from ganlab.trainer.config import TrainerConfig
 
 
@@ -88,4 +88,4 @@ def class_loss_weight(cfg: DictConfig) -> float | None:
     if isinstance(weight, bool) or not isinstance(weight, (int, float)):
         raise ValueError(f"model.class_loss_weight must be a number (AC-GAN's class loss weight; paper: 1), "
                          f"got {weight!r}")
-    return float(weight)
+    return AuxiliaryClassLoss(float(weight)).weight  # its own check: finite and >= 0
