@@ -216,12 +216,15 @@ class TemplateEmbedder(Embedder):
 
 
 def three_class_images(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(templates (3, 1, 4, 4), images (n, 1, 4, 4) = template + noise, labels (n,))."""
+    """(templates (3, 1, 4, 4), images (n, 1, 4, 4) = template + noise, labels (n,)), all divided by 3 so the
+    images lie in the data's stated range [-1, 1] (nearest templates, k-means and k-NN balls do not change under
+    a common scale)."""
     g = torch.Generator().manual_seed(seed)
     templates = torch.zeros(3, 1, 4, 4)
     templates[0, 0, 0], templates[1, 0, 2], templates[2, 0, :, 1] = 1.0, 1.0, 1.0
     y = torch.arange(n) % 3
-    return templates, templates[y] + 0.3 * torch.randn(n, 1, 4, 4, generator=g), y
+    images = templates[y] + 0.3 * torch.randn(n, 1, 4, 4, generator=g)
+    return templates / 3, images / 3, y
 
 
 def test_evaluator_samples_balanced_and_scores_one_image_per_class() -> None:

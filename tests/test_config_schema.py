@@ -44,7 +44,8 @@ def refused(*overrides: str, multirun: bool = False) -> str:
 # ------------------------------------------------------------------ the items, with their exact answers
 def test_a_strategy_name_given_as_a_strategy_s_settings() -> None:
     assert refused("strategy=[r1]", "strategy.r1=wgan_gp") == (
-        "strategy.r1=wgan_gp: strategy.r1 holds the settings of strategy r1 (gamma, interval), not a value; to use wgan_gp "
+        "strategy.r1=wgan_gp: strategy.r1 holds the settings of strategy r1 (gamma, interval), not a value; to use "
+        "wgan_gp "
         "as well, list it: strategy=[r1,wgan_gp]; to change a setting: strategy.r1.<key>=<value> "
         "(e.g. strategy.r1.gamma=...)")
     check_command_line(["strategy=[r1,wgan_gp]"])  # the advice works
