@@ -133,7 +133,8 @@ def test_stacked_forward_is_each_members_forward() -> None:
 
 REFUSED = [
     (["dataset=digits", "model=dcgan"], "trains 2-D Gaussian mixtures .*not dataset=digits"),
-    (["model.discriminator._target_=ganlab.models.DCGANDiscriminator"], "trains model=mlp or model=pacgan_mlp"),
+    (["model.discriminator._target_=ganlab.models.DCGANDiscriminator", "~model.discriminator.hidden"],  # its keys
+     "trains model=mlp or model=pacgan_mlp"),
     (["strategy=[unrolled]"], "strategy unrolled cannot run in trainer.ensemble: it copies D"),
     (["strategy=[mode_seeking]"], "strategy mode_seeking cannot run in trainer.ensemble: it is not vectorised yet"),
     (["trainer.accumulate=2"], "needs trainer.accumulate=1, got 2"),
