@@ -239,9 +239,10 @@ class PRDCScorer(Scorer):
 #: How to read ``vendi``, printed under the end-of-run table and in the docs' score table.
 VENDI_READING = ("vendi: the effective number of distinct samples, exp(entropy of the eigenvalues of K/n) "
                  "(Friedman & Dieng 2023); K: an RBF kernel of bandwidth 3 x the mixture's std on 2-D points (so "
-                 "it counts modes), else the cosine kernel of the embeddings. No better direction: read it against "
-                 "data/vendi; below the data's, G lacks variety (collapse); above it, G's samples are spread where "
-                 "the data is not (scattered between or off the modes), which is no better")
+                 "a tight mode counts as about 2: ring8's own samples score about 16), else the cosine kernel of the "
+                 "embeddings. No better direction: read it against data/vendi; below the data's, G lacks variety "
+                 "(e.g. every sample on one point); above it, G's samples are spread where the data is not (a "
+                 "collapsed G drawing a streak through one mode scores above the data too), which is no better")
 
 
 class VendiScorer(Scorer):
