@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 from tiny_config import DIGITS_RUN, RING8_RUN, compose_cfg, train_tiny
 
@@ -18,6 +19,14 @@ def classifier_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
     mp.setenv("GANLAB_CACHE", str(path))
     yield path
     mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def no_hydra_job_left_over() -> Iterator[None]:
+    """A test that runs a Hydra main in this process leaves Hydra's job config set, and later tests would read its
+    launch folder (``ganlab.data.root.launch_dir``) as theirs: it is cleared after every test."""
+    yield
+    HydraConfig.instance().cfg = None  # type: ignore[assignment]
 
 
 @pytest.fixture
