@@ -1,6 +1,6 @@
-"""The study tests launch Hydra jobs in this process (the basic launcher), which leaves Hydra's global job config
-set; later tests would then read that job's launch folder (``ganlab.data.root.launch_dir``). Each test here ends
-with Hydra's globals cleared."""
+"""The study tests launch Hydra jobs in this process (the basic launcher), which initialises Hydra's global
+config loader; each test here ends with it cleared. (Hydra's job config, which such a job also leaves set, is
+cleared after every test of the suite by ``tests/conftest.py``.)"""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
 
 
 @pytest.fixture(autouse=True)
-def clear_hydra_globals() -> Iterator[None]:
+def clear_global_hydra() -> Iterator[None]:
     yield
-    HydraConfig.instance().cfg = None  # type: ignore[assignment]
     GlobalHydra.instance().clear()
