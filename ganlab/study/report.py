@@ -1,7 +1,8 @@
 """``ganlab-study report``: a study's table, curves and results page from its table of evaluations alone (no
 training): ``<results>/table.md``, ``<results>/choices.csv`` (the tuning stage's choice per arm and data set),
-``<results>/curves.png`` and, when the folder has none, ``<results>/README.md``; then every generated block that
-embeds one of these files is refreshed (:mod:`ganlab.study.blocks`)."""
+``<results>/curves.png`` (when a run has more than one evaluation) and, when the folder has none,
+``<results>/README.md``; then every generated block that embeds one of these files is refreshed
+(:mod:`ganlab.study.blocks`)."""
 
 from __future__ import annotations
 
@@ -269,8 +270,9 @@ def report(study: StudySchema, rows: Rows, root: Path = Path(".")) -> list[Path]
         writer.writerows([a, d, f"{v:g}"] for (a, d), v in chosen.items())
         atomic_write_text(out / f"choices{sfx}.csv", buf.getvalue())
         written.append(out / f"choices{sfx}.csv")
-    plot(study, rows, chosen, out / f"curves{sfx}.png")
-    written.append(out / f"curves{sfx}.png")
+    if study.budget.steps > study.budget.eval_every:  # one evaluation a run draws no curve
+        plot(study, rows, chosen, out / f"curves{sfx}.png")
+        written.append(out / f"curves{sfx}.png")
     if not (out / "README.md").is_file():
         atomic_write_text(out / "README.md", page(study))
         written.append(out / "README.md")
