@@ -20,6 +20,16 @@ from omegaconf import MISSING
 
 
 @dataclasses.dataclass
+class ReuseSchema:
+    """Runs of another study taken for this arm: ``study`` (a name under ``conf/study/``) and its ``arm`` whose
+    every job has exactly this arm's ``ganlab-train`` overrides (checked before anything runs). Their rows come from
+    that study's committed table of evaluations while this arm's own run folders hold none."""
+
+    study: str = MISSING
+    arm: str = MISSING
+
+
+@dataclasses.dataclass
 class ArmSchema:
     """One arm: a name (the table's row label) and the ``ganlab-train`` overrides it adds to ``common``."""
 
@@ -34,6 +44,8 @@ class ArmSchema:
     #: ``{"class/": "pred_class/"}`` for an unconditional G grouped by predicted class where the conditional arms
     #: are grouped by requested class; {}: the column's own score
     read_as: Dict[str, str] = dataclasses.field(default_factory=dict)
+    #: the same runs made by another study (same overrides, checked), reused rather than retrained; null: none
+    reuse: Optional[ReuseSchema] = None
 
 
 @dataclasses.dataclass
