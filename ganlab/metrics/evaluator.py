@@ -23,11 +23,12 @@ from torch import Tensor, nn
 
 from ganlab.data.base import GANData
 from ganlab.distributed import SINGLE, Dist
+from ganlab.metrics.base import EvalBatch, ReferenceFits, Scorer
 from ganlab.metrics.clusters import default_num_clusters
 from ganlab.metrics.embedders import AutoEmbedder, Embedder, image_inputs
 from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
 from ganlab.metrics.per_class import K_PR, class_scores, predicted_class_scores
-from ganlab.metrics.scorers import EvalBatch, ReferenceFits, Scorer
+from ganlab.metrics.registry import DATA_PREFIX, register_scores
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import balanced_labels, make_codes
 
@@ -35,6 +36,7 @@ log = logging.getLogger("ganlab")
 
 #: The score that counts generated samples with a NaN or Inf value (left out of every other score).
 NONFINITE_KEY = "nonfinite_samples"
+register_scores("nonfinite", rank=210, higher_is_better={NONFINITE_KEY: False})
 
 
 @dataclass
@@ -60,7 +62,7 @@ class Evaluator:
     Args:
         num_samples: generated samples to score (PacGAN mixture protocol: 2,500).
         num_real: real training samples embedded once as the reference (seeded subset).
-        scorers: name -> :class:`~ganlab.metrics.scorers.Scorer`.
+        scorers: name -> :class:`~ganlab.metrics.base.Scorer`.
         embedder: maps samples to embeddings (default: identity for points, classifier for images).
         batch_size: samples generated per forward pass.
         seed: seed of the evaluation latent codes and the reference subset; the training RNG streams are
@@ -237,9 +239,9 @@ class Evaluator:
         held, data = self._baseline_due
         result = self.score(held, data)
         self._held = (result.embeddings, result.labels)
-        self._baseline = {f"data/{k}": v for k, v in result.scores.items()}
+        self._baseline = {f"{DATA_PREFIX}{k}": v for k, v in result.scores.items()}
         if self.embedder.test_accuracy is not None:
-            self._baseline["data/classifier_accuracy"] = float(self.embedder.test_accuracy)
+            self._baseline[f"{DATA_PREFIX}classifier_accuracy"] = float(self.embedder.test_accuracy)
         self._baseline_due = None
 
     def precompute(self, samples: Tensor, data: GANData, value_range: tuple[float, float] | None = None) -> None:
@@ -276,7 +278,7 @@ class Evaluator:
         return self.fits.fit(self._real[1], k, self.seed if seed is None else seed)
 
     def settings(self, data: GANData) -> dict[str, dict[str, Any]]:
-        """Scorer name -> :meth:`~ganlab.metrics.scorers.Scorer.settings`, for the scorers that apply to ``data``
+        """Scorer name -> :meth:`~ganlab.metrics.base.Scorer.settings`, for the scorers that apply to ``data``
         and report any (``metrics.json``'s ``"score_settings"``)."""
         out = {name: scorer.settings() for name, scorer in self.scorers.items() if scorer.applies_to(data)}
         return {name: s for name, s in out.items() if s}
@@ -385,7 +387,7 @@ class Evaluator:
                                           self._class_fit, self.class_tau)
 
         if self._predicted_baseline is None and self._held[1] is not None:
-            self._predicted_baseline = {f"data/{key}": v for key, v in scores(*self._held).items()}  # type: ignore[arg-type]
+            self._predicted_baseline = {f"{DATA_PREFIX}{key}": v for key, v in scores(*self._held).items()}  # type: ignore[arg-type]
         return scores(result.embeddings, result.labels) | (self._predicted_baseline or {})
 
     def generate(self, generator: nn.Module, warn: bool = True) -> tuple[Tensor, Tensor]:
@@ -457,7 +459,7 @@ class Evaluator:
             idx = torch.cat([(held_y == c).nonzero()[:per, 0] for c in range(num_classes)])
             x = model_range(held[idx], data)
             scores = self.per_class(self.embedder(x), held_y[idx], self.embedder.mode_labels(x), num_classes)
-            self._class_baseline = {f"data/{k}": v for k, v in scores.items()}
+            self._class_baseline = {f"{DATA_PREFIX}{k}": v for k, v in scores.items()}
         return self._class_baseline
 
     def projector(self, result: EvalResult, data: GANData,
