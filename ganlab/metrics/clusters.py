@@ -214,9 +214,9 @@ def ndb(real_emb: Tensor, fake_emb: Tensor, k: int = 100, alpha: float = 0.05,
 
 @register("clusters", rank=30, headline={"mixture": ("clusters_covered",), "image": ("clusters_covered",)},
           headline_rank=30, coverage=("clusters_covered",),
-          what="k-means (K = number of classes, <= 100) on real embeddings; clusters holding >= 0.1/K of the generated "
+          what="k-means (K = number of classes, ≤ 100) on real embeddings; clusters holding ≥ 0.1/K of the generated "
                "samples (also as a fraction of K); KL and JS divergence of the cluster histograms",
-          range="0-K, 0-1, >= 0, 0-ln 2", source="ganlab")
+          range="0-K, 0-1, ≥ 0, 0-ln 2", source="ganlab")
 class ClusterScorer(Scorer):
     """``clusters_covered``, ``cluster_kl``, ``cluster_jsd``: k-means on real embeddings, generated samples
     assigned to the nearest centre. ``k`` defaults to :func:`~ganlab.metrics.clusters.default_num_clusters`."""
@@ -238,7 +238,7 @@ class ClusterScorer(Scorer):
 
 
 @register("ndb", rank=40, headline={"mixture": ("ndb_fraction",), "image": ("ndb_fraction",)}, headline_rank=60,
-          what="K=100 k-means bins on real data, two-proportion z-test per bin (alpha = 0.05)",
+          what="K=100 k-means bins on real data, two-proportion z-test per bin (α = 0.05)",
           range="0-K, 0-1, 0-ln 2", source="Richardson & Weiss 2018")
 class NDBScorer(Scorer):
     """``ndb``, ``ndb_fraction``, ``ndb_jsd`` (Richardson & Weiss 2018: K=100 bins, alpha 0.05)."""

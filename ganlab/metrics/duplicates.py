@@ -94,7 +94,7 @@ def memorization_fraction(fake: Tensor, train: Tensor, threshold: float = DEFAUL
 
 
 @register("duplicates", rank=100,
-          what="images: share of generated samples with a near-identical (pixel cosine >= 0.99) other generated "
+          what="images: share of generated samples with a near-identical (pixel cosine ≥ 0.99) other generated "
                "sample / training sample", range="0-1", source="ganlab")
 class DuplicateScorer(Scorer):
     """``duplicate_fraction`` (generated samples with a near-identical other generated sample) and

@@ -90,8 +90,8 @@ def mixture_scores(samples: Tensor, means: Tensor, std: float, threshold: float 
 
 @register("mixture", rank=10, headline={"mixture": ("modes_covered", "hq_fraction", "reverse_kl")}, headline_rank=10,
           coverage=("modes_covered",),
-          what="mixtures: 2,500 samples; HQ = within 3 std (Euclidean) of the nearest mode; a mode is covered by >= 1 "
-               "HQ sample; reverse KL = sum_k p_k log(K p_k) over the modes, with every sample assigned to its nearest "
+          what="mixtures: 2,500 samples; HQ = within 3 std (Euclidean) of the nearest mode; a mode is covered by ≥ 1 "
+               "HQ sample; reverse KL = Σ p_k log(K p_k) over the modes, with every sample assigned to its nearest "
                "mode (`reverse_kl`), or HQ samples only, as PacGAN's code counts (`reverse_kl_hq`; log K when no "
                "sample is HQ). Per-mode counts: `ganlab.metrics.mixture.mode_counts`",
           range="0-K, 0-1, 0-log K, 0-log K", source="VEEGAN Sec. 5.1; PacGAN Sec. 5 (`dis_thre=3`)")

@@ -23,7 +23,7 @@ __all__ = ["ModeScorer"]
 
 @register("modes", rank=20, headline={"image": ("modes_covered",)}, headline_rank=20, coverage=("modes_covered",),
           what="labelled images: distinct classifier labels (of 10; of 1,000 label triples for stacked data) and "
-               "KL(p_gen || uniform)", range="0-K, 0-log K", source="VEEGAN Table 2 protocol")
+               "KL(p_gen ‖ uniform)", range="0-K, 0-log K", source="VEEGAN Table 2 protocol")
 class ModeScorer(Scorer):
     """Labelled image data: ``modes_covered`` (distinct classifier labels, out of ``data.num_modes``: 1,000 for
     stacked data) and ``kl_uniform`` = KL(p_gen || Uniform_K) = sum_k p_k log(K p_k) nats (VEEGAN Table 2

@@ -31,7 +31,7 @@ __all__ = ["VENDI_READING", "ClusterScorer", "DuplicateScorer", "EvalBatch", "Fr
           headline_rank=40,
           what="k-NN balls, k = 3 (P/R) and 5 (D/C); a point on a ball's boundary is inside for P/R (`<=`), outside "
                "for D/C (`<`), as each paper's official code (below)",
-          range="0-1 (density >= 0)", source="Kynkäänniemi 2019 eq. 1-2; Naeem 2020 eq. 3-4")
+          range="0-1 (density ≥ 0)", source="Kynkäänniemi 2019 eq. 1-2; Naeem 2020 eq. 3-4")
 class PRDCScorer(Scorer):
     """``precision``, ``recall`` (k=3, Kynkaanniemi 2019), ``density``, ``coverage`` (k=5, Naeem 2020).
 
@@ -101,7 +101,7 @@ class VendiScorer(Scorer):
 
 @register("frechet", rank=60, headline={"image": ("fd",)}, headline_rank=0,
           what="Fréchet distance between Gaussians fitted to real and generated embeddings (FID-like with "
-               "`inception`)", range=">= 0", source="Heusel et al. 2017")
+               "`inception`)", range="≥ 0", source="Heusel et al. 2017")
 class FrechetScorer(Scorer):
     """``fd``: Frechet distance between Gaussians fitted to real and generated embeddings (FID with Inception)."""
 
