@@ -80,6 +80,7 @@ class Evaluator:
     :mod:`ganlab.metrics.per_class`, with their ``data/class/...`` baseline on held-out real samples. An
     unconditional G on labelled data gets the ``pred_class/...`` scores (``predicted_classes``), with their
     ``data/pred_class/...`` baseline on the held-out samples of the ``data/`` baseline, grouped the same way.
+    The per-class half lives in :class:`~ganlab.metrics.class_evaluation.ClassEvaluation` (attribute ``classes``).
 
     Raises (constructor): ValueError naming the ``metrics.*`` key: a count that is not an integer or is too small,
     ``predicted_classes`` not true or false.
