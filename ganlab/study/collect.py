@@ -58,7 +58,8 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     chunks = _jsonl(run_dir / JOBS_FILE)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
     rows = []
-    for rec in _jsonl(run_dir / "metrics.jsonl"):
+    newest = {int(r["step"]): r for r in _jsonl(run_dir / "metrics.jsonl")}  # a step written twice: its last line
+    for rec in newest.values():
         scores = rec.get("scores") or {}
         if not scores:
             continue

@@ -92,3 +92,32 @@ def test_reuse_is_refused_when_the_overrides_differ(tmp_path):
                                           if a.reuse else a for a in mine.arms])
     with pytest.raises(StudyError, match="reuse.arm 'WGAN' is not an arm of study smoke"):
         reused_rows(bad, lambda name: other)
+
+
+def test_a_step_written_twice_gives_one_row_its_last(tmp_path):
+    """Two lines for one step (two processes that trained one folder, or a rewrite) make one row: the last line."""
+    import json
+
+    from ganlab.study.collect import run_rows
+
+    s = smoke(tmp_path)
+    job = Job("GAN (no strategy)", "ring8", "final", 0, 0.001)
+    run = folder(s, job)
+    run.mkdir(parents=True)
+    lines = [{"step": 20, "scores": {"modes_covered": 5.0}}, {"step": 40, "scores": {"modes_covered": 6.0}},
+             {"step": 40, "scores": {"modes_covered": 7.0}}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert [(r["step"], r["modes_covered"]) for r in run_rows(s, job)] == [(20, 5.0), (40, 7.0)]
+
+
+def test_one_run_folder_is_trained_by_one_process_at_a_time(tmp_path):
+    """The folder lock: a second taker is refused while the first holds it, and gets it once it is released."""
+    from ganlab.study.runner import _lock
+
+    first = _lock(tmp_path / "run")
+    assert first is not None
+    assert _lock(tmp_path / "run") is None
+    first.close()
+    again = _lock(tmp_path / "run")
+    assert again is not None
+    again.close()
