@@ -35,6 +35,9 @@ Counters (``--counter``):
   ``kernel.perf_event_paranoid`` <= 2. Runs at full speed (about a minute).
 * ``callgrind``: valgrind's simulated count, ``--instr-atstart=no``, switched on and dumped between variants with
   ``callgrind_control``. Needs ``valgrind``; about 50 times slower (several minutes a tree on a loaded 2-core VM).
+* ``calls``: not instructions but Python-level calls (:mod:`cProfile`'s count), where neither counter can run in
+  reasonable time: load-independent and fast, and where a change to ganlab's own Python shows; blind to what a call
+  costs (a kernel and an attribute read count one each). The ``instructions`` in the table are then calls.
 * ``auto`` (default): perf where the counter opens, else callgrind.
 
 The two counters agree on ratios, not on absolute counts (callgrind counts the instructions valgrind simulates, perf
@@ -52,11 +55,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import cProfile
 import ctypes
 import fcntl
 import json
 import os
 import platform
+import pstats
 import shutil
 import struct
 import subprocess
@@ -143,6 +148,14 @@ def perf_available() -> str | None:
         return f"{e.strerror or e} (a VM without a performance-monitoring unit, or kernel.perf_event_paranoid > 2)"
 
 
+def python_calls(fn: Callable[[], None]) -> int:
+    """The Python-level calls (functions, methods and C functions called from Python) made while ``fn()`` runs,
+    as :mod:`cProfile` counts them."""
+    profile = cProfile.Profile()
+    profile.runcall(fn)
+    return pstats.Stats(profile).total_calls
+
+
 # ------------------------------------------------------------------------------------- the counted process
 class _StopAfter:
     """Stands in for fit()'s progress bar: ``update`` raises :class:`StopIteration` after ``k`` steps."""
@@ -216,9 +229,9 @@ def inner(args: argparse.Namespace) -> None:
     if strays:  # e.g. an editable install of another checkout supplying a module this tree lacks
         raise SystemExit(f"modules from outside --tree {tree}: {strays[:5]}")
     flags: Path = args.inner
-    if args.counter == "perf":
-        counter = PerfCounter()
-        counts = {name: counter.count(run) for name, run in runs.items()}
+    if args.counter in ("perf", "calls"):
+        count = PerfCounter().count if args.counter == "perf" else python_calls
+        counts = {name: count(run) for name, run in runs.items()}
         (flags / "counts.json").write_text(json.dumps(counts))
         return
     for i, name in enumerate([*VARIANTS, None]):
@@ -254,7 +267,7 @@ def count_tree(tree: Path, args: argparse.Namespace) -> dict[str, int]:
     env = {k: v for k, v in os.environ.items() if k != "GANLAB_CONF"}
     env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(tree), str(HERE)])}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    if args.counter == "perf":
+    if args.counter in ("perf", "calls"):
         out, _ = proc.communicate()
         if proc.returncode != 0:
             raise SystemExit(f"the counted process failed (exit {proc.returncode}):\n{out[-3000:]}")
@@ -284,6 +297,8 @@ def commit_of(tree: Path) -> str | None:
 
 def choose_counter(name: str) -> str:
     """``perf`` or ``callgrind`` for ``--counter name``; refuses a counter that cannot run here, saying why."""
+    if name == "calls":
+        return name
     why = perf_available() if name in ("perf", "auto") else None
     if name == "perf" and why is not None:
         raise SystemExit(f"--counter perf: the CPU's instruction counter cannot be opened here: {why}; "
@@ -332,11 +347,13 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
     for r in results:
         r["overhead_percent"] = {n: 100 * (c / r["instructions_per_step"]["plain"] - 1)
                                  for n, c in r["instructions_per_step"].items()}
+    calls = results[0]["counter"] == "calls"
+    unit, scale = ("calls/step", 1.0) if calls else ("M instr/step", 1e6)
     headers, rows = ["loop"], [[n] for n in VARIANTS]
     for r in results:
-        headers += [f"M instr/step {r['commit']}", f"overhead % {r['commit']}"]
+        headers += [f"{unit} {r['commit']}", f"overhead % {r['commit']}"]
         for row, n in zip(rows, VARIANTS):
-            row += [f"{r['instructions_per_step'][n] / 1e6:.3f}", f"{r['overhead_percent'][n]:+.2f}"]
+            row += [f"{r['instructions_per_step'][n] / scale:.3f}", f"{r['overhead_percent'][n]:+.2f}"]
     out: dict[str, Any] = {"trees": results}
     if len(results) == 2:
         a, b = (r["instructions_per_step"] for r in results)
@@ -345,8 +362,9 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
         for row, n in zip(rows, VARIANTS):
             row.append(f"{out['second_over_first'][n]:.4f}")
     first = results[0]
-    print(f"instructions per generator step ({first['counter']}, {first['steps']} steps each after {first['warmup']} "
-          "warm-up steps, MLP pair on ring8, batch 256, 1 thread); overhead = instructions / plain's - 1:")
+    print(f"{'Python calls' if calls else 'instructions'} per generator step ({first['counter']}, {first['steps']} "
+          f"steps each after {first['warmup']} "
+          "warm-up steps, MLP pair on ring8, batch 256, 1 thread); overhead = count / plain's - 1:")
     print(table(headers, rows))
     out["env"] = env_info(torch.device("cpu"))
     return out
@@ -354,7 +372,7 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--counter", choices=("auto", "perf", "callgrind"), default="auto",
+    p.add_argument("--counter", choices=("auto", "perf", "callgrind", "calls"), default="auto",
                    help="perf (the CPU's counter, fast; needs a PMU), callgrind (valgrind, slow); auto: perf if it "
                    "opens")
     p.add_argument("--steps", type=int, default=20, help="counted steps of each variant (default monitor.every)")
