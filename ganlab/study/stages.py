@@ -3,7 +3,7 @@
 A study writes each run to ``<runs>/<data set>/<arm slug>/<leaf>`` (:func:`ganlab.study.plan.relative_folder`),
 with ``runs`` = ``runs/study/<name>`` by default. A folder is taken as a study's run when the folder two levels above
 it is named after a study of ``conf/study/`` and its path below that folder is one of the study's planned jobs
-(:func:`ganlab.study.cli.all_jobs`); its stage is then that job's: ``tune`` (a tuning seed, at every axis value) or
+(:func:`ganlab.study.plan.all_jobs`); its stage is then that job's: ``tune`` (a tuning seed, at every axis value) or
 ``final`` (a reporting seed). Tuning and reporting seeds are disjoint (:func:`ganlab.study.schema.check_study`), so the
 two never share a folder. ``ganlab-compare`` uses this to keep a row of a study to one stage.
 
@@ -24,8 +24,8 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 import ganlab
-from ganlab.study.cli import all_jobs, shipped_studies
-from ganlab.study.plan import relative_folder
+from ganlab.study.cli import shipped_studies
+from ganlab.study.plan import all_jobs, relative_folder
 from ganlab.study.schema import StudySchema, register
 
 
