@@ -202,7 +202,8 @@ def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> st
 
 def legend(mark: str, ci: bool = False) -> str:
     """What the table's numbers and marks mean, printed below it."""
-    text = (f"mean ± std over distinct seeds; ↑/↓: higher/lower is better. {mark}: the best mean of its column, "
+    text = (f"mean ± std over distinct seeds (a row of one seed: its value, no spread); ↑/↓: higher/lower is "
+            f"better. {mark}: the best mean of its column, "
             f"only where it beats the runner-up beyond the seed-to-seed spread (Welch's t-test, two-sided "
             f"p < {ALPHA}); no mark when either row has fewer than 2 seeds.")
     if ci:
@@ -212,7 +213,8 @@ def legend(mark: str, ci: bool = False) -> str:
 
 
 def _cell(value: tuple[float, float, int], ci: tuple[float, float] | None) -> str:
-    text = f"{value[0]:.3g} ± {value[1]:.2g}"
+    """``mean ± std``, or the mean alone for a single seed (no spread to show), then ``[low, high]`` with ``ci``."""
+    text = f"{value[0]:.3g} ± {value[1]:.2g}" if value[2] > 1 else f"{value[0]:.3g}"
     return text if ci is None else f"{text} [{ci[0]:.3g}, {ci[1]:.3g}]"
 
 
@@ -252,8 +254,9 @@ def terminal_table(summary: Summary, keys: list[str] | None = None, ci: Interval
 
 
 def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | None = None) -> str:
-    """CSV: ``run, seeds`` then ``<score>_mean, <score>_std, <score>_best`` (1 for a significant best row, as
-    in :func:`best_rows`) per score, and ``<score>_ci_low, <score>_ci_high`` with ``ci``. No legend."""
+    """CSV: ``run, seeds`` then ``<score>_mean, <score>_std`` (empty for a single seed), ``<score>_best`` (1 for a
+    significant best row, as in :func:`best_rows`) per score, and ``<score>_ci_low, <score>_ci_high`` with ``ci``.
+    No legend."""
     keys = keys or headline_keys(summary)
     best = best_rows(summary, keys)
     columns = ("mean", "std", "best", "ci_low", "ci_high") if ci else ("mean", "std", "best")
@@ -266,7 +269,7 @@ def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | N
             if k not in scores:
                 row += [""] * len(columns)
                 continue
-            row += [scores[k][0], scores[k][1], int(label in best.get(k, ()))]
+            row += [scores[k][0], scores[k][1] if scores[k][2] > 1 else "", int(label in best.get(k, ()))]
             row += list(ci[label][k]) if ci else []
         writer.writerow(row)
     return out.getvalue()
