@@ -219,13 +219,18 @@ def kid_cell(n: int, d: int, subsets: int, subset_size: int) -> Callable[[torch.
         from ganlab.metrics.kid import kid
 
         warnings.filterwarnings("ignore", message=".*will save all extracted features.*")
+        from ganlab.metrics.order import canonical_order
+
         real, fake = torch.from_numpy(_normal(n, d, 7)).to(dev), torch.from_numpy(_normal(n, d, 8, 0.1)).to(dev)
         metric = KernelInceptionDistance(feature=_Identity(), subsets=subsets, subset_size=subset_size).to(dev)
+        # ganlab draws its subsets from the rows in their canonical order (order-free subsets): the reference is
+        # given the rows in that order (untimed), so that the same seed draws the same subsets.
+        real_c, fake_c = real[canonical_order(real)], fake[canonical_order(fake)]
 
         def ref() -> float:
             metric.reset()
-            metric.update(real, real=True)
-            metric.update(fake, real=False)
+            metric.update(real_c, real=True)
+            metric.update(fake_c, real=False)
             torch.manual_seed(5)
             return float(metric.compute()[0])
 
@@ -240,17 +245,22 @@ def is_cell(n: int, classes: int, splits: int = 10) -> Callable[[torch.device], 
 
         from ganlab.metrics.inception_score import inception_score
 
+        from ganlab.metrics.order import canonical_order
+
         logits = torch.from_numpy(_normal(n, classes, 9) * 3).to(dev)
         metric = InceptionScore(feature=_Identity(), splits=splits).to(dev)
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(11)).to(dev)
+        # ganlab cuts its splits from a seeded shuffle (seed 0) of the rows in their canonical order; torchmetrics
+        # shuffles with the global RNG: given the rows in that canonical order (untimed) and the global seed 0, it
+        # cuts the same splits.
+        logits_c = logits[canonical_order(logits.softmax(dim=1).double())]
 
         def ref() -> float:
             metric.reset()
-            metric.update(logits)
-            torch.manual_seed(11)  # torchmetrics shuffles with the global RNG: the same order as ``order``
+            metric.update(logits_c)
+            torch.manual_seed(0)
             return float(metric.compute()[0])
 
-        ours = lambda: inception_score(logits[order].softmax(dim=1), splits)[0]  # noqa: E731
+        ours = lambda: inception_score(logits.softmax(dim=1), splits)[0]  # noqa: E731
         return ours, ref, lambda a, b: _close(a, b, 1e-4)
     return build
 
