@@ -244,7 +244,6 @@ def is_cell(n: int, classes: int, splits: int = 10) -> Callable[[torch.device], 
         from torchmetrics.image.inception import InceptionScore
 
         from ganlab.metrics.inception_score import inception_score
-
         from ganlab.metrics.order import canonical_order
 
         logits = torch.from_numpy(_normal(n, classes, 9) * 3).to(dev)
