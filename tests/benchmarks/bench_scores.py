@@ -3,7 +3,7 @@
 Usage::
 
     python tests/benchmarks/bench_scores.py [--quick] [--device auto|cpu|cuda] [--threads 1] [--repeats 3]
-        [--only kmeans,prdc,...] [--out docs/results/bench/scores.json]
+        [--only kmeans,prdc,...] [--skip 'd 2,048;1,000 classes'] [--out docs/results/bench/scores.json]
 
 One process; each cell runs ganlab (A) and the reference (B) interleaved, A B A B ..., after one untimed call of
 each whose outputs are compared (the agreement check). Reported: the best (smallest) of ``--repeats`` timed
@@ -361,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch / BLAS threads of both sides (default 1)")
     p.add_argument("--repeats", type=int, default=3, help="timed calls per side and cell; the best is kept")
     p.add_argument("--only", default="", help="comma-separated prefixes of score names, e.g. 'k-means,Frechet'")
+    p.add_argument("--skip", default="",
+                   help="semicolon-separated parts of 'score, size' to leave out, e.g. 'd 2,048;1,000 classes' "
+                        "(a cell whose 'score, size' contains one is skipped)")
     p.add_argument("--wall", action="store_true", help="time wall clock even on one CPU thread (default: CPU time)")
     p.add_argument("--out", type=Path, default=None, help="JSON file to write (default: none)")
     p.add_argument("--append", action="store_true",
@@ -369,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     set_threads(args.threads)
     dev = resolve_device(args.device)
     cells = [c for c in grid() if (c.quick or not args.quick)
-             and (not args.only or any(c.score.lower().startswith(o.strip().lower()) for o in args.only.split(",")))]
+             and (not args.only or any(c.score.lower().startswith(o.strip().lower()) for o in args.only.split(",")))
+             and not any(part.strip() and part.strip().lower() in f"{c.score}, {c.size}".lower()
+                         for part in args.skip.split(";"))]
     # On one CPU thread the process's CPU time is what each side costs; wall time on a shared machine adds
     # whatever other processes take. On a GPU, or with several threads, wall time is the measure.
     cpu_clock = dev.type == "cpu" and args.threads == 1 and not args.wall

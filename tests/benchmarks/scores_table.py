@@ -28,6 +28,17 @@ def _ms(seconds: float) -> str:
     return f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}"
 
 
+def _earlier_runs(env: dict[str, Any]) -> list[str]:
+    """One sentence on the earlier runs whose cells the file still holds (``bench_scores.py --append``), if any."""
+    runs = env.get("earlier_runs", [])
+    if not runs:
+        return []
+    parts = [f"{r.get('started', '?')} (load average {r['load_average_before'][0]:.1f} before, "
+             f"{r.get('load_average_after', [float('nan')])[0]:.1f} after)" for r in reversed(runs)]
+    return ["", "The file gathers several runs of the same script (`--append`), each adding or replacing some cells; "
+                "the earlier ones, oldest first: " + "; ".join(parts) + ". The header above is the last run's."]
+
+
 def render(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
     """Markdown for one benchmark run (``after``), with ``before``'s ratios beside it where it has the cell."""
     env = after["env"]
@@ -39,6 +50,7 @@ def render(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
         f"{env.get('sklearn', '?')}, NumPy {env.get('numpy', '?')}; load average "
         f"{env['load_average_before'][0]:.1f} before and {env.get('load_average_after', [float('nan')])[0]:.1f} "
         f"after the run on {env.get('cpu_count', '?')} CPUs.",
+        *_earlier_runs(env),
         "",
         "| score | size | ganlab ms | reference ms | ganlab / reference | spread ganlab / ref | agrees |"
         + (" ratio before |" if before else ""),
