@@ -387,12 +387,13 @@ def main(argv: list[str] | None = None) -> int:
     out = None if args.out is None else args.out if args.out.is_absolute() else REPO / args.out
     if args.append and out is not None and out.is_file():
         earlier = json.loads(out.read_text())
-        names = {(c.score, c.size) for c in cells}
-        report["cells"] = [c for c in earlier["cells"] if (c["score"], c["size"]) not in names]
+        report["cells"] = list(earlier["cells"])
         older = earlier["env"].pop("earlier_runs", [])
         report["env"]["earlier_runs"] = [earlier["env"], *older]
     for cell in cells:
         r = run_cell(cell, dev, args.repeats, clock)
+        # An earlier run's cell is replaced only once it is measured again, so an interrupted run loses nothing.
+        report["cells"] = [c for c in report["cells"] if (c["score"], c["size"]) != (r["score"], r["size"])]
         report["cells"].append(r)
         if out is not None:  # after every cell, so that an interrupted run keeps what it measured
             _write_json(report, out)
