@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ganlab import CONFIG_DIR
 from ganlab.study import collect as collect_mod
+from ganlab.study.catalog import load_study, shipped_studies
 from ganlab.study.plan import all_jobs, final_jobs, tuning_jobs
 from ganlab.study.schema import StudyError, StudySchema, register
 
@@ -46,11 +47,6 @@ Run or report a study declared in conf/study/<STUDY>.yaml (docs/howto/studies.md
 
 Hydra's own flags and help: ganlab-study STUDY --hydra-help.
 """
-
-
-def shipped_studies() -> list[str]:
-    """The names of the studies in ``conf/study/`` (each ``<name>.yaml``), sorted."""
-    return sorted(p.stem for p in (Path(CONFIG_DIR) / "study").glob("*.yaml"))
 
 
 def usage() -> str:
@@ -79,13 +75,6 @@ def _fail(err: Exception) -> None:
         raise err
     print(f"ganlab-study: {err}", file=sys.stderr)
     sys.exit(1)
-
-
-def load_study(name: str) -> StudySchema:
-    """``conf/study/<name>.yaml`` composed as the command composes its own study (inside the running Hydra app)."""
-    from hydra import compose
-
-    return OmegaConf.to_object(compose(config_name="ganlab_study", overrides=[f"study={name}"]).study)
 
 
 def recorded_for(study: StudySchema) -> collect_mod.Recorded:

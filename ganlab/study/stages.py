@@ -14,33 +14,13 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf
-
-import ganlab
-from ganlab.study.cli import shipped_studies
+from ganlab.study.catalog import load_study, shipped_studies
 from ganlab.study.plan import all_jobs, relative_folder
-from ganlab.study.schema import StudySchema, register
-
-
-def load_study(name: str) -> StudySchema:
-    """The shipped study ``conf/study/<name>.yaml``, composed as ``ganlab-study <name>`` composes it (no overrides).
-
-    Raises:
-        hydra.errors.MissingConfigException: there is no such study.
-    """
-    register()
-    context = contextlib.nullcontext() if GlobalHydra.instance().is_initialized() else \
-        initialize_config_dir(config_dir=str(ganlab.CONFIG_DIR), version_base="1.3", job_name="ganlab_study")
-    with context:
-        cfg = compose("ganlab_study", overrides=[f"study={name}"])
-    return OmegaConf.to_object(cfg.study)
+from ganlab.study.schema import StudySchema
 
 
 def planned_stages(study: StudySchema) -> dict[str, str]:
