@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.io import atomic_write_text
-from ganlab.study.plan import Job, folder
+from ganlab.study.plan import Job, folder, steps_of
 from ganlab.study.runner import JOBS_FILE, finished_step
 from ganlab.study.schema import StudySchema
 
@@ -50,7 +50,7 @@ def _job_at(chunks: list[dict[str, Any]], step: int) -> dict[str, Any]:
 def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     """Every evaluation in the job's ``metrics.jsonl`` as table rows (empty when the folder holds none)."""
     run_dir = folder(study, job)
-    done = (finished_step(run_dir) or 0) >= study.budget.steps
+    done = (finished_step(run_dir) or 0) >= steps_of(study, job.arm)
     chunks = _jsonl(run_dir / JOBS_FILE)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
     rows = []
