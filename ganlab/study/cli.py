@@ -142,6 +142,12 @@ def study_main(cfg: DictConfig) -> None:
         elif cfg.action == "collect":
             check_study(study)
             print(f"ganlab-study: wrote {collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study)))}")
+        elif cfg.action == "report" and study.detection is not None:
+            from ganlab.study.detection_report import report_detection
+
+            check_study(study)
+            for p in report_detection(study):
+                print(f"wrote {p}")
         elif cfg.action == "report":
             check_study(study)
             table = Path(study.results) / collect_mod.TABLE

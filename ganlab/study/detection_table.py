@@ -6,15 +6,17 @@ Detection rate: collapsed runs a rule flagged / collapsed runs; false-alarm rate
 runs. Lead time: drop step - first warning, in generator steps (> 0: the warning came first), over the
 collapsed runs that were warned at all. The risk's AUROC is run-level: a collapsed run scores its largest risk at
 monitored steps in [warm-up, max(drop step, warm-up)], a healthy run its largest at steps >= the warm-up
-(``sklearn.metrics.roc_auc_score``, the Mann-Whitney statistic: ties count one half).
+(:func:`auc`, the Mann-Whitney statistic: ties count one half).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+import numpy as np
 
 from ganlab.study.corpus import Row
 from ganlab.study.detection import max_risk
@@ -49,14 +51,20 @@ def run_risk(row: Row, warmup: int) -> float:
     return max_risk(row["series"], warmup, end)
 
 
-def auroc(rows: list[Row], warmup: int) -> float:
-    """The run-level AUROC of the risk (NaN unless both labels occur)."""
-    from sklearn.metrics import roc_auc_score
-
-    y = [int(r["collapsed"] == 1) for r in rows]
-    if not 0 < sum(y) < len(y):
+def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
+    """The area under the ROC curve of scores ``positive`` (collapsed runs) against ``negative`` (healthy ones):
+    the Mann-Whitney statistic P(s_pos > s_neg) + P(s_pos = s_neg) / 2 over all pairs (Hanley & McNeil 1982,
+    "The meaning and use of the area under a ROC curve", Eq. 1); NaN when either is empty."""
+    if not len(positive) or not len(negative):
         return math.nan
-    return float(roc_auc_score(y, [run_risk(r, warmup) for r in rows]))
+    p, n = np.asarray(positive, dtype=float)[:, None], np.asarray(negative, dtype=float)[None, :]  # (P, 1), (1, N)
+    return float(((p > n).sum() + 0.5 * (p == n).sum()) / (p.size * n.size))
+
+
+def auroc(rows: list[Row], warmup: int) -> float:
+    """The run-level AUROC of the risk (:func:`auc`; NaN unless both labels occur)."""
+    risks = [(r["collapsed"] == 1, r["risk"] if "risk" in r else run_risk(r, warmup)) for r in rows]
+    return auc([v for bad, v in risks if bad], [v for bad, v in risks if not bad])
 
 
 def rate_cell(xs: list[bool]) -> str:
