@@ -19,7 +19,7 @@ from typing import Any
 
 from ganlab.study import detection as det
 from ganlab.study import detection_table as dt
-from ganlab.study.bootstrap import bootstrap, resamples
+from ganlab.study.bootstrap import interval, resamples
 from ganlab.study.corpus import Corpus, Row, read_corpus
 from ganlab.study.labels import balance_label
 from ganlab.study.plan import slug
@@ -51,13 +51,19 @@ def _rate(rows: list[Row], key: dt.Key, collapsed: bool) -> float:
     return sum(xs) / len(xs) if xs else math.nan
 
 
+def _cell(rows: list[Row], resampled: list[list[Row]], statistic: Any, level: float) -> tuple[float, float, float]:
+    """(estimate on ``rows``, percentile interval over ``resampled``) of ``statistic``."""
+    lo, hi, _ = interval([statistic(rs) for rs in resampled], level)
+    return statistic(rows), lo, hi
+
+
 def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ...], warmup: int, boot: Any) -> str:
     """The shipped classifiers against ``rows``' label: per row group (:func:`ganlab.study.detection_table.groups`)
     detection and false-alarm rates, median lead times and the risk's AUROC, each with its percentile interval
     over the bootstrap resamples of ``boot`` (a group's resample: the resampled runs that belong to it)."""
     draws = resamples([r["dataset"] for r in rows] if boot.stratified else [0] * len(rows), boot.resamples, boot.seed)
-    for r in rows:
-        r["risk"] = dt.run_risk(r, warmup)
+    for i, r in enumerate(rows):
+        r["risk"], r["index"] = dt.run_risk(r, warmup), i
     level = f"{100 * boot.level:g} %"
     head = ["data set", "runs (collapsed / healthy)", f"detection (as shipped) [{level}]",
             f"false alarms (as shipped) [{level}]", f"median lead: detector [{level}]", f"risk AUROC [{level}]",
@@ -65,27 +71,22 @@ def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ..
             f"diversity-drop warnings on collapsed [{level}]", f"diversity-drop false alarms [{level}]",
             f"median lead: diversity drop [{level}]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    names = [name for name, _ in dt.groups(rows, sets, fit_on, warmup)]
-    for i, name in enumerate(names):
-        def group(rs: list[Row], i: int = i) -> list[Row]:
-            return dt.groups(rs, sets, fit_on, warmup)[i][1]
-
-        mine = group(rows)
+    for name, mine in dt.groups(rows, sets, fit_on, warmup):
+        member = {r["index"] for r in mine}
+        resampled = [[rows[i] for i in idx if i in member] for idx in draws]  # the group's runs in each resample
         bad = sum(r["collapsed"] == 1 for r in mine)
         cells = [name, f"{len(mine)} ({bad} / {len(mine) - bad})"]
         for kind, key in (("detector", dt.first("pres_w")), ("risk", dt.first("warn")), ("drop", dt.first("drop"))):
             lead_key = dt.first("any_w") if kind == "detector" else key
-            stats = [lambda rs, k=key: _rate(group(rs), k, True), lambda rs, k=key: _rate(group(rs), k, False)]
-            counts = [_count(mine, key, True), _count(mine, key, False)]
-            found = [bootstrap(rows, f, draws, boot.level)[:3] for f in stats]
-            rate_cells = [f"{c} ({_pct(*b)})" if not math.isnan(b[0]) else "–" for c, b in zip(counts, found)]
-            est, lo, hi, _ = bootstrap(rows, lambda rs, k=lead_key: dt.median_lead(group(rs), k), draws, boot.level)
-            n = len(dt.leads(mine, lead_key))
-            lead = "–" if math.isnan(est) else f"{est:+.0f} [{lo:+.0f}, {hi:+.0f}] (n={n})"
             if kind == "risk":
-                a, alo, ahi, _ = bootstrap(rows, lambda rs: dt.auroc(group(rs), warmup), draws, boot.level)
+                a, alo, ahi = _cell(mine, resampled, lambda rs: dt.auroc(rs, warmup), boot.level)
                 cells.append("–" if math.isnan(a) else f"{a:.2f} [{alo:.2f}, {ahi:.2f}]")
-            cells += [*rate_cells, lead]
+            for collapsed in (True, False):
+                found = _cell(mine, resampled, lambda rs, k=key, c=collapsed: _rate(rs, k, c), boot.level)
+                cells.append("–" if math.isnan(found[0]) else f"{_count(mine, key, collapsed)} ({_pct(*found)})")
+            est, lo, hi = _cell(mine, resampled, lambda rs, k=lead_key: dt.median_lead(rs, k), boot.level)
+            n = len(dt.leads(mine, lead_key))
+            cells.append("–" if math.isnan(est) else f"{est:+.0f} [{lo:+.0f}, {hi:+.0f}] (n={n})")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
