@@ -93,6 +93,16 @@ def all_jobs(study: StudySchema) -> list:
     return jobs
 
 
+def write_collected(study: StudySchema) -> str:
+    """Write the study's table of evaluations from its run folders (a study with ``detection``: its corpus CSVs,
+    :func:`ganlab.study.corpus_collect.collect_corpus`); returns what was written."""
+    if study.detection is not None:
+        from ganlab.study.corpus_collect import collect_corpus
+
+        return ", ".join(map(str, collect_corpus(study)))
+    return str(collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study))))
+
+
 def run_study(study: StudySchema, cfg: DictConfig) -> None:
     """Check every job, then the tuning stage, the choice, the reporting stage (as ``cfg.stage`` says; only the
     arms ``cfg.arms`` when set), then the table of evaluations."""
@@ -115,7 +125,7 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
     if cfg.stage in ("all", "final"):
         chosen = stats.choices(study, collect_mod.collect(study, tuning_jobs(study))) if study.tuning else None
         done += launch(study, final_jobs(study, chosen, arms), launcher)
-    path = collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study)))
+    path = write_collected(study)
     failed = [r for r in done if r.get("error")]
     print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
           f"the table: ganlab-study report {study.name}", flush=True)
@@ -141,7 +151,7 @@ def study_main(cfg: DictConfig) -> None:
             run_study(study, cfg)
         elif cfg.action == "collect":
             check_study(study)
-            print(f"ganlab-study: wrote {collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study)))}")
+            print(f"ganlab-study: wrote {write_collected(study)}")
         elif cfg.action == "report" and study.detection is not None:
             from ganlab.study.detection_report import report_detection
 

@@ -74,7 +74,11 @@ def max_risk(series: list[tuple[int, float]], start: int, end: float | None) -> 
 
 def fit_risk(corpus: Corpus, horizon: int, warmup: int, fit_on: tuple[str, ...] = ("ring8",)) -> RiskFit:
     """Step 2 of the module docstring on the runs whose ``dataset`` is in ``fit_on``, against ``runs.csv``'s
-    label (``collapsed``, ``drop_step``)."""
+    label (``collapsed``, ``drop_step``).
+
+    Raises:
+        ValueError: the fit rows hold one target only (no collapsed or no healthy monitored step).
+    """
     from sklearn.linear_model import LogisticRegression
 
     runs = corpus.by_name()
@@ -85,6 +89,9 @@ def fit_risk(corpus: Corpus, horizon: int, warmup: int, fit_on: tuple[str, ...] 
     mean, std = np.nanmean(x, axis=0), np.nanstd(x, axis=0)
     std = np.where(np.isfinite(std), np.maximum(std, 1e-3), 1.0)  # floor: G's update ratio is 1 +- 1e-7 here
     z = np.nan_to_num((x - mean) / std, nan=0.0)
+    if len(set(y.tolist())) < 2:
+        raise ValueError(f"the risk fit needs monitored steps of both targets on {list(fit_on)} at step >= {warmup} "
+                         f"(got {len(y)} rows, {int(y.sum())} positive): add collapsed and healthy runs there")
     model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=5000).fit(z, y)
     fit = RiskFit(float(model.intercept_[0]), dict(zip(SIGNALS, map(float, model.coef_[0]))),
                   dict(zip(SIGNALS, map(float, mean))), dict(zip(SIGNALS, map(float, std))),

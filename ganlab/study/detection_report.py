@@ -116,12 +116,15 @@ def detection_texts(study: StudySchema, monitor_risk: Any) -> dict[str, str]:
     assert d is not None
     corpus = read_corpus(Path(d.corpus))
     sets, fit_on = tuple(study.datasets), tuple(d.fit_on)
-    fit = det.fit_risk(corpus, d.horizon, d.warmup, fit_on)
-    fraction = det.fit_drop(corpus, d.warmup, fit_on)
-    texts = {"fit.md": dt.fit_table(fit, fraction, d.warmup, fit_on),
-             "table.md": dt.corpus_table(det.outcomes(corpus, fit, fraction, d.warmup, tuple(d.image_sets)), sets,
-                                         fit_on, d.warmup)}
     shipped, shipped_fraction = det.shipped_fit(monitor_risk)
+    try:
+        fit, fraction = det.fit_risk(corpus, d.horizon, d.warmup, fit_on), det.fit_drop(corpus, d.warmup, fit_on)
+        texts = {"fit.md": dt.fit_table(fit, fraction, d.warmup, fit_on)}
+    except ValueError as err:  # too few runs to fit: the corpus table shows the shipped settings
+        fit, fraction = shipped, shipped_fraction
+        texts = {"fit.md": f"No fit ({err}); the table uses the shipped monitor.risk settings.\n"}
+    texts["table.md"] = dt.corpus_table(det.outcomes(corpus, fit, fraction, d.warmup, tuple(d.image_sets)), sets,
+                                        fit_on, d.warmup)
     rows = det.outcomes(corpus, shipped, shipped_fraction, d.warmup, tuple(d.image_sets))
     for label in d.labels:
         new = relabel(rows, corpus, label)
