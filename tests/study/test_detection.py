@@ -162,3 +162,31 @@ def test_committed_detection_tables_regenerate_exactly(corpus):
     assert sorted(texts) == ["fit.md", "labels_mode_balance.md", "table.md", "table_mode_balance.md"]
     for name, text in texts.items():
         assert text == (CORPUS / name).read_text(), name
+
+
+def test_corpus_study_declares_the_committed_runs_and_refuses_bad_arms():
+    """conf/study/collapse_corpus.yaml's jobs are runs.csv's 76 runs (name, data set, steps); an arm on a data set
+    the study lacks, an arm budget that is not a multiple of the chunk, or no control without a detection section
+    is refused before any work."""
+    import dataclasses
+
+    from hydra import compose, initialize_config_dir
+
+    import ganlab
+    from ganlab.study.corpus_collect import run_name
+    from ganlab.study.plan import final_jobs, steps_of
+    from ganlab.study.schema import StudyError, check_study, register
+
+    register()
+    with initialize_config_dir(config_dir=str(ganlab.CONFIG_DIR), version_base="1.3"):
+        study = OmegaConf.to_object(compose("ganlab_study", overrides=["study=collapse_corpus"]).study)
+    jobs = {run_name(j): (j.dataset, steps_of(study, j.arm)) for j in final_jobs(study)}
+    committed = read_corpus(CORPUS).runs
+    assert jobs == {r["name"]: (r["dataset"], int(r["steps"])) for r in committed}
+    arm = study.arms[0]
+    for bad, match in ((dataclasses.replace(arm, datasets=["mnist"]), "not among the study's datasets"),
+                       (dataclasses.replace(arm, steps=2750), "multiple of budget.eval_every")):
+        with pytest.raises(StudyError, match=match):
+            check_study(dataclasses.replace(study, arms=[bad, *study.arms[1:]]))
+    with pytest.raises(StudyError, match="control is null"):
+        check_study(dataclasses.replace(study, detection=None))
