@@ -20,7 +20,7 @@ corpus's collapse label, on a signal computed 50 times per evaluation), alert ``
 ``health/diversity_drop`` (1 while below).
 
 Combined by logistic regression on standardised signals (:func:`risk_score`); the weights, means, scales,
-bias and threshold are ``monitor.risk.*`` defaults fitted by ``scripts/collapse_table.py`` on the ring8 runs
+bias and threshold are ``monitor.risk.*`` defaults fitted by :func:`ganlab.study.detection.fit_risk` on the ring8 runs
 of the collapse corpus (``docs/results/collapse_detection.md``). When the risk rises through the threshold at
 step >= ``warmup``, an alert ``collapse_risk`` is written (once per crossing).
 

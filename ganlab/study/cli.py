@@ -85,6 +85,17 @@ def recorded_for(study: StudySchema) -> collect_mod.Recorded:
     return {**reused_rows(study, load_study), **collect_mod.recorded_rows(study)}
 
 
+def write_collected(study: StudySchema, recorded: collect_mod.Recorded) -> str:
+    """Write the study's table of evaluations from its run folders and, for jobs without one, the ``recorded`` rows
+    (a study with ``detection``: its corpus CSVs, :func:`ganlab.study.corpus_collect.collect_corpus`, which keeps
+    committed runs itself); returns what was written."""
+    if study.detection is not None:
+        from ganlab.study.corpus_collect import collect_corpus
+
+        return ", ".join(map(str, collect_corpus(study)))
+    return str(collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study), recorded)))
+
+
 def run_study(study: StudySchema, cfg: DictConfig) -> None:
     """Check every job, then the tuning stage, the choice, the reporting stage (as ``cfg.stage`` says; only the
     arms ``cfg.arms`` when set), then the table of evaluations."""
@@ -109,7 +120,7 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
         tuned = collect_mod.collect(study, tuning_jobs(study), recorded)
         chosen = stats.choices(study, tuned) if study.tuning else None
         done += launch(study, collect_mod.to_train(study, final_jobs(study, chosen, arms), recorded), launcher)
-    path = collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study), recorded))
+    path = write_collected(study, recorded)
     failed = [r for r in done if r.get("error")]
     print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
           f"the table: ganlab-study report {study.name}", flush=True)
@@ -139,8 +150,13 @@ def study_main(cfg: DictConfig) -> None:
             run_study(study, cfg)
         elif cfg.action == "collect":
             check_study(study)
-            rows = collect_mod.collect(study, all_jobs(study), recorded_for(study))
-            print(f"ganlab-study: wrote {collect_mod.write_table(study, rows)}")
+            print(f"ganlab-study: wrote {write_collected(study, recorded_for(study))}")
+        elif cfg.action == "report" and study.detection is not None:
+            from ganlab.study.detection_report import report_detection
+
+            check_study(study)
+            for p in report_detection(study):
+                print(f"wrote {p}")
         elif cfg.action == "report":
             check_study(study)
             table = Path(study.results) / collect_mod.TABLE

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.io import atomic_write_text
-from ganlab.study.plan import Job, folder
+from ganlab.study.plan import Job, folder, steps_of
 from ganlab.study.runner import JOBS_FILE, finished_step, newest_checkpoint_step
 from ganlab.study.schema import StudySchema
 
@@ -54,7 +54,7 @@ def _job_at(chunks: list[dict[str, Any]], step: int) -> dict[str, Any]:
 def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     """Every evaluation in the job's ``metrics.jsonl`` as table rows (empty when the folder holds none)."""
     run_dir = folder(study, job)
-    done = (finished_step(run_dir) or 0) >= study.budget.steps
+    done = (finished_step(run_dir) or 0) >= steps_of(study, job.arm)
     chunks = _jsonl(run_dir / JOBS_FILE)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
     rows = []
@@ -105,14 +105,14 @@ def has_run(study: StudySchema, job: Job) -> bool:
     return (run_dir / "metrics.jsonl").is_file() or newest_checkpoint_step(run_dir) is not None
 
 
-def recorded_finished(study: StudySchema, rows: list[dict[str, Any]]) -> bool:
-    """Whether recorded rows show their run finished at this study's budget (a row at ``budget.steps``, finished)."""
-    return any(r.get("finished") is True and int(r["step"]) >= study.budget.steps for r in rows)
+def recorded_finished(study: StudySchema, job: Job, rows: list[dict[str, Any]]) -> bool:
+    """Whether recorded rows show ``job``'s run finished at its budget (a row at its arm's steps, finished)."""
+    return any(r.get("finished") is True and int(r["step"]) >= steps_of(study, job.arm) for r in rows)
 
 
 def to_train(study: StudySchema, jobs: Iterable[Job], recorded: Recorded) -> list[Job]:
     """``jobs`` less those without a run folder whose recorded rows are finished (made elsewhere: not retrained)."""
-    return [j for j in jobs if has_run(study, j) or not recorded_finished(study, recorded.get(job_key(j), []))]
+    return [j for j in jobs if has_run(study, j) or not recorded_finished(study, j, recorded.get(job_key(j), []))]
 
 
 def collect(study: StudySchema, jobs: Iterable[Job], recorded: Recorded | None = None) -> list[dict[str, Any]]:

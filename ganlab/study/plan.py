@@ -46,11 +46,22 @@ def arm_of(study: StudySchema, name: str):  # -> ArmSchema
     return next(a for a in study.arms if a.name == name)
 
 
+def steps_of(study: StudySchema, arm: str) -> int:
+    """The arm's budget steps: its own ``steps`` when set, else ``budget.steps``."""
+    own = arm_of(study, arm).steps
+    return int(own) if own is not None else int(study.budget.steps)
+
+
+def runs_on(arm, dataset: str) -> bool:  # arm: ArmSchema
+    """Whether the arm runs on ``dataset`` (its ``datasets``, every data set when null)."""
+    return arm.datasets is None or dataset in arm.datasets
+
+
 def overrides(study: StudySchema, job: Job, steps: int | None = None) -> list[str]:
     """The ``ganlab-train`` overrides of ``job``: the study's ``common``, the data set's (``dataset=<name>`` unless
     ``dataset_overrides`` gives others), the arm's, the axis
-    overrides at the job's value, ``seed=`` and the budget (``trainer.steps``, ``eval_every``, ``ckpt_every`` =
-    the chunk). ``steps`` replaces the budget's steps (the checks compose one short variant)."""
+    overrides at the job's value, ``seed=`` and the budget (``trainer.steps`` (:func:`steps_of`), ``eval_every``,
+    ``ckpt_every`` = the chunk). ``steps`` replaces the budget's steps (the checks compose one short variant)."""
     arm = arm_of(study, job.arm)
     axis: list[str] = []
     if job.value is not None:
@@ -60,7 +71,8 @@ def overrides(study: StudySchema, job: Job, steps: int | None = None) -> list[st
     b = study.budget
     data = study.dataset_overrides.get(job.dataset) or [f"dataset={job.dataset}"]
     return [*study.common, *data, *arm.overrides, *axis, f"seed={job.seed}",
-            f"trainer.steps={steps or b.steps}", f"trainer.eval_every={b.eval_every}", f"trainer.ckpt_every={b.chunk}"]
+            f"trainer.steps={steps or steps_of(study, job.arm)}", f"trainer.eval_every={b.eval_every}",
+            f"trainer.ckpt_every={b.chunk}"]
 
 
 def tuning_jobs(study: StudySchema, arms: list[str] | None = None) -> list[Job]:
@@ -68,7 +80,7 @@ def tuning_jobs(study: StudySchema, arms: list[str] | None = None) -> list[Job]:
     if study.tuning is None:
         return []
     return [Job(a.name, d, "tune", s, float(v)) for a in study.arms if arms is None or a.name in arms
-            for d in study.datasets for v in study.tuning.axis.values for s in study.tuning.seeds]
+            for d in study.datasets if runs_on(a, d) for v in study.tuning.axis.values for s in study.tuning.seeds]
 
 
 def final_jobs(study: StudySchema, chosen: dict[tuple[str, str], float] | None = None,
@@ -80,7 +92,7 @@ def final_jobs(study: StudySchema, chosen: dict[tuple[str, str], float] | None =
     for a in study.arms:
         if arms is not None and a.name not in arms:
             continue
-        for d in study.datasets:
+        for d in (d for d in study.datasets if runs_on(a, d)):
             seeds = a.seeds if a.seeds is not None else study.seeds
             if study.tuning is None:
                 jobs += [Job(a.name, d, "final", s) for s in seeds]
@@ -94,7 +106,8 @@ def all_variants(study: StudySchema) -> list[Job]:
     seed, and every (arm, data set) at every axis value at the first reporting seed (what the final stage may
     choose). What :mod:`ganlab.study.check` composes before any run starts."""
     values: list[float | None] = [float(v) for v in study.tuning.axis.values] if study.tuning else [None]
-    return [Job(a.name, d, "final", study.seeds[0], v) for a in study.arms for d in study.datasets for v in values]
+    return [Job(a.name, d, "final", study.seeds[0], v) for a in study.arms for d in study.datasets
+            if runs_on(a, d) for v in values]
 
 
 def all_jobs(study: StudySchema) -> list[Job]:

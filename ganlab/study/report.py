@@ -14,7 +14,7 @@ from typing import Any
 
 from ganlab.io import atomic_write_text
 from ganlab.study import stats
-from ganlab.study.plan import arm_of
+from ganlab.study.plan import arm_of, steps_of
 from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
 
 Rows = list[dict[str, Any]]
@@ -32,7 +32,7 @@ def _final_runs(study: StudySchema, rows: Rows, arm: str, dataset: str,
         if (arm, dataset) not in chosen:
             return {}
         match[study.tuning.axis.name] = chosen[(arm, dataset)]
-    return {s: ev for s, ev in stats.runs_of(rows, study.budget.steps, **match).items() if s in study.seeds}
+    return {s: ev for s, ev in stats.runs_of(rows, steps_of(study, arm), **match).items() if s in study.seeds}
 
 
 def _test_cell(diff: float, p: float, adjusted: float, fmt: str, scale: float, holm: bool, p_fmt: str) -> str:
@@ -179,7 +179,7 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
         for a in study.arms:
             row = []
             for v in study.tuning.axis.values:
-                runs = stats.runs_of(rows, study.budget.steps, arm=a.name, dataset=d, stage="tune",
+                runs = stats.runs_of(rows, steps_of(study, a.name), arm=a.name, dataset=d, stage="tune",
                                      **{axis: float(v)})
                 means = [stats.statistics.fmean(stats.endpoint(runs, c.score, ep.last, ep.reduce).values())
                          for c in shown] if runs else []

@@ -24,7 +24,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ganlab.study.plan import Job, folder, overrides, relative_folder
+from ganlab.study.plan import Job, folder, overrides, relative_folder, steps_of
 from ganlab.study.schema import StudySchema
 
 log = logging.getLogger("ganlab.study")
@@ -51,7 +51,7 @@ def job_overrides(study: StudySchema, job: Job) -> list[str] | None:
     checkpoint, the job's folder as ``hydra.sweep.dir``/``subdir``); None when the run already reached the budget."""
     run_dir = folder(study, job).resolve()
     done = finished_step(run_dir)
-    if done is not None and done >= study.budget.steps:
+    if done is not None and done >= steps_of(study, job.arm):
         return None
     axis = study.tuning.axis.name if study.tuning is not None else None
     resume = [f"trainer.resume={run_dir}"] if newest_checkpoint_step(run_dir) is not None else []

@@ -46,6 +46,10 @@ class ArmSchema:
     read_as: Dict[str, str] = dataclasses.field(default_factory=dict)
     #: the same runs made by another study (same overrides, checked), reused rather than retrained; null: none
     reuse: Optional[ReuseSchema] = None
+    #: the data sets this arm runs on (a subset of the study's ``datasets``); null: every one
+    datasets: Optional[List[str]] = None
+    #: this arm's own budget steps (a multiple of ``budget.eval_every`` and ``budget.chunk``); null: ``budget.steps``
+    steps: Optional[int] = None
 
 
 @dataclasses.dataclass
@@ -162,6 +166,53 @@ class PublishedSchema:
 
 
 @dataclasses.dataclass
+class LabelSchema:
+    """A collapse label computed from a score every evaluation already has (the detection table's reference).
+
+    ``scores``: per data set, the ``evals.csv`` column holding KL(p_G || U_K) in nats, the divergence of G's
+    histogram over the data set's K modes from the uniform one. An evaluation is collapsed when G uses fewer than
+    ``effective_fraction`` x K modes evenly: K exp(-KL) < ``effective_fraction`` x K, i.e. KL > -ln
+    ``effective_fraction``. A run is collapsed when an evaluation at step >= ``warmup`` is; its drop step is the
+    first evaluation of the unbroken stretch of collapsed evaluations that holds the first such one."""
+
+    name: str = MISSING
+    rule: str = ""
+    scores: Dict[str, str] = MISSING
+    effective_fraction: float = 0.5
+    warmup: int = 1000
+
+
+@dataclasses.dataclass
+class BootstrapSchema:
+    """Percentile bootstrap over runs: ``resamples`` resamples of the runs with replacement, within each data set
+    (``stratified``), from ``numpy.random.default_rng(seed)``; ``level``: the two-sided interval's coverage."""
+
+    resamples: int = 2000
+    seed: int = 0
+    stratified: bool = True
+    level: float = 0.95
+
+
+@dataclasses.dataclass
+class DetectionSchema:
+    """The report of a labelled collapse corpus (:mod:`ganlab.study.detection`): the detector, the risk and the
+    diversity drop as classifiers of the runs in ``corpus`` (``runs.csv``, ``evals.csv``, ``signals.csv``).
+
+    ``warmup``: the label's and the detectors' first judged step; ``horizon``: steps before a drop step whose
+    monitored steps are positives in the risk's fit; ``fit_on``: the data sets the risk and the diversity drop are
+    fitted on; ``image_sets``: the data sets that are images (the others are 2-D points); ``labels``: further
+    labels the shipped detectors are measured against, with bootstrap intervals (``bootstrap``)."""
+
+    corpus: str = MISSING
+    warmup: int = 1000
+    horizon: int = 500
+    fit_on: List[str] = dataclasses.field(default_factory=lambda: ["ring8"])
+    image_sets: List[str] = dataclasses.field(default_factory=lambda: ["digits"])
+    labels: List[LabelSchema] = dataclasses.field(default_factory=list)
+    bootstrap: BootstrapSchema = dataclasses.field(default_factory=BootstrapSchema)
+
+
+@dataclasses.dataclass
 class StudySchema:
     """A study: arms x data sets, an optional tuning stage, reporting seeds, one budget, the endpoint and the tests.
 
@@ -187,7 +238,8 @@ class StudySchema:
     budget: BudgetSchema = MISSING
     endpoint: EndpointSchema = dataclasses.field(default_factory=EndpointSchema)
     columns: List[ColumnSchema] = dataclasses.field(default_factory=list)
-    control: str = MISSING
+    #: the arm every other is tested against (null only in a study reported by ``detection``)
+    control: Optional[str] = MISSING
     tests: TestsSchema = dataclasses.field(default_factory=TestsSchema)
     factorial: Optional[FactorialSchema] = None
     #: published numbers shown under the table as given (e.g. a paper's rows, copied): a header and rows of cells
@@ -201,6 +253,8 @@ class StudySchema:
     suffix: str = ""
     #: under each arm's row, the data baseline of every column (``data/<score>``) over the same seeds
     baseline_rows: bool = False
+    #: a labelled collapse corpus: collected as runs/evals/signals CSVs and reported as the detection table
+    detection: Optional[DetectionSchema] = None
 
 
 def arm_score(arm: ArmSchema, score: str) -> str:
@@ -238,7 +292,9 @@ def check_study(study: StudySchema) -> None:
         raise StudyError(f"study {study.name}: arm names must be unique, {dup} appear more than once")
     if dup := _duplicates(list(study.datasets)):
         raise StudyError(f"study {study.name}: datasets {dup} appear more than once")
-    if study.control not in names:
+    if study.control is None and study.detection is None:
+        raise StudyError(f"study {study.name}: control is null; name the arm the others are tested against")
+    if study.control is not None and study.control not in names:
         raise StudyError(f"study {study.name}: control arm {study.control!r} is not an arm; choose from {names}")
     if not study.seeds or (dup := _duplicates(list(study.seeds))):
         raise StudyError(f"study {study.name}: seeds must be a non-empty list without repeats (got {study.seeds})")
@@ -278,6 +334,14 @@ def check_study(study: StudySchema) -> None:
         if arm.seeds is not None and (extra := sorted(set(arm.seeds) - set(study.seeds))):
             raise StudyError(f"study {study.name}, arm {arm.name!r}: its seeds {extra} are not reporting seeds "
                              f"{list(study.seeds)}; an arm's seeds are a subset of the study's")
+        if arm.datasets is not None and (extra := sorted(set(arm.datasets) - set(study.datasets))):
+            raise StudyError(f"study {study.name}, arm {arm.name!r}: its datasets {extra} are not among the "
+                             f"study's datasets {list(study.datasets)}")
+        if arm.steps is not None and (arm.steps <= 0 or arm.steps % b.eval_every or arm.steps % b.chunk):
+            raise StudyError(f"study {study.name}, arm {arm.name!r}: its steps ({arm.steps}) must be a positive "
+                             f"multiple of budget.eval_every ({b.eval_every}) and of budget.chunk ({b.chunk})")
+    if study.detection is not None:
+        check_detection(study)
     if study.factorial is not None and (len(study.factorial.cells) != 4 or set(study.factorial.cells) - set(names)):
         raise StudyError(f"study {study.name}: factorial.cells must name 4 arms of the study (got "
                          f"{list(study.factorial.cells)}; arms: {names})")
@@ -295,6 +359,31 @@ def check_study(study: StudySchema) -> None:
                 raise StudyError(f"study {study.name}: table score {name!r} is not collected; add "
                                  f"{base!r} to {'data_scores' if name.startswith('data/') else 'scores'} "
                                  f"(now {list(study.scores)}, data_scores {list(study.data_scores)})")
+
+
+def check_detection(study: StudySchema) -> None:
+    """The ``detection`` section: fit and image data sets among the study's, label scores for every data set,
+    fractions and level in (0, 1), at least one bootstrap resample.
+
+    Raises:
+        StudyError: naming the first problem.
+    """
+    det = study.detection
+    assert det is not None
+    for key in ("fit_on", "image_sets"):
+        if extra := sorted(set(getattr(det, key)) - set(study.datasets)):
+            raise StudyError(f"study {study.name}: detection.{key} names {extra}, not among datasets "
+                             f"{list(study.datasets)}")
+    for label in det.labels:
+        if missing := sorted(set(study.datasets) - set(label.scores)):
+            raise StudyError(f"study {study.name}: label {label.name!r} has no score for {missing}; give "
+                             "scores.<data set>: <evals.csv column> for every data set")
+        if not 0 < label.effective_fraction < 1 or label.warmup < 0:
+            raise StudyError(f"study {study.name}: label {label.name!r} needs 0 < effective_fraction < 1 and "
+                             f"warmup >= 0 (got {label.effective_fraction}, {label.warmup})")
+    if det.bootstrap.resamples < 1 or not 0 < det.bootstrap.level < 1:
+        raise StudyError(f"study {study.name}: detection.bootstrap needs resamples >= 1 and 0 < level < 1 (got "
+                         f"{det.bootstrap.resamples}, {det.bootstrap.level})")
 
 
 def register() -> None:

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from ganlab.study.plan import steps_of
 from ganlab.study.schema import StudySchema
 
 Rows = list[dict[str, Any]]
@@ -54,7 +55,7 @@ def select(study: StudySchema, rows: Rows, arm: str, dataset: str) -> float | No
     from ganlab.metrics.directions import higher_is_better
 
     assert study.tuning is not None
-    axis, ep, steps = study.tuning.axis.name, study.endpoint, study.budget.steps
+    axis, ep, steps = study.tuning.axis.name, study.endpoint, steps_of(study, arm)
     keys = {}
     for value in study.tuning.axis.values:
         runs = runs_of(rows, steps, arm=arm, dataset=dataset, stage="tune", **{axis: float(value)})

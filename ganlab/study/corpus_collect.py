@@ -1,0 +1,94 @@
+"""The collapse corpus's CSVs derived from its run folders (``ganlab-study collect`` of a study with ``detection``).
+
+Each finished run folder (a ``ganlab-train`` folder trained with ``callbacks=[default,collapse_corpus]``) gives one
+``runs.csv`` row, its ``evals.csv`` rows (``metrics.jsonl``'s scores and health joined with
+``corpus_labels.jsonl`` by step) and its ``signals.csv`` rows (``corpus_signals.jsonl``); the run's label is
+:func:`ganlab.study.labels.coverage_label` of its fresh-sample coverage. Runs already in the committed CSVs whose
+folder is absent stay as committed (their folders are not kept); a folder's run replaces a committed run of the same
+name. The three files are written atomically (:func:`ganlab.study.corpus.write_corpus`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from ganlab.study.corpus import Row, read_raw, write_corpus
+from ganlab.study.labels import coverage_label
+from ganlab.study.plan import Job, final_jobs, folder, overrides, steps_of
+from ganlab.study.runner import JOBS_FILE, finished_step
+from ganlab.study.schema import StudySchema
+
+
+def by_step(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file, one per ``step`` (the last written wins: a resumed run repeats the steps
+    after its checkpoint), in step order; a torn line is skipped."""
+    out: dict[int, dict[str, Any]] = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        out[int(rec["step"])] = rec
+    return [out[s] for s in sorted(out)]
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    """Every record of a JSON-lines file without a step key (``study_jobs.jsonl``); a torn line is skipped."""
+    out = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def run_name(job: Job) -> str:
+    """``<arm>_s<seed>``: the corpus's run name (arms are named ``<data set>_<strategy>_lr<lr>``)."""
+    return f"{job.arm}_s{job.seed}"
+
+
+def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
+    """One finished run's ``{"summary": [row], "evals": rows, "signals": rows}``; None when its folder has not
+    reached the arm's budget."""
+    run_dir, name = folder(study, job), run_name(job)
+    if (finished_step(run_dir) or 0) < steps_of(study, job.arm):
+        return None
+    labels = {r["step"]: r for r in by_step(run_dir / "corpus_labels.jsonl")}
+    evals = []
+    for rec in by_step(run_dir / "metrics.jsonl"):
+        if not rec.get("scores"):
+            continue
+        lab = {k: v for k, v in labels.get(int(rec["step"]), {}).items() if k != "step"}
+        evals.append({"run": name, "step": int(rec["step"]), **lab, **rec["scores"],
+                      **{f"health/{k}": v for k, v in (rec.get("health") or {}).items()}})
+    signals = [{"run": name, **s} for s in by_step(run_dir / "corpus_signals.jsonl")]
+    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    data_cov = float(evals[0]["label_data_coverage"]) if evals else float("nan")
+    collapsed, drop = coverage_label([e["step"] for e in evals], [float(e["label_coverage"]) for e in evals], data_cov,
+                                     study.detection.warmup if study.detection else 1000)
+    jobs = records(run_dir / JOBS_FILE)
+    summary = {"name": name, "dataset": job.dataset, "strategy": "+".join(cfg.strategy) or "plain",
+               "lr": float(cfg.optim.discriminator.lr), "seed": job.seed, "steps": int(cfg.trainer.steps),
+               "eval_every": int(cfg.trainer.eval_every), "monitor_every": int(cfg.monitor.every),
+               "data_coverage": data_cov, "collapsed": int(collapsed), "drop_step": "" if drop is None else drop,
+               "cpu_s": "", "overrides": " ".join(overrides(study, job)),
+               "wall_s": round(sum(float(j.get("wall_s") or 0) for j in jobs), 1)}
+    return {"summary": [summary], "evals": evals, "signals": signals}
+
+
+def collect_corpus(study: StudySchema) -> list[Path]:
+    """Merge the finished run folders of ``study`` into the committed CSVs of ``study.detection.corpus`` (see the
+    module docstring); runs sorted by name. Returns the three paths."""
+    assert study.detection is not None
+    out = Path(study.detection.corpus)
+    runs = read_raw(out)
+    for job in final_jobs(study):
+        rec = run_record(study, job)
+        if rec is not None:
+            runs[run_name(job)] = rec
+    return write_corpus(out, [runs[n] for n in sorted(runs)])
