@@ -32,12 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 from torch import Tensor, nn
 
-from ganlab import CONFIG_DIR
 from ganlab.cli.common import checkpoint_command
-from ganlab.config.check import did_you_mean
+from ganlab.config.compose import compose_settings
 from ganlab.data.base import GANData
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import make_codes
@@ -94,26 +92,14 @@ class SampleSettings:
 
 
 def load_settings(overrides: list[str]) -> SampleSettings:
-    """``conf/sample.yaml`` with the ``key=value`` ``overrides`` applied, typed and validated.
+    """``conf/sample.yaml`` with the ``key=value`` ``overrides`` composed by Hydra, typed by :class:`SampleSettings`
+    and validated (:func:`ganlab.config.compose.compose_settings`).
 
     Raises:
-        ValueError: an override that is not ``key=value``, names a key ``conf/sample.yaml`` lacks (the message
-            lists the valid keys), has a value of the wrong type, or a value out of range.
+        ValueError: an override that is not ``key=value`` or that Hydra cannot read, a key ``conf/sample.yaml`` lacks
+            (the closest key and the list), a value of the wrong type, or a value out of range; each names the key.
     """
-    base = OmegaConf.merge(OmegaConf.structured(SampleSettings), OmegaConf.load(CONFIG_DIR / "sample.yaml"))
-    valid = sorted(k for k, v in OmegaConf.to_container(base).items() if not isinstance(v, dict))  # type: ignore[union-attr]
-    valid += [f"interpolation.{k}" for k in base.interpolation]
-    for o in overrides:
-        key = o.split("=", 1)[0].strip()
-        if "=" not in o or key not in valid:
-            hint = did_you_mean(key, valid) if "=" in o else ""
-            raise ValueError(f"{o!r}: overrides are key=value with a key of conf/sample.yaml: {', '.join(valid)}"
-                             f"{hint}")
-    try:
-        cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
-    except Exception as err:  # omegaconf's ValidationError: a value of the wrong type
-        raise ValueError(f"{' '.join(overrides)}: {str(err).splitlines()[0]}") from None
-    return OmegaConf.to_object(cfg).validate()  # type: ignore[union-attr]
+    return compose_settings("sample", overrides, SampleSettings, "ganlab-sample").validate()
 
 
 def latent_codes(n: int, z_dim: int, truncation: float | None = None,

@@ -102,7 +102,8 @@ def unknown_key(path: str, key: str, settings: Sequence[str], line: str | None =
         return (f"{where}{path}.{key} is not in the YAML, but {node._target_} takes it: add it with "
                 f"+{path}.{key}={value}")
     hint = did_you_mean(key, keys, f"{path}.")
-    return f"{where}{path}.{key} is not a setting of {path}{hint}{' ' if hint else '; '}{path} takes: {', '.join(keys)}"
+    takes = f"takes: {', '.join(keys)}" if keys else "takes no settings"
+    return f"{where}{path}.{key} is not a setting of {path}{hint}{' ' if hint else '; '}{path} {takes}"
 
 
 def wrong_type(full_key: str, value: Any, line: str | None = None) -> str:
