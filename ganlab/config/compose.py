@@ -135,6 +135,8 @@ def compose_settings(config_name: str, overrides: Sequence[str], schema: type, c
             inner = [str(k) for k in node]
             raise ConfigError(f"{o.input_line}: {key} holds settings ({', '.join(inner)}), not a value; set one of "
                               f"them, e.g. {key}.{inner[0]}={node[inner[0]]}")
+        if _annotation(schema, key) is bool and not isinstance(o.value(), bool):  # OmegaConf reads no/off/2 too
+            raise ConfigError(f"{o.input_line}: {key} must be true or false, got {o.value()!r}")
     cfg = _compose(config_name, parsed, settings, command)
     try:
         typed = OmegaConf.merge(OmegaConf.structured(schema), cfg)
