@@ -80,6 +80,8 @@ def test_settings_are_checked_before_anything_is_loaded(tmp_path: Path) -> None:
                        (["n"], "^n: settings are given as key=value, e.g. n=64$"),
                        (["n=abc"], "^n=abc: n must be an integer, got 'abc'$"),
                        (["ema=maybe"], "^ema=maybe: ema must be true or false, got 'maybe'$"),
+                       (["n=10,20"], "^n=10,20: a comma [(]or choice, range[)] makes a sweep, which this command "
+                                     "does not run; give one value"),
                        (["ema=no"], "^ema=no: ema must be true or false, got 'no'$"),  # OmegaConf would read False
                        (["n=0"], "n must be at least 1"),
                        (["truncation=-1"], "truncation must be positive"),

@@ -54,8 +54,8 @@ def parse(overrides: Sequence[str], example: str) -> list[Override]:
     """Each override parsed by Hydra's override parser.
 
     Raises:
-        ConfigError: a word that is not ``key=value`` (``+key=value``, ``~key``), or one Hydra cannot read (a space,
-            or ``~`` at the start of a value): naming it, with the quoting that works.
+        ConfigError: a word that is not ``key=value`` (``+key=value``, ``~key``), one Hydra cannot read (``~`` at
+            the start of a value), or a sweep (``n=1,2``): naming it, with the quoting that works.
     """
     parser = OverridesParser.create()
     parsed = []
@@ -68,6 +68,10 @@ def parse(overrides: Sequence[str], example: str) -> list[Override]:
             key, _, value = line.partition("=")
             raise ConfigError(f"{line}: Hydra cannot read this value; quote it for both the shell and Hydra: "
                               f"'{key}=\"{value}\"'") from None
+        if parsed[-1].is_sweep_override():
+            key, _, value = line.partition("=")
+            raise ConfigError(f"{line}: a comma (or choice, range) makes a sweep, which this command does not run; "
+                              f"give one value, or for one string with commas quote it: '{key}=\"{value}\"'")
     return parsed
 
 
