@@ -314,3 +314,76 @@ def score_curves_of(run_dir: Path) -> list[tuple[int, dict[str, float]]]:
     from ganlab.analysis.plots import read_curve
 
     return read_curve(run_dir)
+
+
+def test_a_row_of_one_seed_shows_its_value_without_a_spread(tmp_path: Path) -> None:
+    """One seed has no spread: its value alone (not '± 0'), an empty std in CSV; a real zero spread over 3 seeds
+    (every seed 7) still prints '± 0'."""
+    make_job(tmp_path, "0_job", (), 0, {"modes_covered": 3.0, "vendi": 7.0})
+    for seed in (0, 1, 2):
+        make_job(tmp_path, f"{seed + 1}_job", ("wgan_gp",), seed, {"modes_covered": 4.0 + seed, "vendi": 7.0})
+    summary = summarise(collect_runs(tmp_path)[0])
+    assert summary["ring8 [plain]"]["modes_covered"] == (3.0, 0.0, 1)
+    md = markdown_table(summary, ["modes_covered", "vendi"]).splitlines()
+    assert md[2] == "| ring8 [plain] | 1 | 3 | 7 |"
+    assert md[3] == "| ring8 [wgan_gp] | 3 | 5 ± 1 | 7 ± 0 |"
+    assert "a row of one seed: its value, no spread" in md[-1]
+    assert terminal_table(summary, ["modes_covered"]).splitlines()[2].split() == ["ring8", "[plain]", "1", "3"]
+    rows = list(csv.DictReader(io.StringIO(csv_table(summary, ["modes_covered"]))))
+    assert (rows[0]["modes_covered_mean"], rows[0]["modes_covered_std"]) == ("3.0", "")
+    assert (rows[1]["modes_covered_mean"], rows[1]["modes_covered_std"]) == ("5.0", "1.0")
+
+
+#: The shipped smoke study (conf/study/smoke.yaml): lrs 1e-3 and 3e-3 tuned on seed 100, reporting seeds 0 and 1,
+#: arms 'GAN (no strategy)' and 'D lr damping (x0.5)'. Folder -> (seed, modes_covered) of hand-made runs.
+SMOKE_LR = "- optim.generator.lr={v}\n- optim.discriminator.lr={v}\n"
+SMOKE_RUNS = {"lr0.001_s100": (100, 2.0), "lr0.003_s100": (100, 5.0), "lr0.001_s0": (0, 6.0),
+              "lr0.001_s1": (1, 8.0), "lr0.01_s7": (7, 1.0)}  # the last is none of the study's jobs
+
+
+def smoke_study_folder(root: Path) -> Path:
+    study = root / "study" / "smoke"
+    for leaf, (seed, modes) in SMOKE_RUNS.items():
+        lr = leaf[2:leaf.index("_")]
+        make_job(study, f"ring8/GAN__no_strategy/{leaf}", (), seed, {"modes_covered": modes},
+                 extra=SMOKE_LR.format(v=lr))
+    return study
+
+
+def test_a_study_folder_keeps_tuning_and_reporting_seeds_in_separate_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """At lr 1e-3 the tuning seed (100: 2 modes) and the reporting seeds (0, 1: 6 and 8 modes) share every
+    override but the seed: without the stage they would form one row of 3 seeds, 5.33 ± 3.1. With it: the tuning
+    row holds seed 100 alone (2), the final row seeds 0 and 1 (7 ± 1.4); the run at lr 0.01, which the study never
+    plans, gets no stage."""
+    from ganlab.study.stages import label_stages, stages_of
+
+    study = smoke_study_folder(tmp_path)
+    found = stages_of(sorted(study.glob("ring8/*/*")))
+    assert {p.name: stage for p, (_, stage) in found.items()} == {"lr0.001_s100": "tune", "lr0.003_s100": "tune",
+                                                                  "lr0.001_s0": "final", "lr0.001_s1": "final"}
+    runs, _ = collect_runs(study)
+    assert [s.name for s in label_stages(runs)] == ["smoke"]
+    summary = summarise(runs)
+    lr = "optim.discriminator.lr={v} optim.generator.lr={v}"
+    assert summary[f"ring8 [plain] {lr.format(v=0.001)} stage=tune"]["modes_covered"] == (2.0, 0.0, 1)
+    assert summary[f"ring8 [plain] {lr.format(v=0.003)} stage=tune"]["modes_covered"] == (5.0, 0.0, 1)
+    mean, std, n = summary[f"ring8 [plain] {lr.format(v=0.001)} stage=final"]["modes_covered"]
+    assert (mean, n) == (7.0, 2) and std == pytest.approx(math.sqrt(2))
+    assert summary[f"ring8 [plain] {lr.format(v=0.01)}"]["modes_covered"] == (1.0, 0.0, 1)
+    assert main([str(study), "--format", "markdown", "--no-files"]) == 0
+    out, err = capsys.readouterr()
+    assert f"| ring8 [plain] {lr.format(v=0.001)} stage=final | 2 | 7 ± 1.4 |" in out
+    assert f"| ring8 [plain] {lr.format(v=0.001)} stage=tune | 1 | 2 |" in out
+    assert "runs of study smoke" in err and "tuning seeds [100]" in err and "reporting seeds [0, 1]" in err
+
+
+def test_a_folder_named_after_a_study_but_laid_out_otherwise_gets_no_stage(tmp_path: Path) -> None:
+    """Only a folder <study>/<data set>/<arm>/<leaf> that the study plans gets a stage: a sweep that happens to
+    sit in a folder called 'smoke' is left as it is."""
+    from ganlab.study.stages import stages_of
+
+    job = make_job(tmp_path / "smoke", "lr0.001_s100", (), 100, {"modes_covered": 2.0})
+    other = make_job(tmp_path / "smoke" / "ring8" / "GAN__no_strategy", "lr0.001_s100_b", (), 100,
+                     {"modes_covered": 2.0})
+    assert stages_of([job, other]) == {}

@@ -32,6 +32,7 @@ from typing import Any
 from ganlab.analysis.plots import current_names, one_run_per_seed, row_label
 from ganlab.analysis.stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
+from ganlab.metrics.registry import headline
 from ganlab.run import layout
 from ganlab.run.layout import FailedJob
 
@@ -41,18 +42,12 @@ Summary = dict[str, dict[str, tuple[float, float, int]]]
 #: Row label -> score name -> (low, high) of the bootstrap interval of the mean.
 Intervals = dict[str, dict[str, tuple[float, float]]]
 
-#: The default columns per kind of data, in this order, as far as the runs have them. 2-D mixtures (runs with
-#: ``hq_fraction`` or ``reverse_kl``): coverage of the modes and quality first; images: the Fréchet distance,
-#: mode/cluster coverage, precision/recall/coverage, then the collapse signals.
-HEADLINE: dict[str, tuple[str, ...]] = {
-    "mixture": ("modes_covered", "hq_fraction", "reverse_kl", "clusters_covered", "recall", "coverage",
-                "high_similarity_fraction", "ndb_fraction"),
-    "image": ("fd", "modes_covered", "clusters_covered", "precision", "recall", "coverage",
-              "high_similarity_fraction", "ndb_fraction",
-              # collapse inside a class (labelled images): by requested class for a conditional G, by predicted
-              # class for an unconditional one (shown only when the runs have them)
-              "class/worst/clusters_covered", "class/mean/class_accuracy", "pred_class/worst/clusters_covered"),
-}
+#: The default columns per kind of data, in this order, as far as the runs have them, as the score families declare
+#: them (:func:`ganlab.metrics.registry.headline`). 2-D mixtures (runs with ``hq_fraction`` or ``reverse_kl``):
+#: coverage of the modes and quality first; images: the Fréchet distance, mode/cluster coverage,
+#: precision/recall/coverage, the collapse signals, then collapse inside a class (labelled images: by requested
+#: class for a conditional G, by predicted class for an unconditional one).
+HEADLINE: dict[str, tuple[str, ...]] = headline()
 
 #: Significance level of the best mark (two-sided Welch's t-test of the best row against the runner-up).
 ALPHA = 0.05
@@ -207,7 +202,8 @@ def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> st
 
 def legend(mark: str, ci: bool = False) -> str:
     """What the table's numbers and marks mean, printed below it."""
-    text = (f"mean ± std over distinct seeds; ↑/↓: higher/lower is better. {mark}: the best mean of its column, "
+    text = (f"mean ± std over distinct seeds (a row of one seed: its value, no spread); ↑/↓: higher/lower is "
+            f"better. {mark}: the best mean of its column, "
             f"only where it beats the runner-up beyond the seed-to-seed spread (Welch's t-test, two-sided "
             f"p < {ALPHA}); no mark when either row has fewer than 2 seeds.")
     if ci:
@@ -217,7 +213,8 @@ def legend(mark: str, ci: bool = False) -> str:
 
 
 def _cell(value: tuple[float, float, int], ci: tuple[float, float] | None) -> str:
-    text = f"{value[0]:.3g} ± {value[1]:.2g}"
+    """``mean ± std``, or the mean alone for a single seed (no spread to show), then ``[low, high]`` with ``ci``."""
+    text = f"{value[0]:.3g} ± {value[1]:.2g}" if value[2] > 1 else f"{value[0]:.3g}"
     return text if ci is None else f"{text} [{ci[0]:.3g}, {ci[1]:.3g}]"
 
 
@@ -257,8 +254,9 @@ def terminal_table(summary: Summary, keys: list[str] | None = None, ci: Interval
 
 
 def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | None = None) -> str:
-    """CSV: ``run, seeds`` then ``<score>_mean, <score>_std, <score>_best`` (1 for a significant best row, as
-    in :func:`best_rows`) per score, and ``<score>_ci_low, <score>_ci_high`` with ``ci``. No legend."""
+    """CSV: ``run, seeds`` then ``<score>_mean, <score>_std`` (empty for a single seed), ``<score>_best`` (1 for a
+    significant best row, as in :func:`best_rows`) per score, and ``<score>_ci_low, <score>_ci_high`` with ``ci``.
+    No legend."""
     keys = keys or headline_keys(summary)
     best = best_rows(summary, keys)
     columns = ("mean", "std", "best", "ci_low", "ci_high") if ci else ("mean", "std", "best")
@@ -271,7 +269,7 @@ def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | N
             if k not in scores:
                 row += [""] * len(columns)
                 continue
-            row += [scores[k][0], scores[k][1], int(label in best.get(k, ()))]
+            row += [scores[k][0], scores[k][1] if scores[k][2] > 1 else "", int(label in best.get(k, ()))]
             row += list(ci[label][k]) if ci else []
         writer.writerow(row)
     return out.getvalue()

@@ -4,7 +4,9 @@ Every job folder below the sweep directory (one holding ``.hydra/``, ``checkpoin
 is one job; jobs that differ only in ``seed`` form one row, labelled ``dataset [strategies]`` plus any other
 override that varies across the sweep; a seed counts once per row (:func:`one_run_per_seed`). Jobs with
 ``failure.json`` or without ``metrics.json`` are listed as failed, with the path of their log. Dry runs
-(``ganlab-train preflight=true``: ``preflight.json`` and no ``metrics.json``) are not jobs and are skipped.
+(``ganlab-train preflight=true``: ``preflight.json`` and no ``metrics.json``) are not jobs and are skipped. In a
+study's folder (``runs/study/<name>``, ``ganlab-study``), a row also holds one stage only: ``stage=tune`` (the tuning
+seeds) or ``stage=final`` (the reporting seeds), as :func:`ganlab.study.stages.label_stages` labels them.
 
 Columns: a headline set of scores for the kind of data (:data:`HEADLINE`), ``--keys all`` for every model
 score, or ``--keys a,b``; an unknown key is an error (exit status 2). A column's best mean is marked only where
@@ -42,6 +44,7 @@ from ganlab.analysis.table import (
 from ganlab.cli import sweep
 from ganlab.cli.help import HelpAction, option_rows, page, rows
 from ganlab.metrics.directions import ordered_scores
+from ganlab.study.stages import label_stages
 
 
 def _parse_keys(given: list[str] | None, summary: Summary) -> list[str]:
@@ -129,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
               "checkpoints/, failure.json or metrics.json) at any depth below it, outside eval/ and preflight "
               "dry runs", file=sys.stderr)
         return 1
+    for study in label_stages(runs):
+        assert study.tuning is not None
+        print(f"ganlab-compare: runs of study {study.name} (conf/study/{study.name}.yaml): a row holds one stage, "
+              f"stage=tune (tuning seeds {list(study.tuning.seeds)}, each {study.tuning.axis.name}) or stage=final "
+              f"(reporting seeds {list(study.seeds)}); the study's own table: ganlab-study report {study.name}",
+              file=sys.stderr)
     mismatch = embedder_mismatch(runs)
     if mismatch:
         print(f"ganlab-compare: WARNING: {mismatch}", file=sys.stderr)

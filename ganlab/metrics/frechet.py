@@ -7,14 +7,16 @@ Landau 1982, "The Fréchet distance between multivariate normal distributions"):
     d^2 = ||mu_1 - mu_2||^2 + Tr(S_1 + S_2 - 2 (S_1 S_2)^{1/2})
 
 With Inception-v3 pool features this is FID; on other embeddings it is a "Fréchet
-distance" in that space. Everything is computed in float64 on the input's device without
-SciPy: ``Tr((S_1 S_2)^{1/2}) = sum_i sqrt(lambda_i(S_1^{1/2} S_2 S_1^{1/2}))``, because
-``S_1 S_2`` is similar to the symmetric PSD matrix ``S_1^{1/2} S_2 S_1^{1/2}``, whose
-eigenvalues ``eigvalsh`` finds stably.
+distance" in that space. Everything is computed in float64 on the input's device (on the CPU
+through NumPy's and SciPy's BLAS/LAPACK) without a matrix square root:
+``Tr((S_1 S_2)^{1/2}) = sum_i sqrt(lambda_i(L^T S_2 L))`` with ``S_1 = L L^T`` (Cholesky), because
+``S_1 S_2 = L (L^T S_2 L) L^{-1}`` is similar to that symmetric PSD matrix, whose eigenvalues
+``eigvalsh`` finds stably; a singular ``S_1`` uses ``S_1^{1/2} S_2 S_1^{1/2}`` instead.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -35,14 +37,36 @@ def gaussian_stats(x: Tensor, block_size: int = DEFAULT_BLOCK_SIZE) -> tuple[Ten
         block_size: Maximum number of input entries converted to float64 at once.
 
     Returns:
-        ``(mu, sigma)`` with shapes ``(D,)`` and ``(D, D)``, float64, on ``x``'s device.
+        ``(mu, sigma)`` with shapes ``(D,)`` and ``(D, D)``, float64, on ``x``'s device; ``sigma`` is exactly
+        symmetric.
 
     Raises:
         ValueError: If ``x`` is not a finite ``(N, D)`` tensor with ``N >= 2``.
     """
-    x = validate_embeddings(x, "x", min_rows=2)
+    return _gaussian_stats(validate_embeddings(x, "x", min_rows=2), block_size)
+
+
+def _gaussian_stats(x: Tensor, block_size: int) -> tuple[Tensor, Tensor]:
+    """:func:`gaussian_stats` on a checked ``x``. On the CPU the float64 work goes through NumPy (its ``A^T A`` is
+    one BLAS ``syrk``, half a GEMM's arithmetic, and its small operations cost a fraction of torch's dispatch)."""
     n, d = x.shape
     rows = rows_per_block(d, block_size)
+    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
+        xn = x.numpy()
+        if n <= rows:  # one block: a single float64 copy, as numpy.cov
+            x64 = xn.astype(np.float64)  # always a copy: the input is never modified
+            mu = x64.mean(0)
+            x64 -= mu
+            sigma = x64.T @ x64
+        else:
+            mu = sum(xn[s:s + rows].sum(0, dtype=np.float64) for s in range(0, n, rows)) / n
+            sigma = np.zeros((d, d))
+            for s in range(0, n, rows):
+                xc = xn[s:s + rows].astype(np.float64)
+                xc -= mu
+                sigma += xc.T @ xc
+        sigma /= n - 1
+        return torch.from_numpy(mu), torch.from_numpy(sigma)
     f64 = torch.float64
 
     def col_sum(start: int, end: int) -> Tensor:
@@ -59,17 +83,49 @@ def gaussian_stats(x: Tensor, block_size: int = DEFAULT_BLOCK_SIZE) -> tuple[Ten
         x64 = x.to(f64)
         mu = x64.mean(0)
         xc = x64.sub_(mu) if x64 is not x else x64 - mu
-        return mu, gram(xc).div_(n - 1)
+        sigma = gram(xc).div_(n - 1)
+        return mu, (sigma + sigma.T) / 2
     with WorkerPool(x.device) as pool:
         mu = sum(pool.map_rows(col_sum, n)) / n
         sigma = sum(pool.map_rows(scatter, n))
-    return mu, sigma / (n - 1)
+    return mu, (sigma + sigma.T) / (2 * (n - 1))
 
 
 def _sqrtm_psd(s: Tensor) -> Tensor:
     """Principal square root of a symmetric PSD matrix (negative eigenvalues clamped to 0)."""
     evals, evecs = eigh(s)
     return (evecs * evals.clamp(min=0).sqrt()) @ evecs.T
+
+
+def _cholesky(s: Tensor) -> Tensor | None:
+    """Lower Cholesky factor ``L`` of a symmetric ``s (D, D)`` (``s = L L^T``), or None when ``s`` is not
+    numerically positive definite. CPU float64: SciPy's LAPACK ``potrf``; otherwise ``torch.linalg.cholesky_ex``."""
+    if s.device.type == "cpu" and s.dtype == torch.float64 and not s.requires_grad:
+        from scipy.linalg import LinAlgError, cholesky
+
+        try:
+            return torch.from_numpy(cholesky(s.numpy(), lower=True, check_finite=False))
+        except LinAlgError:
+            return None
+    low, info = torch.linalg.cholesky_ex(s)
+    return None if int(info) != 0 else low
+
+
+def _trace_sqrt_product(sigma1: Tensor, sigma2: Tensor) -> Tensor:
+    """``Tr((sigma1 sigma2)^{1/2})`` of two symmetric PSD float64 matrices ``(D, D)``, a 0-d tensor.
+
+    ``sigma1 sigma2`` is similar to a symmetric PSD matrix whose eigenvalues ``eigvalsh`` finds stably, so the
+    trace is the sum of their square roots. With ``sigma1 = L L^T`` (Cholesky, ``D^3 / 3`` flops) that matrix is
+    ``L^T sigma2 L = L^{-1} (sigma1 sigma2) L``; when ``sigma1`` is singular (e.g. ``N <= D``) Cholesky fails
+    and it is ``sigma1^{1/2} sigma2 sigma1^{1/2}``, the square root from an eigendecomposition (about 9 ``D^3``).
+    """
+    low = _cholesky(sigma1)
+    if low is not None:
+        middle = low.T @ sigma2 @ low
+    else:
+        root1 = _sqrtm_psd(sigma1)
+        middle = root1 @ sigma2 @ root1
+    return eigvalsh((middle + middle.T) / 2).clamp(min=0).sqrt().sum()
 
 
 def frechet_distance_from_stats(mu1: Tensor, sigma1: Tensor, mu2: Tensor, sigma2: Tensor) -> float:
@@ -97,16 +153,14 @@ def frechet_distance_from_stats(mu1: Tensor, sigma1: Tensor, mu2: Tensor, sigma2
     for name, t in (("mu1", mu1), ("mu2", mu2), ("sigma1", sigma1), ("sigma2", sigma2)):
         if not bool(torch.isfinite(t).all()):
             raise ValueError(f"{name} contains NaN or Inf values")
-    return _frechet(mu1, sigma1, mu2, sigma2)
+    return _frechet(mu1, (sigma1 + sigma1.T) / 2, mu2, sigma2)
 
 
 def _frechet(mu1: Tensor, sigma1: Tensor, mu2: Tensor, sigma2: Tensor) -> float:
-    """:func:`frechet_distance_from_stats` on checked float64 statistics."""
-    root1 = _sqrtm_psd((sigma1 + sigma1.T) / 2)
-    middle = root1 @ sigma2 @ root1
-    tr_covmean = eigvalsh((middle + middle.T) / 2).clamp(min=0).sqrt().sum()
+    """:func:`frechet_distance_from_stats` on checked float64 statistics (``sigma1`` exactly symmetric)."""
     diff = mu1 - mu2
-    return float(diff.dot(diff) + torch.trace(sigma1) + torch.trace(sigma2) - 2 * tr_covmean)
+    traces = float(diff.dot(diff)) + float(torch.trace(sigma1)) + float(torch.trace(sigma2))
+    return traces - 2 * float(_trace_sqrt_product(sigma1, sigma2))
 
 
 def frechet_distance(x1: Tensor, x2: Tensor, block_size: int = DEFAULT_BLOCK_SIZE) -> float:
@@ -130,6 +184,6 @@ def frechet_distance(x1: Tensor, x2: Tensor, block_size: int = DEFAULT_BLOCK_SIZ
     if x1.shape[1] != x2.shape[1]:
         raise ValueError(f"x1 has D={x1.shape[1]} features but x2 has D={x2.shape[1]}; "
                          "embed both sets with the same network")
-    mu1, sigma1 = gaussian_stats(x1, block_size)
-    mu2, sigma2 = gaussian_stats(x2, block_size)
+    mu1, sigma1 = _gaussian_stats(x1, block_size)
+    mu2, sigma2 = _gaussian_stats(x2, block_size)
     return _frechet(mu1, sigma1, mu2, sigma2)  # finite: statistics of checked finite data

@@ -170,19 +170,15 @@ def kmeans(x: Tensor, k: int, n_init: int = 3, max_iter: int = 100, tol: float =
         if init.shape != (k, x.shape[1]):
             raise ValueError(f"init must have shape (k, D) = ({k}, {x.shape[1]}), got {tuple(init.shape)}")
     mean = x.mean(0)
-    # One working copy [x - mean, ||x - mean||^2, 1]: centring (as scikit-learn) conditions the
-    # distance expansion better, and the two extra columns fold ||x||^2 into the GEMM.
-    xa = torch.empty(n, x.shape[1] + 2, dtype=x.dtype, device=x.device)
-    xc, x_sq = xa[:, :-2], xa[:, -2]
-    xc.copy_(x).sub_(mean)
-    x_sq.copy_(xc.pow(2).sum(1))
-    xa[:, -1] = 1
+    # One working copy, centred (as scikit-learn), which conditions the distance expansion better.
+    xc = x - mean
+    x_sq = torch.linalg.vecdot(xc, xc)
     tol_abs = float(x_sq.mean(dtype=torch.float64)) / x.shape[1] * tol  # tol * mean_d Var(x_d)
     best: tuple[float, Tensor, Tensor, int] | None = None
     with WorkerPool(x.device) as pool:
         for _ in range(1 if init is not None else n_init):
             start = init - mean if init is not None else _kmeans_plusplus(xc, x_sq, k, generator, block_size, pool)
-            centers, labels, n_iter, inertia = _lloyd(xa, start, max_iter, tol_abs, block_size, pool)
+            centers, labels, n_iter, inertia = _lloyd(xc, x_sq, start, max_iter, tol_abs, block_size, pool)
             if best is None or inertia < best[0]:
                 best = (inertia, centers, labels, n_iter)
     inertia, centers, labels, n_iter = best

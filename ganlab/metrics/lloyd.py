@@ -7,7 +7,9 @@ samples, :func:`_assign` the exact blocked nearest-centre search used for the fi
 Written for few tensor operations per iteration: on the CPU each operation costs a few
 microseconds of dispatch whatever its size, which at ``N = 1,000`` is more than the arithmetic.
 One E-step is one GEMM and three vectorised passes per cache-sized block, then one ``index_add_``
-and one ``bincount`` per slab; the M-step is a handful of ``(k, D)`` operations.
+and one ``bincount`` per slab; the M-step is a handful of ``(k, D)`` operations. The data are read
+in place (no augmented or second copy), and a run that converges strictly takes its labels and
+inertia from its last E-step instead of a final pass.
 """
 
 from __future__ import annotations
@@ -35,66 +37,67 @@ def _assign(x: Tensor, x_sq: Tensor, centers: Tensor, block_size: int) -> tuple[
     return labels, dist
 
 
-#: On CPU, E-step blocks are capped at this many entries so that they stay in cache.
-_CPU_CACHE_ENTRIES = 1 << 20
+#: On CPU, E-step blocks hold about this many distances (``2**18`` floats = 1 MiB, which stays in the L2/L3 cache
+#: between the GEMM that writes a block and the passes that read it), and at least :data:`_CPU_MIN_ROWS` samples.
+_CPU_CACHE_ENTRIES = 1 << 18
+_CPU_MIN_ROWS = 1024
 
 
-def _estep(xa: Tensor, x: Tensor, ca_t: Tensor, labels: Tensor, buf: Tensor, rows: int,
-           rank: Tensor) -> tuple[Tensor, Tensor, bool, Tensor]:
+def _estep(x: Tensor, centers: Tensor, c_sq: Tensor, labels: Tensor, buf: Tensor, rows: int,
+           rank: Tensor, low: Tensor) -> tuple[Tensor, Tensor, bool, Tensor]:
     """One E-step over a slab: the new labels and the slab's cluster sums.
 
-    ``xa = [x, ||x||^2, 1]`` is the augmented data ``(n, D + 2)`` and ``ca_t = [-2 c, 1, ||c||^2]``
-    ``(k, D + 2)``, so one GEMM yields squared distances, laid out ``(k, rows)`` per block of
-    ``rows`` samples: both the GEMM (``k`` rows of ``D + 2`` against a long operand) and
-    reductions over the first dimension (elementwise across samples) vectorise well there,
-    where ``argmin`` over a short last dimension costs as much as the GEMM. The nearest centre
-    is found by three such passes: the minimum ``m``, then ``d == m`` in place (1 or 0), times
-    ``rank = k - j`` ``(k, 1)``, whose maximum is ``k`` minus the lowest nearest index (ties go to
-    the lower index, as ``argmin``). ``x (n, D)`` is a contiguous copy of the data (``index_add_``
-    is much faster on contiguous rows); ``labels (n,)`` the current labels; ``buf`` (at least
-    ``k * rows`` entries) is scratch.
+    Per block of ``rows`` samples one GEMM yields ``||c_j||^2 - 2 c_j.x_i`` (the squared distance less
+    ``||x_i||^2``, which does not change the nearest centre; scikit-learn's Lloyd compares the same quantity),
+    laid out ``(k, rows)``: both the GEMM (``k`` rows against a long operand) and reductions over the first
+    dimension (elementwise across samples) vectorise well there, where ``argmin`` over a short last dimension
+    costs as much as the GEMM. The nearest centre is found by three such passes: the minimum ``m``, then
+    ``d == m`` in place (1 or 0), times ``rank = k - j`` ``(k, 1)``, whose maximum is ``k`` minus the lowest
+    nearest index (ties go to the lower index, as ``argmin``). ``x (n, D)`` is contiguous (``index_add_`` is much
+    faster on contiguous rows); ``centers (k, D)``; ``c_sq (k,)`` their squared norms; ``labels (n,)`` the current
+    labels; ``buf`` (at least ``k * rows`` entries) is scratch; ``low (n,)`` receives each sample's minimum.
 
     Returns ``(sums, counts, changed, labels)``: ``(k, D)`` in ``x``'s dtype, ``(k,)`` int64,
     whether any label changed, and the new labels ``(n,)`` int64.
     """
-    n, k = xa.shape[0], ca_t.shape[0]
+    n, k = x.shape[0], centers.shape[0]
     top = torch.empty(n, dtype=x.dtype, device=x.device)
+    c_col = c_sq.unsqueeze(1)
     for s in range(0, n, rows):
         m = min(rows, n - s)
-        d = torch.mm(ca_t, xa[s:s + m].T, out=buf[: k * m].view(k, m))
-        low = torch.amin(d, dim=0, keepdim=True)
-        torch.amax(d.eq_(low).mul_(rank), dim=0, out=top[s:s + m])
+        d = torch.addmm(c_col, centers, x[s:s + m].T, beta=1, alpha=-2, out=buf[: k * m].view(k, m))
+        lo = torch.amin(d, dim=0, keepdim=True, out=low[s:s + m].view(1, m))
+        torch.amax(d.eq_(lo).mul_(rank), dim=0, out=top[s:s + m])
     new = torch.sub(k, top).long()
     sums = torch.zeros(k, x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, new, x)
     return sums, torch.bincount(new, minlength=k), not torch.equal(new, labels), new
 
 
-def _lloyd(xa: Tensor, centers: Tensor, max_iter: int, tol: float, block_size: int,
+def _lloyd(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, block_size: int,
            pool: WorkerPool) -> tuple[Tensor, Tensor, int, float]:
     """Lloyd iterations with scikit-learn's stopping rules (strict convergence, then centre shift <= tol).
 
-    ``xa = [x, ||x||^2, 1]`` ``(N, D + 2)``; ``centers (k, D)`` the start. Empty clusters are
-    reseeded at the points farthest from their centre (as scikit-learn). Returns
-    ``(centers, labels, n_iter, inertia)``, the labels and inertia from a final exact E-step.
+    ``x (N, D)`` contiguous samples, ``x_sq (N,)`` their squared norms; ``centers (k, D)`` the start. Empty
+    clusters are reseeded at the points farthest from their centre (as scikit-learn). Returns
+    ``(centers, labels, n_iter, inertia)``. The labels are the nearest centres of the returned centres: after
+    strict convergence those of the last E-step (whose centres the returned ones equal exactly), otherwise from
+    a final exact E-step (as scikit-learn). The inertia is ``sum_i max(0, ||x_i||^2 + min_j (||c_j||^2 - 2
+    c_j.x_i))``, summed in float64.
     """
-    k, n, dim = centers.shape[0], xa.shape[0], centers.shape[1]
-    xv, x_sq = xa[:, :dim], xa[:, dim]
-    x = xv.contiguous()
+    k, n = centers.shape[0], x.shape[0]
     rows = rows_per_block(k, block_size)
     if x.device.type == "cpu":
-        rows = min(rows, max(1, _CPU_CACHE_ENTRIES // k))
+        rows = min(rows, max(_CPU_MIN_ROWS, _CPU_CACHE_ENTRIES // k))
     rank = torch.arange(k, 0, -1, dtype=x.dtype, device=x.device).unsqueeze(1)  # k - j
     labels = torch.full((n,), -1, dtype=torch.long, device=x.device)  # -1: no label yet
-    ca_t = torch.empty(k, dim + 2, dtype=x.dtype, device=x.device)
-    ca_t[:, dim] = 1
+    low = torch.empty(n, dtype=x.dtype, device=x.device)
     slabs = pool.map_rows(lambda s, e: (s, e), n)
     bufs = [torch.empty(k * max(1, min(rows, e - s)), dtype=x.dtype, device=x.device) for s, e in slabs]
-    it = 0
+    it, exact = 0, False
     for it in range(1, max_iter + 1):
-        torch.mul(centers, -2, out=ca_t[:, :dim])
-        torch.linalg.vecdot(centers, centers, out=ca_t[:, dim + 1])
-        parts = pool.map(lambda se, buf, lab=labels: _estep(xa[se[0]:se[1]], x[se[0]:se[1]], ca_t,
-                                                            lab[se[0]:se[1]], buf, rows, rank), slabs, bufs)
+        c_sq = torch.linalg.vecdot(centers, centers)
+        parts = pool.map(lambda se, buf, lab=labels, c=centers, c2=c_sq: _estep(
+            x[se[0]:se[1]], c, c2, lab[se[0]:se[1]], buf, rows, rank, low[se[0]:se[1]]), slabs, bufs)
         sums, counts, changed, labels = parts[0]
         if len(parts) > 1:
             labels = torch.cat([p[3] for p in parts])
@@ -104,13 +107,16 @@ def _lloyd(xa: Tensor, centers: Tensor, max_iter: int, tol: float, block_size: i
         shift = float(torch.dist(new, centers)) ** 2
         if math.isnan(shift):
             new, shift = _reseed(x, centers, labels, sums, counts, block_size)
+        if it > 1 and not changed:  # strict convergence: labels did not change
+            exact = torch.equal(new, centers)  # the same means: the E-step's labels and minima are exact
+            centers = new
+            break
         centers = new
-        if it > 1 and not changed:
-            break  # strict convergence: labels did not change
         if shift <= tol:
             break
-    # Final exact E-step so that labels are the true nearest centres of the returned centres.
-    parts = pool.map(lambda se: _assign(xv[se[0]:se[1]], x_sq[se[0]:se[1]], centers, block_size), slabs)
+    if exact:
+        return centers, labels, it, float(low.add_(x_sq).clamp_(min=0).sum(dtype=torch.float64))
+    parts = pool.map(lambda se: _assign(x[se[0]:se[1]], x_sq[se[0]:se[1]], centers, block_size), slabs)
     inertia = float(sum(p[1].sum(dtype=torch.float64) for p in parts))
     return centers, torch.cat([p[0] for p in parts]), it, inertia
 
@@ -139,5 +145,6 @@ def _point_sq_dists(x: Tensor, centers: Tensor, labels: Tensor, block_size: int)
     out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
     step = rows_per_block(x.shape[1], block_size)
     for s in range(0, x.shape[0], step):
-        out[s:s + step] = (x[s:s + step] - centers[labels[s:s + step]]).pow(2).sum(1)
+        diff = x[s:s + step] - centers[labels[s:s + step]]
+        torch.linalg.vecdot(diff, diff, out=out[s:s + step])
     return out

@@ -65,10 +65,34 @@ def _commit() -> str | None:
     return _git("rev-parse", "HEAD")
 
 
+#: Held (``fcntl.flock``) by the process training a run folder; the kernel releases it when that process ends.
+LOCK_FILE = ".study.lock"
+
+
+def _lock(run_dir: Path) -> Any:
+    """An exclusive lock on ``run_dir`` (the open lock file: keep it open while training), or None when another
+    process holds it. Without ``fcntl`` (Windows) no lock is taken and the open file is returned."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(run_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open for the run's whole length
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return handle
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
 def train_job(cfg: DictConfig) -> dict[str, Any]:
     """The launchers' task function: one ``ganlab-train`` run into the job's output folder (Hydra's
     ``runtime.output_dir``), then a line in its ``study_jobs.jsonl``: ``from_step`` (the checkpoint it resumed,
     0 for a fresh run), ``to_step``, ``wall_s`` (seconds), ``commit`` and ``error`` (None, or why it failed).
+
+    Two study processes never train one folder at once: the job holds :data:`LOCK_FILE` while it trains, and a job
+    whose folder is locked by another process returns an error record and leaves the folder alone.
 
     Returns:
         That line. A failed run does not stop the study: its folder gets ``failure.json`` (as ``ganlab-train``
@@ -76,11 +100,22 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
     """
     from hydra.core.hydra_config import HydraConfig
 
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    lock = _lock(run_dir)
+    if lock is None:
+        return {"from_step": None, "to_step": None, "wall_s": 0.0, "commit": None,
+                "error": f"another process is training {run_dir} (it holds {LOCK_FILE}); wait for it to end, or stop "
+                         "it, then run the study again"}
+    with lock:
+        return _train_locked(cfg, run_dir)
+
+
+def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """:func:`train_job`'s work, its folder's lock held."""
     from ganlab import distributed
     from ganlab.cli.train import StartError, run
     from ganlab.run import layout
 
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
     start = (newest_checkpoint_step(run_dir) or 0) if cfg.trainer.get("resume") else 0
     t0, error, step = time.perf_counter(), None, start
     try:

@@ -86,12 +86,18 @@ from _common import (
     table,
 )
 
-from ganlab.analysis.stats import bootstrap_ci  # noqa: E402
-from ganlab.run.build import build_trainer  # noqa: E402
+import ganlab  # noqa: E402
+
+GANLAB_DIR = Path(ganlab.__file__).resolve().parent
+if (GANLAB_DIR / "run" / "build.py").is_file():
+    from ganlab.analysis.stats import bootstrap_ci
+    from ganlab.run.build import build_trainer
+else:  # a tree from before ganlab/run/ (before/after counts: bench_instructions.py --tree)
+    from ganlab.build import build_trainer  # type: ignore[no-redef]
+    from ganlab.compare_stats import bootstrap_ci  # type: ignore[no-redef]
 
 AA = "plain again (A/A control)"  # the plain loop timed as a second variant: the noise floor of the overheads
 BB = "plain, second copy (B/B control)"  # a second PlainGAN with its own networks, optimisers and data copy
-GANLAB_DIR = Path(sys.modules["ganlab.run.build"].__file__).resolve().parents[1]
 LOOP_FILE = str(GANLAB_DIR / "trainer" / "loop.py")
 HEALTH_DIR = str(GANLAB_DIR / "health")
 

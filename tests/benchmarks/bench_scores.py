@@ -3,7 +3,7 @@
 Usage::
 
     python tests/benchmarks/bench_scores.py [--quick] [--device auto|cpu|cuda] [--threads 1] [--repeats 3]
-        [--only kmeans,prdc,...] [--out docs/results/bench/scores.json]
+        [--only kmeans,prdc,...] [--skip 'd 2,048;1,000 classes'] [--out docs/results/bench/scores.json]
 
 One process; each cell runs ganlab (A) and the reference (B) interleaved, A B A B ..., after one untimed call of
 each whose outputs are compared (the agreement check). Reported: the best (smallest) of ``--repeats`` timed
@@ -219,13 +219,18 @@ def kid_cell(n: int, d: int, subsets: int, subset_size: int) -> Callable[[torch.
         from ganlab.metrics.kid import kid
 
         warnings.filterwarnings("ignore", message=".*will save all extracted features.*")
+        from ganlab.metrics.order import canonical_order
+
         real, fake = torch.from_numpy(_normal(n, d, 7)).to(dev), torch.from_numpy(_normal(n, d, 8, 0.1)).to(dev)
         metric = KernelInceptionDistance(feature=_Identity(), subsets=subsets, subset_size=subset_size).to(dev)
+        # ganlab draws its subsets from the rows in their canonical order (order-free subsets): the reference is
+        # given the rows in that order (untimed), so that the same seed draws the same subsets.
+        real_c, fake_c = real[canonical_order(real)], fake[canonical_order(fake)]
 
         def ref() -> float:
             metric.reset()
-            metric.update(real, real=True)
-            metric.update(fake, real=False)
+            metric.update(real_c, real=True)
+            metric.update(fake_c, real=False)
             torch.manual_seed(5)
             return float(metric.compute()[0])
 
@@ -239,18 +244,22 @@ def is_cell(n: int, classes: int, splits: int = 10) -> Callable[[torch.device], 
         from torchmetrics.image.inception import InceptionScore
 
         from ganlab.metrics.inception_score import inception_score
+        from ganlab.metrics.order import canonical_order
 
         logits = torch.from_numpy(_normal(n, classes, 9) * 3).to(dev)
         metric = InceptionScore(feature=_Identity(), splits=splits).to(dev)
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(11)).to(dev)
+        # ganlab cuts its splits from a seeded shuffle (seed 0) of the rows in their canonical order; torchmetrics
+        # shuffles with the global RNG: given the rows in that canonical order (untimed) and the global seed 0, it
+        # cuts the same splits.
+        logits_c = logits[canonical_order(logits.softmax(dim=1).double())]
 
         def ref() -> float:
             metric.reset()
-            metric.update(logits)
-            torch.manual_seed(11)  # torchmetrics shuffles with the global RNG: the same order as ``order``
+            metric.update(logits_c)
+            torch.manual_seed(0)
             return float(metric.compute()[0])
 
-        ours = lambda: inception_score(logits[order].softmax(dim=1), splits)[0]  # noqa: E731
+        ours = lambda: inception_score(logits.softmax(dim=1), splits)[0]  # noqa: E731
         return ours, ref, lambda a, b: _close(a, b, 1e-4)
     return build
 
@@ -352,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch / BLAS threads of both sides (default 1)")
     p.add_argument("--repeats", type=int, default=3, help="timed calls per side and cell; the best is kept")
     p.add_argument("--only", default="", help="comma-separated prefixes of score names, e.g. 'k-means,Frechet'")
+    p.add_argument("--skip", default="",
+                   help="semicolon-separated parts of 'score, size' to leave out, e.g. 'd 2,048;1,000 classes' "
+                        "(a cell whose 'score, size' contains one is skipped)")
     p.add_argument("--wall", action="store_true", help="time wall clock even on one CPU thread (default: CPU time)")
     p.add_argument("--out", type=Path, default=None, help="JSON file to write (default: none)")
     p.add_argument("--append", action="store_true",
@@ -360,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     set_threads(args.threads)
     dev = resolve_device(args.device)
     cells = [c for c in grid() if (c.quick or not args.quick)
-             and (not args.only or any(c.score.lower().startswith(o.strip().lower()) for o in args.only.split(",")))]
+             and (not args.only or any(c.score.lower().startswith(o.strip().lower()) for o in args.only.split(",")))
+             and not any(part.strip() and part.strip().lower() in f"{c.score}, {c.size}".lower()
+                         for part in args.skip.split(";"))]
     # On one CPU thread the process's CPU time is what each side costs; wall time on a shared machine adds
     # whatever other processes take. On a GPU, or with several threads, wall time is the measure.
     cpu_clock = dev.type == "cpu" and args.threads == 1 and not args.wall
@@ -373,12 +387,13 @@ def main(argv: list[str] | None = None) -> int:
     out = None if args.out is None else args.out if args.out.is_absolute() else REPO / args.out
     if args.append and out is not None and out.is_file():
         earlier = json.loads(out.read_text())
-        names = {(c.score, c.size) for c in cells}
-        report["cells"] = [c for c in earlier["cells"] if (c["score"], c["size"]) not in names]
+        report["cells"] = list(earlier["cells"])
         older = earlier["env"].pop("earlier_runs", [])
         report["env"]["earlier_runs"] = [earlier["env"], *older]
     for cell in cells:
         r = run_cell(cell, dev, args.repeats, clock)
+        # An earlier run's cell is replaced only once it is measured again, so an interrupted run loses nothing.
+        report["cells"] = [c for c in report["cells"] if (c["score"], c["size"]) != (r["score"], r["size"])]
         report["cells"].append(r)
         if out is not None:  # after every cell, so that an interrupted run keeps what it measured
             _write_json(report, out)

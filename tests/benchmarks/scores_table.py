@@ -28,6 +28,20 @@ def _ms(seconds: float) -> str:
     return f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}"
 
 
+def _earlier_runs(env: dict[str, Any]) -> list[str]:
+    """One sentence on the earlier runs whose cells the file still holds (``bench_scores.py --append``), if any."""
+    runs = env.get("earlier_runs", [])
+    if not runs:
+        return []
+    def load(r: dict[str, Any]) -> str:
+        after = r.get("load_average_after")
+        return f"load average {r['load_average_before'][0]:.1f}" + (f" to {after[0]:.1f}" if after else "")
+
+    parts = [f"{r.get('started', '?')} ({load(r)})" for r in sorted(runs, key=lambda r: r.get("started", ""))]
+    return ["", "The file gathers several runs of the same script (`--append`), each adding or replacing some cells; "
+                "the earlier ones, oldest first: " + "; ".join(parts) + ". The header above is the last run's."]
+
+
 def render(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
     """Markdown for one benchmark run (``after``), with ``before``'s ratios beside it where it has the cell."""
     env = after["env"]
@@ -37,8 +51,10 @@ def render(after: dict[str, Any], before: dict[str, Any] | None = None) -> str:
         f"{env.get('dtype', 'float32')}, best of {env.get('repeats', '?')} calls per side after one untimed call, "
         f"timed by {env.get('clock', 'wall time')}; torch {env.get('torch', '?')}, scikit-learn "
         f"{env.get('sklearn', '?')}, NumPy {env.get('numpy', '?')}; load average "
-        f"{env['load_average_before'][0]:.1f} before and {env.get('load_average_after', [float('nan')])[0]:.1f} "
-        f"after the run on {env.get('cpu_count', '?')} CPUs.",
+        f"{env['load_average_before'][0]:.1f} before"
+        + (f" and {env['load_average_after'][0]:.1f} after" if env.get("load_average_after") else "")
+        + f" the run on {env.get('cpu_count', '?')} CPUs.",
+        *_earlier_runs(env),
         "",
         "| score | size | ganlab ms | reference ms | ganlab / reference | spread ganlab / ref | agrees |"
         + (" ratio before |" if before else ""),

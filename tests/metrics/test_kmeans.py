@@ -93,17 +93,18 @@ def test_estep_picks_the_nearest_centre_and_sums_its_members(dtype, rows):
     g = _gen(5)
     x = torch.randn(1000, 7, generator=g, dtype=dtype)
     x[1] = x[0]  # equidistant from two equal centres below: the tie goes to the lower index
-    xa = torch.cat([x, x.pow(2).sum(1, keepdim=True), torch.ones(1000, 1, dtype=dtype)], 1)
     c = torch.randn(20, 7, generator=g, dtype=dtype)
     c[3] = c[11] = x[0]
-    ca_t = torch.cat([c * -2, torch.ones(20, 1, dtype=dtype), c.pow(2).sum(1, keepdim=True)], 1)
     rank = torch.arange(20, 0, -1, dtype=dtype).unsqueeze(1)
+    low = torch.empty(1000, dtype=dtype)
 
     def estep(labels):
-        return lloyd._estep(xa, x, ca_t, labels, torch.empty(20 * rows, dtype=dtype), rows, rank)
+        return lloyd._estep(x, c, c.pow(2).sum(1), labels, torch.empty(20 * rows, dtype=dtype), rows, rank, low)
 
     sums, counts, changed, labels = estep(torch.full((1000,), -1))
     d = torch.cdist(x.double(), c.double())
+    # low: the minimum of ||c||^2 - 2 c.x, i.e. the squared distance to the nearest centre less ||x||^2
+    torch.testing.assert_close(low.double() + x.double().pow(2).sum(1), d.min(1).values ** 2, rtol=1e-4, atol=1e-4)
     chosen = d.gather(1, labels[:, None]).squeeze(1)
     assert bool((chosen <= d.min(1).values * (1 + 1e-4) + 1e-6).all())  # a nearest centre up to rounding
     assert (labels == d.argmin(1)).double().mean() > 0.999
@@ -120,10 +121,9 @@ def test_empty_cluster_is_reseeded():
     g = _gen(6)
     groups = [torch.randn(100, 2, generator=g, dtype=torch.float64) * 0.1 + off for off in (0.0, 10.0, 20.0)]
     x = torch.cat(groups)
-    xa = torch.cat([x, x.pow(2).sum(1, keepdim=True), torch.ones(300, 1, dtype=x.dtype)], 1)
     init = torch.tensor([[0.0, 0.0], [15.0, 15.0], [1e6, 1e6]], dtype=x.dtype)  # third gets nothing
     with WorkerPool(x.device) as pool:
-        centers, labels, _, _ = lloyd._lloyd(xa, init, 100, 0.0, DEFAULT_BLOCK_SIZE, pool)
+        centers, labels, _, _ = lloyd._lloyd(x, x.pow(2).sum(1), init, 100, 0.0, DEFAULT_BLOCK_SIZE, pool)
     assert torch.bincount(labels, minlength=3).min() > 0
     got = centers[centers[:, 0].argsort()]
     torch.testing.assert_close(got, torch.stack([grp.mean(0) for grp in groups]), atol=1e-9, rtol=0)
