@@ -46,7 +46,7 @@ def test_a_strategy_name_given_as_a_strategy_s_settings() -> None:
     assert refused("strategy=[r1]", "strategy.r1=wgan_gp") == (
         "strategy.r1=wgan_gp: strategy.r1 holds the settings of strategy r1 (gamma, interval), not a value; to use "
         "wgan_gp "
-        "as well, list it: strategy=[r1,wgan_gp]; to change a setting: strategy.r1.<key>=<value> "
+        "as well, list it: 'strategy=[r1,wgan_gp]'; to change a setting: strategy.r1.<key>=<value> "
         "(e.g. strategy.r1.gamma=...)")
     check_command_line(["strategy=[r1,wgan_gp]"])  # the advice works
     assert list(compose_cfg(["strategy=[r1,wgan_gp]"]).strategy) == ["r1", "wgan_gp"]
@@ -135,9 +135,9 @@ def test_the_plus_typo_fails_before_training_on_the_start_error_path(tmp_path: P
 
 def test_an_unknown_strategy_lists_the_strategies() -> None:
     assert refused("strategy=[wgan]") == (f"there is no strategy wgan; did you mean wgan_gp? the strategies: "
-                                          f"{STRATEGIES} (choose with strategy=[name,...])")
+                                          f"{STRATEGIES} (choose with 'strategy=[name,...]')")
     assert refused("strategy=[ema,nothing_alike]") == (f"there is no strategy nothing_alike; the strategies: "
-                                                       f"{STRATEGIES} (choose with strategy=[name,...])")
+                                                       f"{STRATEGIES} (choose with 'strategy=[name,...]')")
     check_command_line(["strategy=[wgan_gp]"])
 
 
@@ -161,7 +161,7 @@ def test_top_level_near_misses_name_the_settings_that_exist() -> None:
                                    "trainer.steps, monitor.preflight.steps; set the one you mean, e.g. "
                                    "trainer.steps=10")
     assert refused("+gamma=3") == ("+gamma=3: gamma is not a setting of ganlab (a + adds a key nothing reads); the "
-                                   "settings named gamma: strategy.r1.gamma (with strategy=[r1])")
+                                   "settings named gamma: strategy.r1.gamma (with 'strategy=[r1]')")
     check_command_line(["strategy=[r1]", "strategy.r1.gamma=3"])  # that advice works too
 
 
@@ -216,7 +216,7 @@ def test_every_combination_of_swept_groups_is_checked_and_named() -> None:
 # ------------------------------------------------------------------ the other answers, and their advice
 def test_setting_a_strategy_that_is_not_selected() -> None:
     assert refused("strategy=[ema]", "strategy.r1.gamma=3") == (
-        "strategy.r1.gamma=3: strategy r1 is not selected; select it: strategy=[ema,r1] strategy.r1.gamma=3")
+        "strategy.r1.gamma=3: strategy r1 is not selected; select it: 'strategy=[ema,r1]' strategy.r1.gamma=3")
     check_command_line(["strategy=[ema,r1]", "strategy.r1.gamma=3"])
     assert refused("strategy.emma.beta=0.9").startswith(
         "strategy.emma.beta=0.9: there is no strategy emma; did you mean ema?")

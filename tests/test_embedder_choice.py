@@ -11,7 +11,8 @@ import torch
 from tiny_config import DIGITS_RUN, TINY, compose_cfg, train_tiny
 
 from ganlab.cli import evaluate
-from ganlab.config.groups import check_group_nodes, choose_option, nested_groups, options
+from ganlab.config.compose import compose_stored
+from ganlab.config.groups import check_group_nodes, nested_groups, options
 from ganlab.data import digits as load_digits
 from ganlab.metrics.embedders import (
     ClassifierEmbedder,
@@ -132,17 +133,18 @@ def test_the_inception_advice_works(inception_weights: Path, tmp_path: Path, mon
         assert out.shape == (2, 2048) and torch.allclose(out, want, atol=1e-5)
 
 
-def test_choose_option_replaces_the_whole_node() -> None:
+def test_choosing_an_embedder_replaces_the_whole_node() -> None:
     c = cfg()  # the auto embedder: cache_dir, epochs, max_train, seed
-    choose_option(c, "metrics/embedder", "inception")
-    assert dict(c.metrics.embedder) == {"_target_": "ganlab.metrics.embedders.InceptionEmbedder",
-                                        "weights_path": None, "batch_size": 200}  # no stray cache_dir
-    with pytest.raises(ValueError, match="no option 'incept' in the config group metrics/embedder; its options are "
-                                         "auto, classifier, identity, inception, pixels"):
-        choose_option(c, "metrics/embedder", "incept")
-    with pytest.raises(ValueError, match="dataset/x=y: dataset/x is not a config group that can be switched here; "
-                                         "those are: metrics/embedder, metrics/scorers"):
-        choose_option(c, "dataset/x", "y")
+    chosen = compose_stored(c, ["metrics/embedder=inception"])
+    assert dict(chosen.metrics.embedder) == {"_target_": "ganlab.metrics.embedders.InceptionEmbedder",
+                                             "weights_path": None, "batch_size": 200}  # no stray cache_dir
+    with pytest.raises(ValueError, match="^metrics/embedder=incept: there is no metrics/embedder incept; did you mean "
+                                         "metrics/embedder=inception[?] the options of metrics/embedder: auto, "
+                                         "classifier, identity, inception, pixels$"):
+        compose_stored(c, ["metrics/embedder=incept"])
+    with pytest.raises(ValueError, match="^dataset/x=y: ganlab-eval keeps the run's dataset as trained; the config "
+                                         "groups it can switch are metrics/embedder, metrics/scorers"):
+        compose_stored(c, ["dataset/x=y"])
 
 
 def test_a_run_is_rescored_with_another_embedder(digits_run: Path, capsys: pytest.CaptureFixture,

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from ganlab.analysis.table import collect_runs
 from ganlab.cli import evaluate
 from ganlab.cli.compare import main as compare_main
+from ganlab.config.compose import compose_stored
 from ganlab.run import rebuild
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.visuals import image_grid, save_grid_png
@@ -25,16 +27,29 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("override,message", [
-    ("metrics/embedder=pixel", r"no option 'pixel' in the config group metrics/embedder; its options are auto, "
-                               r"classifier, identity, inception, pixels \(conf/metrics/embedder/<option>\.yaml\)"),
-    ("dataset/ring8=x", r"dataset/ring8 is not a config group that can be switched here; those are: metrics/embedder"),
-    ("metrics.embedder=pixels", r"metrics\.embedder is the node of the config group metrics/embedder; choose one of "
-                                r"its options with a slash: metrics/embedder=pixels \(options: auto, classifier"),
-    ("metrics.scorers=none", r"metrics\.scorers is the node of the config group metrics/scorers; choose one of its "
-                             r"options with a slash: metrics/scorers=<option> \(options: inception_score, kid\)"),
-    ("metrics.num_smples=10", r"unknown key 'metrics\.num_smples'.*valid keys under metrics: .*'num_samples'"),
-    ("metrics.nope.deeper=1", r"unknown key 'metrics\.nope\.deeper'.*valid keys under metrics:"),
-    ("+metrics.extra=1", r"only plain key=value"),
+    ("metrics/embedder=pixel", r"^metrics/embedder=pixel: there is no metrics/embedder pixel; did you mean "
+                               r"metrics/embedder=pixels\? the options of metrics/embedder: auto, classifier, "
+                               r"identity, inception, pixels$"),
+    ("metrics/embedder=[pixels,identity]", r"metrics/embedder takes one option, e\.g\. metrics/embedder=auto$"),
+    ("dataset/ring8=x", r"^dataset/ring8=x: ganlab-eval keeps the run's dataset as trained; the config groups it can "
+                        r"switch are metrics/embedder, metrics/scorers"),
+    ("dataset=grid25", r"^dataset=grid25: ganlab-eval keeps the run's dataset as trained"),
+    ("metrics.embedder=pixels", r"metrics/embedder is a config group, chosen with a slash, metrics/embedder=pixels "
+                                r"\(options: auto, classifier"),
+    ("metrics.scorers=none", r"metrics/scorers is a config group, chosen with a slash, metrics/scorers=<option> "
+                             r"\(options: inception_score, kid\)"),
+    ("metrics.num_smples=10", r"^metrics\.num_smples=10: metrics\.num_smples is not a setting of metrics; did you "
+                              r"mean metrics\.num_samples\? metrics takes: embedder, num_samples"),
+    ("metrics.nope.deeper=1", r"^metrics\.nope\.deeper=1: metrics\.nope is not a setting of metrics; metrics takes:"),
+    ("sed=1", r"^sed=1: sed is not a setting of the run's config; did you mean seed\? its settings: seed, device"),
+    ("+metrics.extra=1", r"metrics\.extra is not a setting of metrics; metrics takes:"),
+    ("metrics.num_samples", r"^metrics\.num_samples: settings are given as key=value, e\.g\. "
+                            r"metrics\.num_samples=500$"),
+    ("trainer.steps=abc", r"trainer\.steps must be an integer, got 'abc'"),
+    ("strategy.ema.beta=0.5", r"^strategy\.ema\.beta=0\.5: the run did not use strategy ema; ganlab-eval keeps the "
+                              r"run's strategies as trained \(none\)$"),
+    ("metrics.embedder.cache_dir=~/cache", r"Hydra cannot read this value; quote it for both the shell and Hydra: "
+                                           r"'metrics\.embedder\.cache_dir=\"~/cache\"'$"),
 ])
 def test_bad_eval_overrides_fail_before_any_work(ring8_run: Path, no_work: None, override: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -42,14 +57,30 @@ def test_bad_eval_overrides_fail_before_any_work(ring8_run: Path, no_work: None,
 
 
 def test_eval_checks_keys_against_the_embedder_it_switched_to(ring8_run: Path, no_work: None) -> None:
-    rebuild.check_overrides(rebuild.apply_overrides(evaluate_cfg(ring8_run), []), ["metrics.embedder.epochs=2"])
-    with pytest.raises(ValueError, match=r"unknown key 'metrics\.embedder\.epochs'.*valid keys under "
-                                         r"metrics\.embedder: \['_target_'\]"):
+    stored = evaluate_cfg(ring8_run)
+    assert compose_stored(stored, ["metrics.embedder.epochs=2"]).metrics.embedder.epochs == 2  # the auto embedder's
+    with pytest.raises(ValueError, match=r"^metrics\.embedder\.epochs=2: metrics\.embedder\.epochs is not a setting "
+                                         r"of metrics\.embedder; metrics\.embedder takes no settings$"):
         rebuild.rebuild_from_checkpoint(ring8_run, ["metrics/embedder=pixels", "metrics.embedder.epochs=2"])
 
 
-def evaluate_cfg(run: Path):
-    from omegaconf import OmegaConf
+def test_eval_composes_as_ganlab_train_does(ring8_run: Path) -> None:
+    """The stored config with overrides is what Hydra composes: a switched embedder is the option's YAML alone (no
+    stray key of the stored one), ``~`` deletes, the rest stays as stored."""
+    stored = evaluate_cfg(ring8_run)
+    assert set(stored.metrics.embedder) > {"_target_"}  # the auto embedder's settings, which pixels lacks
+    cfg = compose_stored(stored, ["metrics/embedder=pixels", "~metrics.scorers.vendi", "metrics.num_samples=150",
+                                  "metrics.embedder._target_=ganlab.metrics.embedders.PixelEmbedder"])
+    assert OmegaConf.to_container(cfg.metrics.embedder) == {"_target_": "ganlab.metrics.embedders.PixelEmbedder"}
+    assert "vendi" not in cfg.metrics.scorers and set(cfg.metrics.scorers) == set(stored.metrics.scorers) - {"vendi"}
+    assert cfg.metrics.num_samples == 150 and stored.metrics.num_samples != 150
+    rest = {k: v for k, v in OmegaConf.to_container(cfg).items() if k != "metrics"}
+    assert rest == {k: v for k, v in OmegaConf.to_container(stored).items() if k != "metrics"}
+    assert not OmegaConf.is_struct(cfg)  # the builder may set keys (trainer.resume, logger)
+
+
+def evaluate_cfg(run: Path) -> DictConfig:
+    """The config stored in the run's last checkpoint."""
     return OmegaConf.create(ckpt_io.load_checkpoint(run / "checkpoints" / "last.pt")["config"])
 
 

@@ -11,7 +11,8 @@ import pytest
 from tiny_config import DIGITS_RUN, RING8_RUN, compose_cfg, train_tiny
 
 from ganlab.cli import evaluate
-from ganlab.config.groups import adds_entries, choose_option
+from ganlab.config.compose import compose_stored
+from ganlab.config.groups import adds_entries
 from ganlab.run.build import build_trainer
 
 #: both scorers, sized for TINY's 200 scored and 400 real samples
@@ -66,13 +67,15 @@ def test_ganlab_eval_adds_them_to_a_finished_run(digits_run: Path) -> None:
     assert out["score_settings"]["kid"]["subset_size"] == 100
 
 
-def test_choose_option_adds_scorers_and_keeps_the_others() -> None:
-    cfg = compose_cfg([])
+def test_choosing_scorers_adds_them_and_keeps_the_others() -> None:
+    stored = compose_cfg([])
     assert adds_entries("metrics/scorers") and not adds_entries("metrics/embedder")
-    choose_option(cfg, "metrics/scorers", "[kid, inception_score]")
+    cfg = compose_stored(stored, ["metrics/scorers=[kid, inception_score]"])
     assert list(cfg.metrics.scorers)[-2:] == ["kid", "inception_score"] and "frechet" in cfg.metrics.scorers
     assert cfg.metrics.scorers.kid.seed == cfg.seed  # ${seed} resolves against the run's config
-    with pytest.raises(ValueError, match="no option 'kld' in the config group metrics/scorers"):
-        choose_option(cfg, "metrics/scorers", "[kid,kld]")
+    with pytest.raises(ValueError, match="^metrics/scorers=\\[kid,kld\\]: there is no metrics/scorers kld; did you "
+                                         "mean metrics/scorers=kid[?] the options of metrics/scorers: "
+                                         "inception_score, kid$"):
+        compose_stored(stored, ["metrics/scorers=[kid,kld]"])
     with pytest.raises(ValueError, match="metrics/embedder takes one option"):
-        choose_option(cfg, "metrics/embedder", "[pixels,identity]")
+        compose_stored(stored, ["metrics/embedder=[pixels,identity]"])

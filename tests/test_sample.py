@@ -73,13 +73,27 @@ def test_slerp_and_lerp_hand_worked() -> None:
 
 def test_settings_are_checked_before_anything_is_loaded(tmp_path: Path) -> None:
     assert load_settings(["truncation=0.5", "interpolation.method=lerp"]).truncation == 0.5
-    for bad, match in ((["nn=3"], "key of conf/sample.yaml: device, ema, n, nrow"), (["n"], "key=value"),
-                       (["n=abc"], "could not be converted"), (["n=0"], "n must be at least 1"),
+    assert load_settings(["out='~/pics'", "truncation=null", "device=cuda:0"]).out == "~/pics"  # Hydra's grammar
+    keys = "n, nrow, seed, truncation, interpolation.paths, interpolation.steps, interpolation.method, ema, device, out"
+    unknown = "is not a setting of ganlab-sample; did you mean"
+    for bad, match in ((["nn=3"], f"^nn=3: nn {unknown} n[?] its settings: {keys}$"),
+                       (["n"], "^n: settings are given as key=value, e.g. n=64$"),
+                       (["n=abc"], "^n=abc: n must be an integer, got 'abc'$"),
+                       (["ema=maybe"], "^ema=maybe: ema must be true or false, got 'maybe'$"),
+                       (["n=10,20"], "^n=10,20: a comma [(]or choice, range[)] makes a sweep, which this command "
+                                     "does not run; give one value"),
+                       (["ema=no"], "^ema=no: ema must be true or false, got 'no'$"),  # OmegaConf would read False
+                       (["n=0"], "n must be at least 1"),
                        (["truncation=-1"], "truncation must be positive"),
                        (["interpolation.steps=1"], "interpolation.steps must be at least 2"),
                        (["interpolation.method=cubic"], "one of slerp, lerp"),
-                       (["nrows=4"], "; did you mean nrow[?]$"),
-                       (["interpolation.step=4"], "did you mean interpolation.steps[?]$")):
+                       (["nrows=4"], f"^nrows=4: nrows {unknown} nrow[?]"),
+                       (["+x=1"], "^[+]x=1: x is not a setting of ganlab-sample; its settings: n, nrow"),
+                       (["interpolation=3"], "^interpolation=3: interpolation holds settings [(]paths, steps, "
+                                             "method[)], not a value; set one of them, e.g. interpolation.paths=8$"),
+                       (["out=~/pics"], "^out=~/pics: Hydra cannot read this value; quote it for both the shell and "
+                                        "Hydra: 'out=\"~/pics\"'$"),
+                       (["interpolation.step=4"], "did you mean interpolation.steps[?]")):
         with pytest.raises(ValueError, match=match):
             sample.sample_checkpoint(tmp_path / "no-such-run", bad)  # the settings fail first, not the path
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):

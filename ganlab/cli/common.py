@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ganlab.cli.help import HelpAction
 from ganlab.metrics.directions import higher_is_better, score_directions
 from ganlab.metrics.scorers import VENDI_READING
 
@@ -54,15 +55,17 @@ def program(name: str) -> str:
     return name if here.is_file() and on_path and Path(on_path).resolve() == here.resolve() else str(here)
 
 
-def checkpoint_command(prog: str, description: str, overrides_help: str, argv: list[str] | None,
+def checkpoint_command(prog: str, help_page: str, argv: list[str] | None,
                        run: Callable[[str, list[str]], dict[str, Any]],
                        report: Callable[[dict[str, Any]], str]) -> int:
     """A command on one checkpoint (``ganlab-eval``, ``ganlab-sample``): parse ``<path> [key=value ...]``, call
-    ``run(path, overrides)`` and print ``report(result)``. A FileNotFoundError or ValueError (bad input, named by
-    ``run``) is printed as ``<prog>: <message>`` on stderr with exit status 2; otherwise the status is 0."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("path", help="a run directory (uses checkpoints/last.pt) or a checkpoint file")
-    parser.add_argument("overrides", nargs="*", help=overrides_help)
+    ``run(path, overrides)`` and print ``report(result)``; ``-h``/``--help`` prints ``help_page``
+    (:func:`ganlab.cli.help.page`). A FileNotFoundError or ValueError (bad input, named by ``run``) is printed as
+    ``<prog>: <message>`` on stderr with exit status 2; otherwise the status is 0."""
+    parser = argparse.ArgumentParser(prog=prog, add_help=False, usage=help_page.splitlines()[0].removeprefix("usage: "))
+    parser.add_argument("-h", "--help", action=HelpAction, text=help_page)
+    parser.add_argument("path")
+    parser.add_argument("overrides", nargs="*", default=[])
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:

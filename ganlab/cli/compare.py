@@ -42,6 +42,7 @@ from ganlab.analysis.table import (
     terminal_table,
 )
 from ganlab.cli import sweep
+from ganlab.cli.help import HelpAction, option_rows, page, rows
 from ganlab.metrics.directions import ordered_scores
 from ganlab.study.stages import label_stages
 
@@ -67,27 +68,59 @@ def jobs_not_run(root: str | Path) -> list[tuple[int, list[str]]]:
     return sweep.jobs_not_run(Path(root), sweep.planned_jobs(config), sweep.swept_keys(config))
 
 
+ABOUT = """The final scores of every job below a sweep folder, one row per configuration (jobs that differ only in
+seed), mean ± std over seeds, with a column's best mean marked only where it beats the runner-up by Welch's t-test
+(p < 0.05). Jobs that failed, are unfinished or never ran are listed below the table with their logs. The table is
+also written as markdown and CSV, with one plot per score, to <sweep dir>/comparison/ (or --out)."""
+
+EXAMPLES = [
+    ("ganlab-compare runs/multirun/<date>", "the headline scores of a sweep"),
+    ("ganlab-compare runs/multirun/<date> --keys all", "every score"),
+    ("ganlab-compare runs/multirun/<date> --keys modes_covered,reverse_kl --ci", "two scores, with 95% intervals"),
+    ("ganlab-compare runs/multirun/<date> --p-values", "the test behind each mark"),
+    ("ganlab-compare runs/multirun/<date> --format csv --no-files", "CSV on the terminal, no files written"),
+    ("ganlab-compare runs/ring8 --strict", "any folder of runs; exit 1 if any job failed (for CI)"),
+]
+
+FOOTER = """Exit status 0; 1 when no job finished (or, with --strict, any job failed, is unfinished or never ran); 2 for
+a folder that does not exist or an unknown score in --keys. The functions are importable: see the module's
+docstring (ganlab.cli.compare)."""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The arguments of ``ganlab-compare``; ``--help`` prints :func:`help_page`."""
+    p = argparse.ArgumentParser(prog="ganlab-compare", add_help=False, usage="ganlab-compare <sweep dir> [options]")
+    p.add_argument("sweep_dir", metavar="<sweep dir>",
+                   help="a sweep directory (runs/multirun/...) or any folder of runs")
+    p.add_argument("--keys", nargs="+", metavar="KEYS",
+                   help="scores to show: 'all', or names (a,b or a b); default: a headline set for the data")
+    p.add_argument("--format", choices=("markdown", "terminal", "csv"), default=None,
+                   help="how the table is printed (default: terminal, aligned columns, on a terminal; markdown when "
+                        "the output goes to a file or a pipe)")
+    p.add_argument("--ci", action="store_true",
+                   help="add 95%% percentile bootstrap intervals of the mean (10,000 resamples, seed 0)")
+    p.add_argument("--p-values", action="store_true",
+                   help="print the test behind each column's mark: best row, runner-up, Welch's p")
+    p.add_argument("--strict", action="store_true",
+                   help="exit status 1 when any job failed, is unfinished or never ran (for scripts and CI; default: "
+                        "1 only when no job finished)")
+    p.add_argument("--out", metavar="DIR",
+                   help="folder for the table files and <score>.png (default: <sweep dir>/comparison)")
+    p.add_argument("--no-files", action="store_true", help="only print; write no table or plot files")
+    p.add_argument("-h", "--help", action=HelpAction, text=lambda: help_page(p), help="this page")
+    return p
+
+
+def help_page(p: argparse.ArgumentParser) -> str:
+    """The text of ``ganlab-compare --help``: its options read from the parser ``p``."""
+    return page([str(p.usage)], ABOUT, EXAMPLES, [("options", rows(option_rows(p)))], FOOTER)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point of ``ganlab-compare``; returns the exit status (1 when no job finished, also for
     a folder without jobs, and with ``--strict`` when any job failed, is unfinished or never ran; 2 for a folder
     that does not exist or an unknown ``--keys`` score)."""
-    parser = argparse.ArgumentParser(prog="ganlab-compare", description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", help="a sweep directory (runs/multirun/...) or any folder of runs")
-    parser.add_argument("--format", choices=("markdown", "terminal", "csv"), default=None,
-                        help="how the table is printed (default: terminal, aligned columns, on a terminal; "
-                             "markdown when the output goes to a file or a pipe)")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit status 1 when any job failed, is unfinished or never ran (for scripts and CI; "
-                             "default: 1 only when no job finished)")
-    parser.add_argument("--p-values", action="store_true",
-                        help="print the test behind each column's mark: best row, runner-up, Welch's p")
-    parser.add_argument("--out", help="folder for the table files and <score>.png (default: <sweep_dir>/comparison)")
-    parser.add_argument("--no-files", action="store_true", help="only print; write no table or plot files")
-    parser.add_argument("--keys", nargs="+", metavar="KEYS",
-                        help="scores to show: 'all', or names (a,b or a b); default: a headline set for the data")
-    parser.add_argument("--ci", action="store_true",
-                        help="add 95%% percentile bootstrap intervals of the mean (10,000 resamples, seed 0)")
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
     logging.basicConfig(format="ganlab-compare: %(levelname)s: %(message)s")  # the plots' warning, on stderr
     try:
         runs, failed = collect_runs(args.sweep_dir)

@@ -25,12 +25,39 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.cli.common import checkpoint_command, format_scores
+from ganlab.cli.help import page, rows
 from ganlab.run import layout
 from ganlab.run.rebuild import overrides_tag, rebuild_from_checkpoint
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.state import scored_generator
 
 log = logging.getLogger("ganlab")
+
+#: ``ganlab-eval --help``.
+HELP = page(
+    ["ganlab-eval <run dir | checkpoint> [group=option ...] [key=value ...]"],
+    """Recompute every score of a trained generator: the run's stored config is rebuilt (data, G and D, strategies),
+    the checkpoint's weights are loaded and the evaluator runs again, with the overrides composed into that config
+    first, as on ganlab-train's command line (checked before anything is loaded). Scores go to
+    <run dir>/eval/<checkpoint stem>/metrics.json, or to .../<checkpoint stem>__<hash of the overrides>/ with
+    overrides; the run's own metrics.json is never overwritten.""",
+    [("ganlab-eval runs/ring8/<date>", "the last checkpoint, scored as in training"),
+     ("ganlab-eval runs/ring8/<date>/checkpoints/step_0002000.pt", "an earlier checkpoint"),
+     ("ganlab-eval runs/ring8/<date> metrics.num_samples=10000 device=cpu", "more samples, on the CPU"),
+     ("ganlab-eval runs/digits/<date> metrics/embedder=inception", "another embedder (a config group)"),
+     ("ganlab-eval runs/digits/<date> 'metrics/scorers=[kid,inception_score]'", "add the opt-in scores"),
+     ("ganlab-eval runs/ring8/<date> metrics.scorers.prdc.boundary=inclusive", "a scorer's setting"),
+     ("ganlab-eval runs/ring8/<date> '~metrics.scorers.vendi'", "leave a score out")],
+    [("arguments", rows([
+        ("<run dir | checkpoint>", "a run folder (its checkpoints/last.pt, else its newest intact checkpoint) or a "
+                                   "checkpoint file"),
+        ("group=option", "metrics/embedder=<auto|classifier|identity|inception|pixels> replaces the run's embedder; "
+                         "'metrics/scorers=[kid,inception_score]' adds scorers to the run's"),
+        ("key=value", "any key of the run's config (<run dir>/.hydra/config.yaml), e.g. metrics.num_samples, "
+                      "metrics.batch_size, device; +key=value adds a key a _target_ takes, ~key deletes one"),
+        ("-h, --help", "this page")]))],
+    """The data set, model and strategies are the run's: they cannot be switched here. Exit status 0, or 2 for a
+    missing checkpoint or a bad setting (the message names it and what to type instead).""")
 
 
 def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) -> dict[str, Any]:
@@ -63,7 +90,7 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point of ``ganlab-eval``."""
     return checkpoint_command(
-        "ganlab-eval", __doc__.splitlines()[0], "config overrides, key=value", argv, evaluate_checkpoint,
+        "ganlab-eval", HELP, argv, evaluate_checkpoint,
         lambda result: f"step {result['step']} of {result['checkpoint']}:\n{format_scores(result['scores'])}")
 
 

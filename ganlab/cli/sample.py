@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
 from ganlab.cli.common import checkpoint_command
-from ganlab.config.check import did_you_mean
+from ganlab.cli.help import page, rows, yaml_settings
+from ganlab.config.compose import compose_settings
 from ganlab.data.base import GANData
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import make_codes
@@ -57,6 +57,29 @@ from ganlab.trainer.visuals import (
 log = logging.getLogger("ganlab")
 
 METHODS = ("slerp", "lerp")
+
+#: ``ganlab-sample --help``.
+HELP = page(
+    ["ganlab-sample <run dir | checkpoint> [key=value ...]"],
+    """Pictures of a trained generator: grid.png (samples; for 2-D points a scatter over the data; for a
+    class-conditional G one row per class), interpolation.png (paths between fixed latent codes) and sample.json (the
+    checkpoint, its step, which G, the settings). The generator is the one the run's scores came from: the EMA copy
+    when the run kept one. Every code comes from one seed on the CPU, so the same settings give the same pictures on
+    any device. Files go to <run dir>/sample/<checkpoint stem>/, or .../<checkpoint stem>__<hash of the settings>/
+    when settings are given, or out=<folder>.""",
+    [("ganlab-sample runs/ring8/<date>", "64 samples and 8 slerp paths of the last checkpoint"),
+     ("ganlab-sample runs/digits/<date> n=100 nrow=10 seed=1", "a 10 x 10 grid from another seed"),
+     ("ganlab-sample runs/digits/<date> truncation=1.0", "truncated codes (BigGAN's truncation trick)"),
+     ("ganlab-sample runs/digits/<date> interpolation.method=lerp interpolation.steps=16", "straight-line paths"),
+     ("ganlab-sample runs/digits/<date> ema=false out=pictures/raw_g", "the trained G, not its EMA copy"),
+     ("ganlab-sample runs/digits/<date>/checkpoints/step_0002000.pt device=cuda", "an earlier checkpoint, on a GPU")],
+    [("arguments", rows([
+        ("<run dir | checkpoint>", "a run folder (its checkpoints/last.pt, else its newest intact checkpoint) or a "
+                                   "checkpoint file"),
+        ("-h, --help", "this page")])),
+     ("settings (key=value; default in brackets; conf/sample.yaml)", rows(yaml_settings(CONFIG_DIR / "sample.yaml")))],
+    """Exit status 0, or 2 for a missing checkpoint or a bad setting (the message names it and what to type
+    instead).""")
 
 
 @dataclass
@@ -94,26 +117,14 @@ class SampleSettings:
 
 
 def load_settings(overrides: list[str]) -> SampleSettings:
-    """``conf/sample.yaml`` with the ``key=value`` ``overrides`` applied, typed and validated.
+    """``conf/sample.yaml`` with the ``key=value`` ``overrides`` composed by Hydra, typed by :class:`SampleSettings`
+    and validated (:func:`ganlab.config.compose.compose_settings`).
 
     Raises:
-        ValueError: an override that is not ``key=value``, names a key ``conf/sample.yaml`` lacks (the message
-            lists the valid keys), has a value of the wrong type, or a value out of range.
+        ValueError: an override that is not ``key=value`` or that Hydra cannot read, a key ``conf/sample.yaml`` lacks
+            (the closest key and the list), a value of the wrong type, or a value out of range; each names the key.
     """
-    base = OmegaConf.merge(OmegaConf.structured(SampleSettings), OmegaConf.load(CONFIG_DIR / "sample.yaml"))
-    valid = sorted(k for k, v in OmegaConf.to_container(base).items() if not isinstance(v, dict))  # type: ignore[union-attr]
-    valid += [f"interpolation.{k}" for k in base.interpolation]
-    for o in overrides:
-        key = o.split("=", 1)[0].strip()
-        if "=" not in o or key not in valid:
-            hint = did_you_mean(key, valid) if "=" in o else ""
-            raise ValueError(f"{o!r}: overrides are key=value with a key of conf/sample.yaml: {', '.join(valid)}"
-                             f"{hint}")
-    try:
-        cfg = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
-    except Exception as err:  # omegaconf's ValidationError: a value of the wrong type
-        raise ValueError(f"{' '.join(overrides)}: {str(err).splitlines()[0]}") from None
-    return OmegaConf.to_object(cfg).validate()  # type: ignore[union-attr]
+    return compose_settings("sample", overrides, SampleSettings, "ganlab-sample").validate()
 
 
 def latent_codes(n: int, z_dim: int, truncation: float | None = None,
@@ -252,8 +263,7 @@ def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> d
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point of ``ganlab-sample``."""
     return checkpoint_command(
-        "ganlab-sample", __doc__.splitlines()[0], "settings of conf/sample.yaml, key=value (e.g. truncation=1.0)",
-        argv, sample_checkpoint,
+        "ganlab-sample", HELP, argv, sample_checkpoint,
         lambda result: f"step {result['step']} of {result['checkpoint']} ({result['generator']}), seed "
                        f"{result['seed']}: {result['out']}/grid.png, interpolation.png, sample.json")
 

@@ -167,7 +167,7 @@ def check_arguments(argv: list[str]) -> None:
     except SystemExit:
         return
     if args.help:  # written for a person; Hydra's own (with the schema groups) stays behind --hydra-help
-        print(train_help(_config_dir()))
+        print(train_help(_config_dir()), end="")
         sys.exit(0)
     if any([args.hydra_help, args.info, args.shell_completion, args.config_path, args.config_name,
             args.config_dir, args.experimental_rerun]):

@@ -102,7 +102,8 @@ def unknown_key(path: str, key: str, settings: Sequence[str], line: str | None =
         return (f"{where}{path}.{key} is not in the YAML, but {node._target_} takes it: add it with "
                 f"+{path}.{key}={value}")
     hint = did_you_mean(key, keys, f"{path}.")
-    return f"{where}{path}.{key} is not a setting of {path}{hint}{' ' if hint else '; '}{path} takes: {', '.join(keys)}"
+    takes = f"takes: {', '.join(keys)}" if keys else "takes no settings"
+    return f"{where}{path}.{key} is not a setting of {path}{hint}{' ' if hint else '; '}{path} {takes}"
 
 
 def wrong_type(full_key: str, value: Any, line: str | None = None) -> str:
@@ -127,7 +128,7 @@ def not_a_strategy(name: str) -> str:
     """The message for an unknown strategy ``name``: the closest one and the list."""
     hint = did_you_mean(name, strategy_names())
     return (f"there is no strategy {name}{hint}{' ' if hint else '; '}the strategies: {', '.join(strategy_names())} "
-            "(choose with strategy=[name,...])")
+            "(choose with 'strategy=[name,...]')")
 
 
 def _check_keys(path: str, node: DictConfig, schema: type) -> None:
@@ -163,7 +164,7 @@ def _strategy_node_message(name: str, value: Any, selected: Sequence[str]) -> st
     keys = [f.name for f in dataclasses.fields(schema) if f.name not in HYDRA_KEYS]
     wanted = str(value) if str(value) in strategy_names() else None
     both = ",".join([*selected, wanted]) if wanted and wanted not in selected else None
-    use = f"to use {wanted} as well, list it: strategy=[{both}]; " if both else ""
+    use = f"to use {wanted} as well, list it: 'strategy=[{both}]'; " if both else ""
     example = f" (e.g. strategy.{name}.{keys[0]}=...)" if keys else ""
     return (f"strategy.{name}={value}: strategy.{name} holds the settings of strategy {name} ({', '.join(keys)}), "
             f"not a value; {use}to change a setting: strategy.{name}.<key>=<value>{example}")
@@ -263,7 +264,7 @@ def explain(err: Exception, lines: Sequence[str]) -> str | None:
             return f"{line}: {not_a_strategy(key)}"
         chosen = next((ln.split("=", 1)[1] for ln in lines if ln.split("=", 1)[0].lstrip("+") == "strategy"), "")
         names = [n.strip() for n in chosen.strip("[]").split(",") if n.strip()] + [key]
-        return f"{line}: strategy {key} is not selected; select it: strategy=[{','.join(names)}] {line}"
+        return f"{line}: strategy {key} is not selected; select it: 'strategy=[{','.join(names)}]' {line}"
     if isinstance(parent, DictConfig) and path:
         return unknown_key(path, key, [str(k) for k in parent], line, parent)
     return None

@@ -5,7 +5,8 @@ Hydra chooses an option of such a group with a slash, ``metrics/embedder=classif
 ``metrics.embedder`` node by ``conf/metrics/embedder/classifier.yaml``. The dotted form
 ``metrics.embedder=classifier`` is a different thing to Hydra, a plain value that replaces the node by the
 string ``'classifier'``; :func:`check_group_nodes` refuses it with the slash form to type instead.
-``ganlab-eval`` has no Hydra command line; it switches an option with :func:`choose_option`.
+``ganlab-eval`` switches an option of such a group on a run's stored config
+(:func:`ganlab.config.compose.compose_stored`).
 """
 
 from __future__ import annotations
@@ -37,32 +38,6 @@ def adds_entries(group: str) -> bool:
     False when an option is the node itself (``metrics/embedder``), which choosing replaces."""
     files = sorted((CONFIG_DIR / group).glob("*.yaml"))
     return bool(files) and all(list(OmegaConf.load(f).keys()) == [f.stem] for f in files)
-
-
-def choose_option(cfg: DictConfig, group: str, option: str) -> None:
-    """What ``<group>=<option>`` does on Hydra's command line, in place: replace ``cfg``'s node of ``group``
-    (``metrics.embedder`` for ``metrics/embedder``) by the option's YAML, or, for a group whose options add
-    entries (:func:`adds_entries`: ``metrics/scorers=kid`` or ``metrics/scorers=[kid,inception_score]``), add
-    them to the node, keeping its other entries. Interpolations (``${seed}``) resolve against ``cfg``.
-
-    Raises:
-        ValueError: ``group`` is not one of :func:`nested_groups`, an option is not one of its options, or a list
-            of options is given for a group whose option replaces the node.
-    """
-    if group not in nested_groups():
-        raise ValueError(f"{group}={option}: {group} is not a config group that can be switched here; those are: "
-                         f"{', '.join(nested_groups())}")
-    adding, listed = adds_entries(group), option.startswith("[") and option.endswith("]")
-    if listed and not adding:
-        raise ValueError(f"{group}={option}: {group} takes one option, e.g. {group}={options(group)[0]}")
-    chosen = [o.strip() for o in option[1:-1].split(",") if o.strip()] if listed else [option]
-    for name in chosen:
-        if name not in options(group):
-            raise ValueError(f"{group}={option}: no option {name!r} in the config group {group}; its options are "
-                             f"{', '.join(options(group))} (conf/{group}/<option>.yaml)")
-    for name in chosen:
-        node = OmegaConf.load(CONFIG_DIR / group / f"{name}.yaml")
-        OmegaConf.update(cfg, group.replace("/", "."), node, merge=adding, force_add=True)
 
 
 def check_group_nodes(cfg: DictConfig) -> None:

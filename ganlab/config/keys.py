@@ -144,7 +144,7 @@ def not_a_setting(line: str, key: str, config_dir: Path) -> str:
         return f"{line}: {key} is not a setting of ganlab{added}; the top-level settings and groups: {', '.join(top)}"
     if note == "strategy":
         names = [p.split(".")[1] for p in named]
-        uses = "; ".join(f"{p} (with strategy=[{n}])" for p, n in zip(named, names, strict=True))
+        uses = "; ".join(f"{p} (with 'strategy=[{n}]')" for p, n in zip(named, names, strict=True))
         return f"{line}: {key} is not a setting of ganlab{added}; the settings named {key}: {uses}"
     kind = "named" if named[0].rsplit(".", 1)[-1] == key else "closest to"
     which = "set the one you mean" if len(named) > 1 else "set it"

@@ -93,14 +93,14 @@ class PacGAN(Strategy):
         old = spec.discriminator
         if isinstance(old, AugmentedDiscriminator):  # rebuilding D would drop the augmentation around it
             raise ValueError(f"strategy pacgan rebuilds D, which strategy {old.strategy} has already put behind its "
-                             f"augmentation; list pacgan first: strategy=[pacgan,{old.strategy}]")
+                             f"augmentation; list pacgan first: 'strategy=[pacgan,{old.strategy}]'")
         channels = getattr(old, "in_channels", None)
         if channels is None:
             raise ValueError(f"strategy pacgan needs a discriminator with in_channels; got {type(old).__name__}")
         inner = spec.build_discriminator(in_channels=self.m * int(channels))
         if _parametrized(old) > _parametrized(inner):  # the model's own (model.discriminator.spectral_norm) are kept
             raise ValueError("strategy pacgan rebuilds D's layers, which another strategy has already changed "
-                             "(e.g. spectral_norm); list pacgan first: strategy=[pacgan,spectral_norm]")
+                             "(e.g. spectral_norm); list pacgan first: 'strategy=[pacgan,spectral_norm]'")
         if hasattr(old, "head"):
             inner.head = old.head  # keep a head another strategy installed (it sees features, not inputs)
         spec.discriminator = PackedDiscriminator(inner, self.m)

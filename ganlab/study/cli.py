@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab import CONFIG_DIR
+from ganlab.cli.help import WIDTH, page, rows
 from ganlab.study import collect as collect_mod
 from ganlab.study.catalog import load_study, shipped_studies
 from ganlab.study.plan import all_jobs, final_jobs, tuning_jobs
@@ -31,28 +33,42 @@ register()  # conf/study/*.yaml name /schema/study
 #: Words that may precede the study's name on the command line (each sets ``action``).
 ACTIONS = ("run", "check", "collect", "report")
 
-#: What ``ganlab-study --help`` prints (followed by the shipped studies).
-USAGE = """usage: ganlab-study [ACTION] STUDY [key=value ...]
-       ganlab-study blocks [--check]
+#: What ``ganlab-study --help`` says the command does.
+ABOUT = """Run or report a study declared in conf/study/<STUDY>.yaml (docs/howto/studies.md): its arms, data sets,
+seeds and budget, trained through ganlab-train's checks into runs/study/<STUDY>/, then one table of evaluations
+(evaluations.csv) from which the report (table.md, curves.png, the results page) is made."""
 
-Run or report a study declared in conf/study/<STUDY>.yaml (docs/howto/studies.md).
-
-  ganlab-study STUDY                      train what is missing (= ganlab-study run STUDY), then collect
-  ganlab-study STUDY study.budget.steps=200   any key of the study, or of the command, overridden
-  ganlab-study STUDY hydra/launcher=submitit_slurm hydra.launcher.partition=gpu   the runs on SLURM
-  ganlab-study check STUDY                check every job's overrides, run nothing
-  ganlab-study collect STUDY              the table of evaluations from the run folders, train nothing
-  ganlab-study report STUDY               table.md, curves.png, results page from that table alone
-  ganlab-study blocks [--check]           refresh (check) every generated block of the docs
-
-Hydra's own flags and help: ganlab-study STUDY --hydra-help.
-"""
+EXAMPLES = [
+    ("ganlab-study fair_table", "train what is missing (= ganlab-study run fair_table), then collect"),
+    ("ganlab-study fair_table study.budget.steps=200", "any key of the study, or of the command, overridden"),
+    ("ganlab-study fair_table stage=tune", "only the tuning stage"),
+    ("ganlab-study fair_table hydra/launcher=submitit_slurm hydra.launcher.partition=gpu", "the runs on SLURM"),
+    ("ganlab-study check fair_table", "check every job's overrides, run nothing"),
+    ("ganlab-study collect fair_table", "the table of evaluations from the run folders, train nothing"),
+    ("ganlab-study report fair_table", "table.md, curves.png, results page from that table alone"),
+    ("ganlab-study blocks --check", "check every generated block of the docs (without --check: refresh them)"),
+]
 
 
 def usage() -> str:
-    """The text of ``ganlab-study --help``: :data:`USAGE` and the studies of ``conf/study/``."""
-    studies = shipped_studies()
-    return f"{USAGE}\nstudies (conf/study/): {', '.join(studies)}\n"
+    """The text of ``ganlab-study --help``: usage, examples, the actions, the command's keys and the studies of
+    ``conf/study/``."""
+    actions = rows([("run", "check, train what is missing, write the table of evaluations (the default)"),
+                    ("check", "the checks of every job's overrides only"),
+                    ("collect", "the table from the run folders, no training"),
+                    ("report", "table.md, curves.png and the results page, from the table alone"),
+                    ("blocks [--check]", "refresh (check) every generated block of README.md and docs/")])
+    keys = rows([("study.<key>=<value>", "any key of the study's YAML (e.g. study.budget.steps, study.seeds)"),
+                 ("stage=<all|tune|final>", "all; tune: the tuning stage only; final: the reporting runs of the "
+                                            "pairs already tuned"),
+                 ("'arms=[a,b]'", "train only these arms (the others are left alone); default: every arm"),
+                 ("hydra/launcher=<option>", "where the runs go: joblib (default, this machine), submitit_slurm, "
+                                             "submitit_local, basic (in this process)")])
+    return page(["ganlab-study [ACTION] STUDY [key=value ...]", "ganlab-study blocks [--check]"], ABOUT, EXAMPLES,
+                [("actions (the word before STUDY)", actions), ("keys (key=value)", keys),
+                 ("studies (conf/study/)", textwrap.wrap(", ".join(shipped_studies()), WIDTH, initial_indent="  ",
+                                                         subsequent_indent="  "))],
+                "Hydra's own flags and help: ganlab-study STUDY --hydra-help.")
 
 
 def hydra_argv(argv: list[str]) -> list[str]:

@@ -118,7 +118,7 @@ def test_two_augmentations_are_refused_naming_both(make_cfg, tmp_path) -> None:
 
 
 def test_pacgan_after_an_augmentation_is_refused_and_the_advised_order_trains(make_cfg, tmp_path) -> None:
-    with pytest.raises(ValueError, match=r"list pacgan first: strategy=\[pacgan,diffaugment\]"):
+    with pytest.raises(ValueError, match=r"list pacgan first: 'strategy=\[pacgan,diffaugment\]'"):
         build_trainer(make_cfg(*DIGITS, "strategy=[diffaugment,pacgan]"), tmp_path / "a")
     trainer = build_trainer(make_cfg(*DIGITS, "strategy=[pacgan,diffaugment,minibatch_stddev]"), tmp_path / "b")
     assert trainer.fit()["step"] == 4
