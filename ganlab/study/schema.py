@@ -179,6 +179,9 @@ class StudySchema:
     results: str = "docs/results/${.name}"
     #: appended to the report's file names (``table<suffix>.md``, ...): a variant reported beside its parent
     suffix: str = ""
+    #: arm name -> reporting seeds the report leaves out of that arm's row, tests, factorial and curves (e.g. the
+    #: runs that selected the study's setting); training is unchanged
+    exclude_seeds: Dict[str, List[int]] = dataclasses.field(default_factory=dict)
 
 
 class StudyError(ValueError):
@@ -192,7 +195,8 @@ def _duplicates(items: list) -> list:
 def check_study(study: StudySchema) -> None:
     """What the types cannot check: unique arm names and data sets, the control among the arms, reporting seeds
     disjoint from the tuning seeds, positive budget with ``steps`` a multiple of ``eval_every`` and ``chunk``, a
-    ``{value}`` in every axis override, known tests and correction, windows >= 1.
+    ``{value}`` in every axis override, known tests and correction, windows >= 1, ``exclude_seeds`` naming arms and
+    reporting seeds.
 
     Raises:
         StudyError: naming the first problem and how to fix it.
@@ -244,6 +248,10 @@ def check_study(study: StudySchema) -> None:
         if arm.seeds is not None and (extra := sorted(set(arm.seeds) - set(study.seeds))):
             raise StudyError(f"study {study.name}, arm {arm.name!r}: its seeds {extra} are not reporting seeds "
                              f"{list(study.seeds)}; an arm's seeds are a subset of the study's")
+    for arm, left_out in study.exclude_seeds.items():
+        if arm not in names or (extra := sorted(set(left_out) - set(study.seeds))):
+            raise StudyError(f"study {study.name}: exclude_seeds names arm {arm!r} with seeds {list(left_out)}; "
+                             f"its keys must be arms ({names}) and its seeds reporting seeds {list(study.seeds)}")
     if study.factorial is not None and (len(study.factorial.cells) != 4 or set(study.factorial.cells) - set(names)):
         raise StudyError(f"study {study.name}: factorial.cells must name 4 arms of the study (got "
                          f"{list(study.factorial.cells)}; arms: {names})")
