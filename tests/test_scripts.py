@@ -28,24 +28,3 @@ def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs(monkey
     assert table.fit_drop(signals, by_name) == shipped == 0.86
     healthy = [r for r in runs if r["dataset"] == "ring8" and r["collapsed"] == 0]
     assert sum(table.drop_warning(signals, r, 0.87) is not None for r in healthy) == 2
-
-
-def test_study_train_continues_a_finished_run_only_when_asked_for_more_steps(tmp_path, monkeypatch):
-    """rollback_study.train: a run whose metrics.json is at step 10 is skipped for steps=None
-    or 10, and continued in place from its checkpoints (trainer.resume=<folder>) for steps=20."""
-    import json
-    import subprocess
-
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    study = load_script("rollback_study")
-    run = tmp_path / "run"
-    (run / "checkpoints").mkdir(parents=True)
-    (run / "checkpoints" / "step_0000010.pt").write_bytes(b"")
-    (run / "metrics.json").write_text(json.dumps({"step": 10}))
-    calls = []
-    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(cmd, 0))
-    study.train(run, ["trainer.steps=10"])
-    study.train(run, ["trainer.steps=10"], steps=10)
-    assert calls == []
-    study.train(run, ["trainer.steps=20"], steps=20)
-    assert len(calls) == 1 and "trainer.steps=20" in calls[0] and f"trainer.resume={run}" in calls[0]

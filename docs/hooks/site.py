@@ -11,6 +11,8 @@ Added before the site is built (none of them is a file in the repository):
   build time (a command that fails to print its help fails the build).
 - The run folder's names on ``reference/run-directory.md`` (where the page holds the marker
   ``<!-- generated: the run folder's names -->``), from ``ganlab/run/layout.py``.
+- The score table on ``concepts/scores.md`` (where the page holds the marker ``<!-- generated: the score table -->``),
+  one row per score family registered in ``ganlab.metrics.registry``, in table order.
 - ``notebooks/*.ipynb``: the notebooks of ``notebooks/``, rendered by mkdocs-jupyter (not executed).
 - The Results section of the navigation, and a list at the end of ``results/index.md``: one entry per
   ``docs/results/*/README.md``.
@@ -228,6 +230,35 @@ def run_layout() -> str:
                       "```text", drawn.rstrip(), "```", "", "| name | constant | what |", "|---|---|---|", *rows])
 
 
+# ---------------------------------------------------------------- score table
+
+SCORES_MARK = "<!-- generated: the score table -->"
+ARROWS = {True: "↑", False: "↓", None: "–"}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def score_table() -> str:
+    """The score table: one row per registered score family that documents itself (``what``), in table order; its
+    scores, its ``metrics.scorers`` key, what, range, the direction of each score, the source."""
+    from ganlab.metrics.registry import families
+
+    api = "../reference/api/ganlab.metrics.registry.md"
+    lines = [f"Generated from the score registry ([`ganlab.metrics.registry`]({api})), in the order of the tables; "
+             "better: ↑ higher, ↓ lower, – neither, one arrow per score.", "",
+             "| score | entry | what | range | better | source |", "|---|---|---|---|---|---|"]
+    for f in families():
+        if not f.what:
+            continue
+        scores = ", ".join(f"`{k}`" for k in f.higher_is_better)
+        entry = f"`metrics.scorers.{f.name}`" if f.scorer is not None else ""
+        arrows = " ".join(ARROWS[d] for d in f.higher_is_better.values())
+        lines.append(f"| {scores} | {entry} | {_cell(f.what)} | {_cell(f.range)} | {arrows} | {_cell(f.source)} |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- results
 
 
@@ -298,6 +329,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         markdown += results_list(Path(config["docs_dir"]))
     if LAYOUT_MARK in markdown:
         markdown = markdown.replace(LAYOUT_MARK, run_layout())
+    if SCORES_MARK in markdown:
+        markdown = markdown.replace(SCORES_MARK, score_table())
     src = Path(page.file.abs_src_path).parent
     docs = Path(config["docs_dir"]).resolve()
 

@@ -32,6 +32,7 @@ from typing import Any
 from ganlab.analysis.plots import current_names, one_run_per_seed, row_label
 from ganlab.analysis.stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
+from ganlab.metrics.registry import headline
 from ganlab.run import layout
 from ganlab.run.layout import FailedJob
 
@@ -41,18 +42,12 @@ Summary = dict[str, dict[str, tuple[float, float, int]]]
 #: Row label -> score name -> (low, high) of the bootstrap interval of the mean.
 Intervals = dict[str, dict[str, tuple[float, float]]]
 
-#: The default columns per kind of data, in this order, as far as the runs have them. 2-D mixtures (runs with
-#: ``hq_fraction`` or ``reverse_kl``): coverage of the modes and quality first; images: the Fréchet distance,
-#: mode/cluster coverage, precision/recall/coverage, then the collapse signals.
-HEADLINE: dict[str, tuple[str, ...]] = {
-    "mixture": ("modes_covered", "hq_fraction", "reverse_kl", "clusters_covered", "recall", "coverage",
-                "high_similarity_fraction", "ndb_fraction"),
-    "image": ("fd", "modes_covered", "clusters_covered", "precision", "recall", "coverage",
-              "high_similarity_fraction", "ndb_fraction",
-              # collapse inside a class (labelled images): by requested class for a conditional G, by predicted
-              # class for an unconditional one (shown only when the runs have them)
-              "class/worst/clusters_covered", "class/mean/class_accuracy", "pred_class/worst/clusters_covered"),
-}
+#: The default columns per kind of data, in this order, as far as the runs have them, as the score families declare
+#: them (:func:`ganlab.metrics.registry.headline`). 2-D mixtures (runs with ``hq_fraction`` or ``reverse_kl``):
+#: coverage of the modes and quality first; images: the Fréchet distance, mode/cluster coverage,
+#: precision/recall/coverage, the collapse signals, then collapse inside a class (labelled images: by requested
+#: class for a conditional G, by predicted class for an unconditional one).
+HEADLINE: dict[str, tuple[str, ...]] = headline()
 
 #: Significance level of the best mark (two-sided Welch's t-test of the best row against the runner-up).
 ALPHA = 0.05

@@ -34,10 +34,12 @@ from torch import nn
 from ganlab.callbacks.covered import covered_ids
 from ganlab.health.config import DetectorConfig
 from ganlab.metrics.evaluator import EvalResult
+from ganlab.metrics.registry import coverage_keys
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import Trainer
 
-COVERAGE_KEYS = ("modes_covered", "clusters_covered")
+#: The coverage scores the rules judge, as the score families declare them: ``modes_covered``, ``clusters_covered``.
+COVERAGE_KEYS = coverage_keys()
 
 
 @dataclass

@@ -5,7 +5,8 @@ of whole evaluations (collapse alarm, detector, risk) are callbacks: :mod:`ganla
 from ganlab.health.alerts import ALERTS_FILE, AlertLog, TrainingHealthError, read_alerts
 from ganlab.health.config import MonitorConfig, PreflightConfig
 from ganlab.health.memory import peak_memory_mib
-from ganlab.health.monitor import HealthMonitor, UpdateFindings, parse_precision
+from ganlab.health.monitor import HealthMonitor, UpdateFindings
+from ganlab.health.precision import MixedPrecision, parse_precision
 
-__all__ = ["ALERTS_FILE", "AlertLog", "HealthMonitor", "MonitorConfig", "PreflightConfig",
+__all__ = ["ALERTS_FILE", "AlertLog", "HealthMonitor", "MixedPrecision", "MonitorConfig", "PreflightConfig",
            "TrainingHealthError", "UpdateFindings", "parse_precision", "peak_memory_mib", "read_alerts"]

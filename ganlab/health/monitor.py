@@ -1,5 +1,6 @@
-"""The per-update health checks of the training loop: precision, loss scaling, gradient norms, the hard
-limit, the non-finite guard's trigger and effective update ratios.
+"""The per-update health checks of the training loop: loss scaling (under the mixed precision of
+:mod:`ganlab.health.precision`), gradient norms, the hard limit, the non-finite guard's trigger and effective update
+ratios.
 
 The monitor reads, the loop acts. Per update the loop runs ``zero_grad``, backward (scaled under fp16),
 ``unscale_``, then :meth:`HealthMonitor.inspect` (returns :class:`UpdateFindings`), then clips and steps
@@ -21,7 +22,6 @@ dropped too. Nothing here calls an optimiser's ``step`` or writes to a logger:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -33,19 +33,8 @@ from torch import Tensor, nn
 from ganlab.health.alerts import AlertLog
 from ganlab.health.config import MonitorConfig
 from ganlab.health.norms import RollingStats, global_norm, layer_norms
+from ganlab.health.precision import MixedPrecision, parse_precision
 from ganlab.health.update_ratio import effective_update_ratios, snapshot
-
-PRECISIONS = {"32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-_NO_AUTOCAST = contextlib.nullcontext()  # reusable: entering it does nothing
-
-
-def parse_precision(value: Any) -> str:
-    """``32``/``"32"``/``"fp32"`` -> ``"32"``; ``"bf16"``, ``"fp16"`` unchanged. Raises ValueError otherwise."""
-    text = str(value).lower()
-    text = "32" if text in ("32", "fp32", "float32") else text
-    if text not in PRECISIONS:
-        raise ValueError(f"trainer.precision must be 32, bf16 or fp16, got {value!r}")
-    return text
 
 
 @dataclass(slots=True)
@@ -102,7 +91,9 @@ class _Streak:
 
 
 class HealthMonitor:
-    """Mixed precision and the health checks of every D and G update.
+    """The health checks of every D and G update, under the run's mixed precision
+    (:class:`~ganlab.health.precision.MixedPrecision`, attribute ``amp``; its ``autocast``, ``scalers`` and
+    ``dtype`` are the monitor's too).
 
     Args:
         cfg: the ``monitor`` settings.
@@ -123,9 +114,9 @@ class HealthMonitor:
                  defer: bool | None = None) -> None:
         self.cfg, self.precision, self.device, self.alerts = cfg, parse_precision(precision), device, alerts
         self.defer = device.type == "cuda" if defer is None else bool(defer)
-        self.dtype = PRECISIONS[self.precision]
-        fp16 = self.precision == "fp16"
-        self.scalers = {net: torch.amp.GradScaler(device.type, enabled=fp16) for net in "DG"}
+        self.amp = MixedPrecision(self.precision, device)
+        self.dtype, self.scalers = self.amp.dtype, self.amp.scalers
+        self.autocast = self.amp.autocast  # the loop's forward passes: autocast to bf16/fp16, a no-op at 32
         self.stats = {net: RollingStats(cfg.window) for net in "DG"}
         self.last = {net: UpdateFindings(net) for net in "DG"}  # the latest measured update of each network
         self.detail = False                     # collect per-layer norms and update ratios in this G step
@@ -141,13 +132,6 @@ class HealthMonitor:
         self._before: dict[str, list[list[Tensor]] | None] = {}
         self._unmeasured = {net: UpdateFindings(net) for net in "DG"}  # immutable: returned as they are
         self._pending: tuple[str, Tensor, Any] | None = None  # deferred read: (net, values, CUDA event or None)
-
-    # ------------------------------------------------------------------ precision
-    def autocast(self) -> contextlib.AbstractContextManager:
-        """Autocast to bf16/fp16 for the forward passes; a no-op context at precision 32."""
-        if self.dtype is None:
-            return _NO_AUTOCAST
-        return torch.autocast(self.device.type, dtype=self.dtype)
 
     # ------------------------------------------------------------------ one update
     def begin_step(self, step: int, measure: bool = False) -> None:

@@ -11,9 +11,9 @@ from torch import Tensor
 
 from ganlab.inspection.runs import LoadedRun
 from ganlab.metrics.blocks import validate_embeddings
+from ganlab.metrics.clusters import ClusterScorer
 from ganlab.metrics.evaluator import EvalResult
 from ganlab.metrics.kmeans import KMeansResult, assign
-from ganlab.metrics.scorers import ClusterScorer
 
 
 # ---------------------------------------------------------------------------------------------- clusters

@@ -14,8 +14,7 @@ from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.evaluator import EvalResult, Evaluator, generated_range, model_range
-from ganlab.metrics.scorers import SimilarityScorer
-from ganlab.metrics.similarity import SimilarityHistogram, normalize_rows
+from ganlab.metrics.similarity import SimilarityHistogram, SimilarityScorer, normalize_rows
 from ganlab.run import layout
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.state import scored_generator

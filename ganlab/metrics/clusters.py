@@ -17,15 +17,20 @@ compared. One :class:`~ganlab.metrics.kmeans.KMeansResult` can be passed as ``fi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
+from ganlab.data.base import GANData
+from ganlab.metrics.base import EvalBatch, Scorer
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
 from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
+from ganlab.metrics.registry import register, register_scores
 
-__all__ = ["cluster_scores", "clusters_hit", "covered_clusters", "default_num_clusters", "jensen_shannon",
-           "kl_divergence", "ndb", "two_proportion_z_test"]
+__all__ = ["COLLAPSE_ALARM", "ClusterScorer", "NDBScorer", "cluster_scores", "clusters_hit", "covered_clusters",
+           "default_num_clusters", "jensen_shannon", "kl_divergence", "ndb", "two_proportion_z_test"]
 
 
 def default_num_clusters(num_modes: int | None) -> int:
@@ -205,3 +210,51 @@ def ndb(real_emb: Tensor, fake_emb: Tensor, k: int = 100, alpha: float = 0.05,
     _, p_value = two_proportion_z_test(real_c.double() / n, n, fake_c.double() / m, m)
     count = int((p_value < alpha).sum())
     return {"ndb": count, "ndb_fraction": count / k, "jsd": jensen_shannon(real_c, fake_c)}
+
+
+@register("clusters", rank=30, headline={"mixture": ("clusters_covered",), "image": ("clusters_covered",)},
+          headline_rank=30, coverage=("clusters_covered",),
+          what="k-means (K = number of classes, ≤ 100) on real embeddings; clusters holding ≥ 0.1/K of the generated "
+               "samples (also as a fraction of K); KL and JS divergence of the cluster histograms",
+          range="0-K, 0-1, ≥ 0, 0-ln 2", source="ganlab")
+class ClusterScorer(Scorer):
+    """``clusters_covered``, ``cluster_kl``, ``cluster_jsd``: k-means on real embeddings, generated samples
+    assigned to the nearest centre. ``k`` defaults to :func:`~ganlab.metrics.clusters.default_num_clusters`."""
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {
+        "clusters_covered": True, "clusters_covered_fraction": True, "cluster_kl": False, "cluster_jsd": False}
+
+    def __init__(self, k: int | None = None, min_share: float | None = None, seed: int = 0) -> None:
+        self.k, self.min_share, self.seed = k, min_share, seed
+
+    def num_clusters(self, data: GANData) -> int:
+        """The k this scorer uses on ``data``: ``k`` when set, else the default for its number of modes."""
+        return self.k or default_num_clusters(data.num_modes)
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        k = self.num_clusters(batch.data)
+        fit = batch.fits.fit(batch.real_embeddings, k, self.seed)
+        return cluster_scores(batch.real_embeddings, batch.embeddings, k, min_share=self.min_share, fit=fit)
+
+
+@register("ndb", rank=40, headline={"mixture": ("ndb_fraction",), "image": ("ndb_fraction",)}, headline_rank=60,
+          what="K=100 k-means bins on real data, two-proportion z-test per bin (α = 0.05)",
+          range="0-K, 0-1, 0-ln 2", source="Richardson & Weiss 2018")
+class NDBScorer(Scorer):
+    """``ndb``, ``ndb_fraction``, ``ndb_jsd`` (Richardson & Weiss 2018: K=100 bins, alpha 0.05)."""
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"ndb": False, "ndb_fraction": False, "ndb_jsd": False}
+
+    def __init__(self, k: int = 100, alpha: float = 0.05, seed: int = 0) -> None:
+        self.k, self.alpha, self.seed = k, alpha, seed
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        fit = batch.fits.fit(batch.real_embeddings, self.k, self.seed)
+        out = ndb(batch.real_embeddings, batch.embeddings, k=self.k, alpha=self.alpha, fit=fit)
+        return {("ndb_jsd" if key == "jsd" else key): v for key, v in out.items()}
+
+
+#: The collapse alarm's clusters hit by its fixed codes (:func:`clusters_hit`), logged as ``fixed_z/clusters_hit``
+#: beside the similarity scores of those samples (``fixed_z/<score>``).
+COLLAPSE_ALARM = register_scores("collapse_alarm", rank=200, higher_is_better={"clusters_hit": True},
+                                 prefixes=("fixed_z/",))

@@ -23,11 +23,12 @@ from torch import Tensor, nn
 
 from ganlab.data.base import GANData
 from ganlab.distributed import SINGLE, Dist
+from ganlab.metrics.base import EvalBatch, ReferenceFits, Scorer
+from ganlab.metrics.class_evaluation import ClassEvaluation
 from ganlab.metrics.clusters import default_num_clusters
 from ganlab.metrics.embedders import AutoEmbedder, Embedder, image_inputs
-from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
-from ganlab.metrics.per_class import K_PR, class_scores, predicted_class_scores
-from ganlab.metrics.scorers import EvalBatch, ReferenceFits, Scorer
+from ganlab.metrics.kmeans import KMeansResult, assign
+from ganlab.metrics.registry import DATA_PREFIX, register_scores
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import balanced_labels, make_codes
 
@@ -35,6 +36,7 @@ log = logging.getLogger("ganlab")
 
 #: The score that counts generated samples with a NaN or Inf value (left out of every other score).
 NONFINITE_KEY = "nonfinite_samples"
+register_scores("nonfinite", rank=210, higher_is_better={NONFINITE_KEY: False})
 
 
 @dataclass
@@ -60,7 +62,7 @@ class Evaluator:
     Args:
         num_samples: generated samples to score (PacGAN mixture protocol: 2,500).
         num_real: real training samples embedded once as the reference (seeded subset).
-        scorers: name -> :class:`~ganlab.metrics.scorers.Scorer`.
+        scorers: name -> :class:`~ganlab.metrics.base.Scorer`.
         embedder: maps samples to embeddings (default: identity for points, classifier for images).
         batch_size: samples generated per forward pass.
         seed: seed of the evaluation latent codes and the reference subset; the training RNG streams are
@@ -78,6 +80,7 @@ class Evaluator:
     :mod:`ganlab.metrics.per_class`, with their ``data/class/...`` baseline on held-out real samples. An
     unconditional G on labelled data gets the ``pred_class/...`` scores (``predicted_classes``), with their
     ``data/pred_class/...`` baseline on the held-out samples of the ``data/`` baseline, grouped the same way.
+    The per-class half lives in :class:`~ganlab.metrics.class_evaluation.ClassEvaluation` (attribute ``classes``).
 
     Raises (constructor): ValueError naming the ``metrics.*`` key: a count that is not an integer or is too small,
     ``predicted_classes`` not true or false.
@@ -103,15 +106,10 @@ class Evaluator:
                              f"got {num_samples}, {num_real}")
         if class_clusters < 1:
             raise ValueError(f"metrics.class_clusters must be at least 1, got {class_clusters}")
-        self.class_clusters, self.class_tau = int(class_clusters), float(class_tau)
-        self._real_classes: Tensor | None = None
-        self._class_fits: dict[int, KMeansResult] = {}
-        self._class_baseline: dict[str, float] | None = None
         self.predicted_classes = bool(predicted_classes)
         self._held: tuple[Tensor, Tensor | None] | None = None  # the data/ baseline's embeddings and mode labels
-        self._predicted_skip: str | None = None  # why pred_class/ scores do not apply ("" when they do)
-        self._predicted_baseline: dict[str, float] | None = None
         self.num_samples, self.num_real, self.batch_size, self.seed = num_samples, num_real, batch_size, seed
+        self.classes = ClassEvaluation(num_samples, seed, class_clusters, class_tau)  # the per-class half
         self.scorers = dict(scorers or {})
         self.embedder = embedder or AutoEmbedder()
         self._prepared_for: int | None = None
@@ -179,10 +177,7 @@ class Evaluator:
         idx = self._reference_index(data).to(data.x.device)
         real = model_range(data.x[idx], data)
         self._real = (real, self._sharded(self.embedder, real))
-        self._real_classes = data.labels[idx] if data.labels is not None else None
-        self._class_fits.clear()
-        self._class_baseline = None
-        self._predicted_skip, self._predicted_baseline = None, None
+        self.classes.reset(*self._real, data.labels[idx] if data.labels is not None else None)
         self.fits.clear()
         self._prepared_for = id(data)
         self._baseline, self._ready = {}, []
@@ -198,37 +193,14 @@ class Evaluator:
 
     def check_class_counts(self, data: GANData, num_classes: int) -> None:
         """Before any work: a class-conditional G's per-class scores (:meth:`per_class`, :meth:`class_baseline`)
-        need more than :data:`~ganlab.metrics.per_class.K_PR` + 2 samples of each of the ``num_classes`` classes
-        among the ``num_samples`` generated ones (balanced: at least ``num_samples // K`` each), the ``num_real``
-        reference samples and the held-out samples of the data baseline. Needs labelled ``data``.
+        have enough samples of each class (:meth:`ganlab.metrics.class_evaluation.ClassEvaluation.check_counts`).
 
         Raises:
             ValueError: naming the setting to raise (``metrics.num_samples``, ``metrics.num_real``) and a value that
                 gives enough, or the class with too few held-out samples.
         """
-        need, k = K_PR + 3, num_classes
         assert data.labels is not None
-        if self.num_samples // k < need:
-            raise ValueError(f"model.conditional=true scores each of the {k} classes on metrics.num_samples / {k} = "
-                             f"{self.num_samples // k} generated samples, and the per-class scores need at least "
-                             f"{need}: set metrics.num_samples={need * k} or more")
-        ref = torch.bincount(data.labels[self._reference_index(data)].long().cpu(), minlength=k)[:k]
-        if int(ref.min()) < need:
-            total = torch.bincount(data.labels.long().cpu(), minlength=k)[:k]
-            c = int(ref.argmin())
-            more = f"set metrics.num_real={len(data)} (all {len(data)} training samples)" if int(total.min()) >= need \
-                else (f"class {int(total.argmin())} has only {int(total.min())} training samples, so data set "
-                      f"{data.name!r} cannot be scored per class: use one with at least {need} of each class, or set "
-                      "model.conditional=false")
-            raise ValueError(f"model.conditional=true: class {c} has {int(ref[c])} of the metrics.num_real="
-                             f"{self.num_real} real reference samples, and the per-class scores need at least {need}; "
-                             f"{more}")
-        held = data.holdout_labels if data.holdout_labels is not None else data.labels
-        counts = torch.bincount(held.long().cpu(), minlength=k)[:k]
-        if int(counts.min()) < need:
-            raise ValueError(f"model.conditional=true: class {int(counts.argmin())} has {int(counts.min())} held-out "
-                             f"samples for the data baseline, and the per-class scores need at least {need}; give "
-                             "that class more samples (or hold out more of the data set)")
+        self.classes.check_counts(data, num_classes, data.labels[self._reference_index(data)], self.num_real)
 
     def prepare_baseline(self) -> None:
         """Score the held-out real samples (the ``data/`` scores) if :meth:`prepare` left them to do; else no-op."""
@@ -237,9 +209,9 @@ class Evaluator:
         held, data = self._baseline_due
         result = self.score(held, data)
         self._held = (result.embeddings, result.labels)
-        self._baseline = {f"data/{k}": v for k, v in result.scores.items()}
+        self._baseline = {f"{DATA_PREFIX}{k}": v for k, v in result.scores.items()}
         if self.embedder.test_accuracy is not None:
-            self._baseline["data/classifier_accuracy"] = float(self.embedder.test_accuracy)
+            self._baseline[f"{DATA_PREFIX}classifier_accuracy"] = float(self.embedder.test_accuracy)
         self._baseline_due = None
 
     def precompute(self, samples: Tensor, data: GANData, value_range: tuple[float, float] | None = None) -> None:
@@ -276,7 +248,7 @@ class Evaluator:
         return self.fits.fit(self._real[1], k, self.seed if seed is None else seed)
 
     def settings(self, data: GANData) -> dict[str, dict[str, Any]]:
-        """Scorer name -> :meth:`~ganlab.metrics.scorers.Scorer.settings`, for the scorers that apply to ``data``
+        """Scorer name -> :meth:`~ganlab.metrics.base.Scorer.settings`, for the scorers that apply to ``data``
         and report any (``metrics.json``'s ``"score_settings"``)."""
         out = {name: scorer.settings() for name, scorer in self.scorers.items() if scorer.applies_to(data)}
         return {name: s for name, s in out.items() if s}
@@ -347,46 +319,14 @@ class Evaluator:
 
     def predicted_class_skip(self, data: GANData) -> str:
         """Why an unconditional G's ``pred_class/...`` scores do not apply to ``data`` (after :meth:`prepare`), or
-        "" when they do: labelled data, an embedder whose labels predict those classes
-        (:meth:`~ganlab.metrics.embedders.Embedder.predicts_classes_of`), and more than
-        :data:`~ganlab.metrics.per_class.K_PR` + 2 samples of each class in the real reference and, on average,
-        among the generated samples."""
-        if data.labels is None or not data.num_modes or self._real_classes is None:
-            return f"data set {data.name!r} has no class labels"
-        if not self.embedder.predicts_classes_of(data):
-            return (f"the embedder ({type(getattr(self.embedder, 'inner', self.embedder)).__name__}) does not "
-                    "predict this data set's classes (metrics/embedder=classifier does, on labelled single-channel "
-                    "or colour images)")
-        k, least = int(data.num_modes), K_PR + 3
-        if self.num_samples < least * k:
-            return (f"metrics.num_samples={self.num_samples} is under {least} samples for each of {k} classes; "
-                    f"raise it to at least {least * k}")
-        counts = torch.bincount(self._real_classes.clamp(0, k - 1), minlength=k)
-        if int(counts.min()) < least:
-            return (f"the real reference holds {int(counts.min())} samples of class {int(counts.argmin())}, under "
-                    f"{least}; raise metrics.num_real")
-        return ""
+        "" when they do (:meth:`ganlab.metrics.class_evaluation.ClassEvaluation.predicted_skip`)."""
+        return self.classes.predicted_skip(data, self.embedder)
 
     def predicted_class(self, result: EvalResult, data: GANData) -> dict[str, float]:
         """The ``pred_class/...`` scores of an unconditional G's evaluation ``result`` (its samples grouped by
         ``result.labels``, the embedder's predicted classes) and their ``data/pred_class/...`` baseline; {} (and
         one log line per data set) when :meth:`predicted_class_skip` says they do not apply."""
-        if self._predicted_skip is None:
-            self._predicted_skip = self.predicted_class_skip(data)
-            if self._predicted_skip:
-                log.info("per-class scores by predicted class (pred_class/...) skipped: %s", self._predicted_skip)
-        if self._predicted_skip or result.labels is None:
-            return {}
-        assert self._real is not None and self._real_classes is not None and self._held is not None
-        k = int(data.num_modes)  # type: ignore[arg-type]
-
-        def scores(embeddings: Tensor, labels: Tensor) -> dict[str, float]:
-            return predicted_class_scores(embeddings, labels, self._real[1], self._real_classes, k,  # type: ignore[index,arg-type]
-                                          self._class_fit, self.class_tau)
-
-        if self._predicted_baseline is None and self._held[1] is not None:
-            self._predicted_baseline = {f"data/{key}": v for key, v in scores(*self._held).items()}  # type: ignore[arg-type]
-        return scores(result.embeddings, result.labels) | (self._predicted_baseline or {})
+        return self.classes.predicted(result.embeddings, result.labels, data, self.embedder, self._held)
 
     def generate(self, generator: nn.Module, warn: bool = True) -> tuple[Tensor, Tensor]:
         """The samples an evaluation scores: ``num_samples`` from the fixed codes (:meth:`sample`), those with a
@@ -410,14 +350,6 @@ class Evaluator:
                              "for NaN, or train with monitor.nan_guard=true)")
         return samples, finite
 
-    def _class_fit(self, c: int, real_c: Tensor) -> KMeansResult:
-        """k-means (k-means++, 3 inits, the evaluator's seed) of class c's real reference embeddings, cached."""
-        if c not in self._class_fits:
-            gen = torch.Generator(device=real_c.device).manual_seed(self.seed + c)
-            k = min(self.class_clusters, len(real_c) - 1)
-            self._class_fits[c] = kmeans(real_c, k, n_init=3, generator=gen)
-        return self._class_fits[c]
-
     def class_reference(self, c: int) -> tuple[Tensor, Tensor, KMeansResult]:
         """Class c's part of the real reference: ``(samples (N_c, *data_shape), embeddings (N_c, D), fit)``, with
         ``fit`` the k-means of those embeddings behind ``class/<c>/clusters_covered`` (cached).
@@ -425,13 +357,7 @@ class Evaluator:
         Raises:
             ValueError: the evaluator is not prepared on a labelled data set, or class c has no reference sample.
         """
-        if self._real is None or self._real_classes is None:
-            raise ValueError("a class's reference needs an evaluator prepared on a labelled data set")
-        mine = self._real_classes == c
-        if not bool(mine.any()):
-            raise ValueError(f"class {c} has no sample in the real reference (classes present: "
-                             f"{sorted(set(self._real_classes.tolist()))})")
-        return self._real[0][mine], self._real[1][mine], self._class_fit(c, self._real[1][mine])
+        return self.classes.reference(c)
 
     def per_class(self, embeddings: Tensor, classes: Tensor, predicted: Tensor | None,
                   num_classes: int) -> dict[str, float]:
@@ -441,24 +367,17 @@ class Evaluator:
         Raises:
             ValueError: the data set has no labels, or a class has too few samples (naming the settings to raise).
         """
-        if self._real is None or self._real_classes is None:
-            raise ValueError("per-class scores need a prepared evaluator on a labelled data set")
-        return class_scores(embeddings, classes, predicted, self._real[1], self._real_classes, num_classes,
-                            self._class_fit, self.class_tau)
+        return self.classes.scores(embeddings, classes, predicted, num_classes)
 
     def class_baseline(self, data: GANData, num_classes: int) -> dict[str, float]:
         """The per-class scores of held-out real samples (up to ``num_samples / K`` of each class, their true
         classes as the requested ones), as ``data/class/...``; computed once per data set."""
-        if self._class_baseline is None:
-            held, held_y = (data.holdout, data.holdout_labels) if data.holdout_labels is not None \
-                else (data.x, data.labels)
-            assert held is not None and held_y is not None
-            per = self.num_samples // num_classes
-            idx = torch.cat([(held_y == c).nonzero()[:per, 0] for c in range(num_classes)])
-            x = model_range(held[idx], data)
-            scores = self.per_class(self.embedder(x), held_y[idx], self.embedder.mode_labels(x), num_classes)
-            self._class_baseline = {f"data/{k}": v for k, v in scores.items()}
-        return self._class_baseline
+
+        def embed(held: Tensor) -> tuple[Tensor, Tensor | None]:
+            x = model_range(held, data)
+            return self.embedder(x), self.embedder.mode_labels(x)
+
+        return self.classes.baseline(data, num_classes, embed)
 
     def projector(self, result: EvalResult, data: GANData,
                   n: int = 500) -> tuple[Tensor, list[list[str]], list[str], Tensor | None]:

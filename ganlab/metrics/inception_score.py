@@ -29,8 +29,9 @@ import torch
 from torch import Tensor
 
 from ganlab.data.base import GANData
+from ganlab.metrics.base import EvalBatch, Scorer
 from ganlab.metrics.order import order_free_permutation
-from ganlab.metrics.scorers import EvalBatch, Scorer
+from ganlab.metrics.registry import register
 
 __all__ = ["InceptionScoreScorer", "inception_score"]
 
@@ -82,6 +83,10 @@ def inception_score(probs: Tensor, splits: int = 10, seed: int = 0) -> tuple[flo
     return float(s.mean()), float(s.std(correction=0))
 
 
+@register("inception_score", rank=80,
+          what="opt-in, images: exp(E KL(p(y|x) ‖ p(y))) over the embedder's class probabilities, mean and "
+               "population std over 10 splits; the Inception Score only with `inception` (see below)",
+          range="1-K classes", source="Salimans et al. 2016, Sec. 4")
 class InceptionScoreScorer(Scorer):
     """``inception_score``, ``inception_score_std`` (:func:`inception_score`) over the embedder's class
     probabilities of the scored samples (``metrics/scorers=[inception_score]``; ``conf/metrics/scorers/

@@ -16,9 +16,15 @@ Score 2,500 generated samples.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import ClassVar
 
 import torch
 from torch import Tensor
+
+from ganlab.data.base import GANData
+from ganlab.metrics.base import EvalBatch, Scorer
+from ganlab.metrics.registry import register
 
 
 def mode_counts(samples: Tensor, means: Tensor, std: float, threshold: float = 3.0) -> tuple[Tensor, Tensor]:
@@ -80,3 +86,28 @@ def mixture_scores(samples: Tensor, means: Tensor, std: float, threshold: float 
             "hq_fraction": float(hq_counts.sum()) / samples.shape[0],
             "reverse_kl": reverse_kl_uniform(all_counts),
             "reverse_kl_hq": reverse_kl_uniform(hq_counts)}
+
+
+@register("mixture", rank=10, headline={"mixture": ("modes_covered", "hq_fraction", "reverse_kl")}, headline_rank=10,
+          coverage=("modes_covered",),
+          what="mixtures: 2,500 samples; HQ = within 3 std (Euclidean) of the nearest mode; a mode is covered by ≥ 1 "
+               "HQ sample; reverse KL = Σ p_k log(K p_k) over the modes, with every sample assigned to its nearest "
+               "mode (`reverse_kl`), or HQ samples only, as PacGAN's code counts (`reverse_kl_hq`; log K when no "
+               "sample is HQ). Per-mode counts: `ganlab.metrics.mixture.mode_counts`",
+          range="0-K, 0-1, 0-log K, 0-log K", source="VEEGAN Sec. 5.1; PacGAN Sec. 5 (`dis_thre=3`)")
+class MixtureScorer(Scorer):
+    """``modes_covered``, ``hq_fraction``, ``reverse_kl`` for known mixtures (see :mod:`ganlab.metrics.mixture`)."""
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {
+        "modes_covered": True, "hq_fraction": True, "reverse_kl": False, "reverse_kl_hq": False}
+
+    def __init__(self, threshold: float = 3.0) -> None:
+        self.threshold = threshold
+
+    def applies_to(self, data: GANData) -> bool:
+        return data.mixture is not None
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        mix = batch.data.mixture
+        assert mix is not None
+        return mixture_scores(batch.samples, mix.means, mix.std, self.threshold)

@@ -40,11 +40,20 @@ from torch import Tensor
 from ganlab.metrics.clusters import cluster_scores
 from ganlab.metrics.kmeans import KMeansResult
 from ganlab.metrics.prdc import prdc
+from ganlab.metrics.registry import register_scores
 from ganlab.metrics.similarity import similarity_histogram
 
 #: Direction of each per-class score (True: higher is better).
 HIGHER_IS_BETTER: dict[str, bool] = {"clusters_covered": True, "high_similarity_fraction": False,
                                      "precision": True, "recall": True, "class_accuracy": True}
+
+#: The per-class scores as a score family: ``class/<c|mean|worst>/<score>`` by requested class (a conditional G),
+#: ``pred_class/<c|mean|worst>/<score>`` by predicted class (an unconditional one); ``ganlab-compare`` shows the
+#: worst class's coverage and the mean class accuracy by default, when the runs have them.
+PER_CLASS = register_scores(
+    "per_class", rank=220, higher_is_better=HIGHER_IS_BETTER, prefixes=("class/", "pred_class/"), grouped=True,
+    headline={"image": ("class/worst/clusters_covered", "class/mean/class_accuracy",
+                        "pred_class/worst/clusters_covered")}, headline_rank=70)
 
 #: k of precision/recall (Kynkaanniemi et al. 2019) and the ranks the per-class sets must exceed.
 K_PR = 3

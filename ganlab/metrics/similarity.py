@@ -9,15 +9,20 @@ int32/bool temporaries) exist at once per worker thread (see
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
+from ganlab.metrics.base import EvalBatch, Scorer
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
+from ganlab.metrics.order import order_free_subset
+from ganlab.metrics.registry import register
 from ganlab.metrics.workers import WorkerPool
 
-__all__ = ["SimilarityHistogram", "collapsed", "cross_similarity", "normalize_rows",
+__all__ = ["SimilarityHistogram", "SimilarityScorer", "collapsed", "cross_similarity", "normalize_rows",
            "similarity_histogram"]
 
 #: Default share of near-identical pairs above which :func:`collapsed` flags a model.
@@ -205,3 +210,41 @@ def _match_zero_rows(an: Tensor, bn: Tensor, best: Tensor, index: Tensor, exclud
     first, second = zero_b[0], zero_b[1] if len(zero_b) > 1 else zero_b[0]
     best[zero_a] = 1.0
     index[zero_a] = torch.where(zero_a == first, second, first) if exclude_self else first
+
+
+@register("similarity", rank=90, headline_rank=50,
+          headline={"mixture": ("high_similarity_fraction",), "image": ("high_similarity_fraction",)},
+          what="share of pairs of 1,000 generated embeddings with cosine similarity > 0.9; `high_similarity_flag` = 1 "
+               "when above 0.30 (called `collapsed` before; not the detector's verdict); share of all-zero "
+               "embeddings; histogram in TensorBoard (non-finite values dropped, empty ones skipped, with a warning)",
+          range="0-1", source="ganlab")
+class SimilarityScorer(Scorer):
+    """``high_similarity_fraction`` among ``num_samples`` embeddings (pairs with cosine > tau; two all-zero
+    embeddings count as identical, cosine similarity 1, where ``sklearn.metrics.pairwise.cosine_similarity`` gives
+    0; see :func:`~ganlab.metrics.similarity.similarity_histogram`), ``high_similarity_flag`` (1.0 when it
+    exceeds ``collapse_threshold``; named so that it is not read as the collapse verdict, which weighs several
+    signals; old runs called it ``collapsed``) and ``zero_embedding_fraction`` (share of all-zero embeddings, in
+    [0, 1]), reported beside it so that a collapse onto zero vectors is told apart; the histogram goes to
+    TensorBoard. With more than ``num_samples`` embeddings, the subset is
+    :func:`~ganlab.metrics.order.order_free_subset`'s (seeded, the same rows for any order of the samples)."""
+
+    higher_is_better: ClassVar[Mapping[str, bool | None]] = {"high_similarity_fraction": False,
+                                                            "high_similarity_flag": False,
+                                                            "zero_embedding_fraction": False}
+
+    def __init__(self, num_samples: int = 1000, bins: int = 100, tau: float = 0.9,
+                 collapse_threshold: float = 0.30) -> None:
+        self.num_samples, self.bins, self.tau, self.collapse_threshold = num_samples, bins, tau, collapse_threshold
+
+    def histogram(self, embeddings: Tensor) -> SimilarityHistogram:
+        """The histogram of the (N, D) ``embeddings`` this scorer reports: over their order-free subset of
+        ``num_samples`` rows, with its ``bins`` and ``tau``."""
+        x = embeddings[order_free_subset(embeddings, self.num_samples)]  # (min(N, num_samples), D)
+        return similarity_histogram(x, bins=self.bins, tau=self.tau)
+
+    def __call__(self, batch: EvalBatch) -> dict[str, float]:
+        h = self.histogram(batch.embeddings)
+        batch.histograms["similarity"] = (h.counts, h.edges)
+        return {"high_similarity_fraction": h.high_similarity_fraction,
+                "high_similarity_flag": float(h.high_similarity_fraction > self.collapse_threshold),
+                "zero_embedding_fraction": h.zero_rows / min(len(batch.embeddings), self.num_samples)}

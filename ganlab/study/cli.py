@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ganlab import CONFIG_DIR
 from ganlab.study import collect as collect_mod
-from ganlab.study.plan import final_jobs, tuning_jobs
+from ganlab.study.plan import all_jobs, final_jobs, tuning_jobs
 from ganlab.study.schema import StudyError, StudySchema, register
 
 register()  # conf/study/*.yaml name /schema/study
@@ -81,16 +81,19 @@ def _fail(err: Exception) -> None:
     sys.exit(1)
 
 
-def all_jobs(study: StudySchema) -> list:
-    """Every job a folder may hold: each tuning job, and each reporting job at every axis value (an earlier choice's
-    runs stay in the table; the report reads the current choice's)."""
-    if study.tuning is None:
-        return final_jobs(study)
-    every = {(a.name, d): None for a in study.arms for d in study.datasets}
-    jobs = tuning_jobs(study)
-    for v in study.tuning.axis.values:
-        jobs += final_jobs(study, {k: float(v) for k in every})
-    return jobs
+def load_study(name: str) -> StudySchema:
+    """``conf/study/<name>.yaml`` composed as the command composes its own study (inside the running Hydra app)."""
+    from hydra import compose
+
+    return OmegaConf.to_object(compose(config_name="ganlab_study", overrides=[f"study={name}"]).study)
+
+
+def recorded_for(study: StudySchema) -> collect_mod.Recorded:
+    """The rows jobs without a run folder keep: those of other studies' runs that reusing arms take, then this
+    study's own table's (which win)."""
+    from ganlab.study.reuse import reused_rows
+
+    return {**reused_rows(study, load_study), **collect_mod.recorded_rows(study)}
 
 
 def run_study(study: StudySchema, cfg: DictConfig) -> None:
@@ -109,13 +112,15 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
     if arms and (unknown := sorted(set(arms) - {a.name for a in study.arms})):
         raise StudyError(f"arms={unknown}: not arms of {study.name}; choose from {[a.name for a in study.arms]}")
     launcher = HydraConfig.get().launcher
+    recorded = recorded_for(study)
     done = []
     if cfg.stage in ("all", "tune"):
-        done += launch(study, tuning_jobs(study, arms), launcher)
+        done += launch(study, collect_mod.to_train(study, tuning_jobs(study, arms), recorded), launcher)
     if cfg.stage in ("all", "final"):
-        chosen = stats.choices(study, collect_mod.collect(study, tuning_jobs(study))) if study.tuning else None
-        done += launch(study, final_jobs(study, chosen, arms), launcher)
-    path = collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study)))
+        tuned = collect_mod.collect(study, tuning_jobs(study), recorded)
+        chosen = stats.choices(study, tuned) if study.tuning else None
+        done += launch(study, collect_mod.to_train(study, final_jobs(study, chosen, arms), recorded), launcher)
+    path = collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study), recorded))
     failed = [r for r in done if r.get("error")]
     print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
           f"the table: ganlab-study report {study.name}", flush=True)
@@ -137,11 +142,16 @@ def study_main(cfg: DictConfig) -> None:
             from ganlab.study.check import check_jobs
 
             print(f"ganlab-study: {study.name}: all {check_jobs(study)} override variants pass ganlab-train's checks")
+            jobs = all_jobs(study)
+            if reused := len(jobs) - len(collect_mod.to_train(study, jobs, recorded_for(study))):
+                print(f"ganlab-study: {study.name}: {reused} run(s) recorded in a table of evaluations (this study's "
+                      "or a reused study's) are not trained again")
         elif cfg.action == "run":
             run_study(study, cfg)
         elif cfg.action == "collect":
             check_study(study)
-            print(f"ganlab-study: wrote {collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study)))}")
+            rows = collect_mod.collect(study, all_jobs(study), recorded_for(study))
+            print(f"ganlab-study: wrote {collect_mod.write_table(study, rows)}")
         elif cfg.action == "report":
             check_study(study)
             table = Path(study.results) / collect_mod.TABLE

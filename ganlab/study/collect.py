@@ -1,5 +1,9 @@
 """The study's table of every evaluation of every run, derived from the run folders and written atomically as CSV.
 
+A job whose folder holds no run (no evaluation, no checkpoint: a fresh clone, or runs made on another machine) keeps
+its rows from the table already written (:func:`recorded_rows`; a cell read and written back keeps its text), so
+collecting never drops a committed run, and a run recorded there as finished is not trained again.
+
 Columns (:func:`columns`): ``study, arm, dataset, stage, seed, <axis>`` (the tuning axis's value; absent without
 one), ``step, finished`` (whether the run reached the budget), the study's ``scores``, ``data/<score>`` for its
 ``data_scores``, and ``commit, wall_s``: the commit and the wall seconds of the job that computed the evaluation
@@ -17,7 +21,7 @@ from typing import Any
 
 from ganlab.io import atomic_write_text
 from ganlab.study.plan import Job, folder
-from ganlab.study.runner import JOBS_FILE, finished_step
+from ganlab.study.runner import JOBS_FILE, finished_step, newest_checkpoint_step
 from ganlab.study.schema import StudySchema
 
 #: The name of the study's table in its results folder.
@@ -67,9 +71,56 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     return rows
 
 
-def collect(study: StudySchema, jobs: Iterable[Job]) -> list[dict[str, Any]]:
-    """The rows of every job's folder, in the order of ``jobs``."""
-    return [r for job in jobs for r in run_rows(study, job)]
+#: A job's identity in a table: (arm, data set, stage, seed, axis value or None).
+Key = tuple[str, str, str, int, "float | None"]
+
+
+def job_key(job: Job) -> Key:
+    return (job.arm, job.dataset, job.stage, int(job.seed), None if job.value is None else float(job.value))
+
+
+def row_key(study: StudySchema, row: dict[str, Any]) -> Key:
+    """The job a parsed row of ``study``'s table belongs to."""
+    value = row.get(study.tuning.axis.name) if study.tuning is not None else None
+    return (row["arm"], row["dataset"], row["stage"], int(row["seed"]), None if value is None else float(value))
+
+
+Recorded = dict[Key, list[dict[str, Any]]]
+
+
+def recorded_rows(study: StudySchema, path: Path | None = None) -> Recorded:
+    """The rows of the table already written (``<results>/evaluations.csv``, or ``path``), parsed, by job; {} when
+    there is none."""
+    path = path or Path(study.results) / TABLE
+    out: Recorded = {}
+    for row in read_table(path) if path.is_file() else []:
+        out.setdefault(row_key(study, row), []).append(row)
+    return out
+
+
+def has_run(study: StudySchema, job: Job) -> bool:
+    """Whether the job's folder holds a run (an evaluation or a checkpoint): then it, not a recorded row, counts."""
+    run_dir = folder(study, job)
+    return (run_dir / "metrics.jsonl").is_file() or newest_checkpoint_step(run_dir) is not None
+
+
+def recorded_finished(study: StudySchema, rows: list[dict[str, Any]]) -> bool:
+    """Whether recorded rows show their run finished at this study's budget (a row at ``budget.steps``, finished)."""
+    return any(r.get("finished") is True and int(r["step"]) >= study.budget.steps for r in rows)
+
+
+def to_train(study: StudySchema, jobs: Iterable[Job], recorded: Recorded) -> list[Job]:
+    """``jobs`` less those without a run folder whose recorded rows are finished (made elsewhere: not retrained)."""
+    return [j for j in jobs if has_run(study, j) or not recorded_finished(study, recorded.get(job_key(j), []))]
+
+
+def collect(study: StudySchema, jobs: Iterable[Job], recorded: Recorded | None = None) -> list[dict[str, Any]]:
+    """The rows of every job, in the order of ``jobs``: its folder's when it holds a run, else its ``recorded``
+    rows."""
+    out: list[dict[str, Any]] = []
+    for job in jobs:
+        out += run_rows(study, job) if has_run(study, job) else (recorded or {}).get(job_key(job), [])
+    return out
 
 
 def to_csv(study: StudySchema, rows: list[dict[str, Any]]) -> str:
@@ -88,22 +139,31 @@ def write_table(study: StudySchema, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def read_table(path: Path) -> list[dict[str, Any]]:
-    """The rows of a study table, numbers parsed (``seed``, ``step`` int; scores and the axis float; empty None;
-    ``finished`` bool)."""
+def _number(text: str) -> int | float:
+    """A number cell: an int when written as one (``18``), else a float (``6.0``, ``0.344``, ``nan``), so a row read
+    and written back keeps its text."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def parse_row(raw: dict[str, str]) -> dict[str, Any]:
+    """A text row of a study table with its values parsed: ``study, arm, dataset, stage, commit`` text,
+    ``finished`` bool, empty cells None, numbers as :func:`_number` reads them."""
     text = {"study", "arm", "dataset", "stage", "commit"}
-    out = []
+    row: dict[str, Any] = {}
+    for k, v in raw.items():
+        if k in text:
+            row[k] = v or None
+        elif k == "finished":
+            row[k] = v == "True"
+        else:
+            row[k] = None if v == "" else _number(v)
+    return row
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """The rows of a study table, parsed (:func:`parse_row`)."""
     with open(path, newline="") as f:
-        for raw in csv.DictReader(f):
-            row: dict[str, Any] = {}
-            for k, v in raw.items():
-                if k in text:
-                    row[k] = v or None
-                elif k == "finished":
-                    row[k] = v == "True"
-                elif v == "":
-                    row[k] = None
-                else:
-                    row[k] = int(v) if k in ("seed", "step") else float(v)
-            out.append(row)
-    return out
+        return [parse_row(raw) for raw in csv.DictReader(f)]

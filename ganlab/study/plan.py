@@ -95,3 +95,15 @@ def all_variants(study: StudySchema) -> list[Job]:
     choose). What :mod:`ganlab.study.check` composes before any run starts."""
     values: list[float | None] = [float(v) for v in study.tuning.axis.values] if study.tuning else [None]
     return [Job(a.name, d, "final", study.seeds[0], v) for a in study.arms for d in study.datasets for v in values]
+
+
+def all_jobs(study: StudySchema) -> list[Job]:
+    """Every job a folder may hold: each tuning job, and each reporting job at every axis value (an earlier choice's
+    runs stay in the table; the report reads the current choice's)."""
+    if study.tuning is None:
+        return final_jobs(study)
+    every = {(a.name, d): None for a in study.arms for d in study.datasets}
+    jobs = tuning_jobs(study)
+    for v in study.tuning.axis.values:
+        jobs += final_jobs(study, {k: float(v) for k in every})
+    return jobs

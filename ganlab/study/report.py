@@ -1,7 +1,8 @@
 """``ganlab-study report``: a study's table, curves and results page from its table of evaluations alone (no
 training): ``<results>/table.md``, ``<results>/choices.csv`` (the tuning stage's choice per arm and data set),
-``<results>/curves.png`` and, when the folder has none, ``<results>/README.md``; then every generated block that
-embeds one of these files is refreshed (:mod:`ganlab.study.blocks`)."""
+``<results>/curves.png`` (when a run has more than one evaluation) and, when the folder has none,
+``<results>/README.md``; then every generated block that embeds one of these files is refreshed
+(:mod:`ganlab.study.blocks`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 
 from ganlab.io import atomic_write_text
 from ganlab.study import stats
-from ganlab.study.schema import ColumnSchema, StudySchema
+from ganlab.study.plan import arm_of
+from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
 
 Rows = list[dict[str, Any]]
 
@@ -49,13 +51,24 @@ def _head(col: Any) -> str:
     return _label(col) if col.last == 1 else f"{_label(col)}, last {col.last} evaluations"
 
 
+def _values(runs: dict[int, Rows], score: str, col: Any) -> dict[int, float]:
+    """seed -> the run's value of ``score`` reduced as ``col`` says; runs with no value there (an empty cell of
+    the CSV, e.g. a score this arm's runs do not have) are left out."""
+    has = {s: ev for s, ev in runs.items()
+           if all(r.get(score) is not None for r in (ev if col.reduce == "best" else ev[-col.last:]))}
+    return stats.endpoint(has, score, col.last, col.reduce)
+
+
 def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float]) -> str:
     """Markdown: per data set and arm, over the finished reporting seeds at the chosen axis value, the primary
     endpoint (mean ± std; its difference to the control arm with the test's p and, under ``correction: holm``, the
     Holm-adjusted p over every test in the table), the seeds whose final ``reach`` score equals the data's, and each
-    further column (tested ones with their own test cell); a closing line states the test and the correction."""
+    further column (tested ones with their own test cell); with ``baseline_rows``, each arm's row is followed by the
+    data baseline of every column; a closing line states the test and the correction. An arm reads each column's
+    score through its ``read_as`` (:func:`ganlab.study.schema.arm_score`); a cell without values is ``-``."""
     cols: list[Any] = [study.endpoint, *study.columns]
-    tested = [True] + [c.test for c in study.columns]
+    testing = study.tests.test != "none"
+    tested = [testing] + [testing and c.test for c in study.columns]
     holm = study.tests.correction == "holm"
     head = ["data", "arm", *([f"{study.tuning.axis.name} (chosen)"] if study.tuning else []), "seeds"]
     for i, c in enumerate(cols):
@@ -67,19 +80,24 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
     cells, tests = [], []  # tests: (row index, cell index, diff, p, fmt, scale)
     for d in study.datasets:
         control = _final_runs(study, rows, study.control, d, chosen)
+        control_arm = arm_of(study, study.control)
         for a in study.arms:
             runs = _final_runs(study, rows, a.name, d, chosen)
             if not runs:
                 continue
             line = [d, a.name, *([f"{chosen[(a.name, d)]:g}"] if study.tuning else []), str(len(runs))]
+            base_line = [d, "data baseline", *([""] if study.tuning else []), str(len(runs))]
             for i, c in enumerate(cols):
-                mine = stats.endpoint(runs, c.score, c.last, c.reduce)
+                mine = _values(runs, arm_score(a, c.score), c)
                 line.append(stats.summary(list(mine.values()), c.fmt, c.scale, c.spread, c.spread_fmt))
+                data = _values(runs, arm_score(a, f"data/{c.score}"), c) if study.baseline_rows else {}
+                base_line.append(stats.summary(list(data.values()), c.fmt, c.scale, c.spread, c.spread_fmt))
                 if tested[i]:
+                    base_line.append("-")
                     if a.name == study.control or not control:
                         line.append("-")
                     else:
-                        base = stats.endpoint(control, c.score, c.last, c.reduce)
+                        base = _values(control, arm_score(control_arm, c.score), c)
                         if study.tests.test == "paired":
                             both = sorted(set(mine) & set(base))
                             x, y = [mine[s] for s in both], [base[s] for s in both]
@@ -89,10 +107,13 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
                         tests.append((len(cells), len(line), diff, p, c.fmt, c.scale))
                         line.append("")
                 if i == 0 and study.reach:
-                    data = f"data/{study.reach}"
-                    hit = sum(ev[-1][study.reach] == ev[-1].get(data) for ev in runs.values())
+                    data_reach = f"data/{study.reach}"
+                    hit = sum(ev[-1][study.reach] == ev[-1].get(data_reach) for ev in runs.values())
                     line.append(f"{hit}/{len(runs)}")
+                    base_line.append("-")
             cells.append(line)
+            if study.baseline_rows:
+                cells.append(base_line)
     adjusted = stats.holm([t[3] for t in tests])
     for (r, c, diff, p, fmt, scale), adj in zip(tests, adjusted):
         cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm, study.tests.p_fmt)
@@ -138,9 +159,13 @@ def tests_note(study: StudySchema, n: int) -> str:
              "none": "mean"}[ep.spread]
     left_out = "".join(f"; {arm} without seeds {', '.join(map(str, s))}" for arm, s in study.exclude_seeds.items()
                        if s)
+    tests = (f"Tests: {test} (two-sided) of each arm against {study.control} per data set; {corr}."
+             if study.tests.test != "none" else "No tests: the arms are shown side by side, not compared.")
+    baseline = (" Each arm's row is followed by the data baseline of every column (held-out real data scored and "
+                "grouped as that arm's samples), over the same seeds." if study.baseline_rows else "")
     return (f"Cells: {cells} over the reporting seeds that reached step {study.budget.steps} (seeds "
             f"{', '.join(map(str, study.seeds))}{left_out}). Primary endpoint: {_label(ep)} at {window} of each seed. "
-            f"Tests: {test} (two-sided) of each arm against {study.control} per data set; {corr}.")
+            f"{tests}{baseline}")
 
 
 def tuning_table(study: StudySchema, rows: Rows) -> str:
@@ -196,13 +221,16 @@ def plot(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], p
         for row, score in enumerate(scores):
             ax = axes[row][col]
             for i, a in enumerate(study.arms):
-                runs = _final_runs(study, rows, a.name, d, chosen)
+                key = arm_score(a, score)
+                runs = {s: [r for r in ev if r.get(key) is not None]
+                        for s, ev in _final_runs(study, rows, a.name, d, chosen).items()}
+                runs = {s: ev for s, ev in runs.items() if ev}
                 for ev in runs.values():
-                    ax.plot([r["step"] for r in ev], [scale[score] * r[score] for r in ev], color=f"C{i}", alpha=0.2,
+                    ax.plot([r["step"] for r in ev], [scale[score] * r[key] for r in ev], color=f"C{i}", alpha=0.2,
                             lw=0.8)
                 if runs:
                     steps = sorted({r["step"] for ev in runs.values() for r in ev})
-                    mean = [stats.statistics.fmean(scale[score] * r[score] for ev in runs.values() for r in ev
+                    mean = [stats.statistics.fmean(scale[score] * r[key] for ev in runs.values() for r in ev
                                                    if r["step"] == s) for s in steps]
                     ax.plot(steps, mean, color=f"C{i}", lw=1.8, label=f"{a.name} ({len(runs)} seeds)")
             ax.set_title(f"{d}: {score}" + (f" (x {scale[score]:g})" if scale[score] != 1 else ""), fontsize=9)
@@ -246,8 +274,9 @@ def report(study: StudySchema, rows: Rows, root: Path = Path(".")) -> list[Path]
         writer.writerows([a, d, f"{v:g}"] for (a, d), v in chosen.items())
         atomic_write_text(out / f"choices{sfx}.csv", buf.getvalue())
         written.append(out / f"choices{sfx}.csv")
-    plot(study, rows, chosen, out / f"curves{sfx}.png")
-    written.append(out / f"curves{sfx}.png")
+    if study.budget.steps > study.budget.eval_every:  # one evaluation a run draws no curve
+        plot(study, rows, chosen, out / f"curves{sfx}.png")
+        written.append(out / f"curves{sfx}.png")
     if not (out / "README.md").is_file():
         atomic_write_text(out / "README.md", page(study))
         written.append(out / "README.md")

@@ -20,6 +20,16 @@ from omegaconf import MISSING
 
 
 @dataclasses.dataclass
+class ReuseSchema:
+    """Runs of another study taken for this arm: ``study`` (a name under ``conf/study/``) and its ``arm`` whose
+    every job has exactly this arm's ``ganlab-train`` overrides (checked before anything runs). Their rows come from
+    that study's committed table of evaluations while this arm's own run folders hold none."""
+
+    study: str = MISSING
+    arm: str = MISSING
+
+
+@dataclasses.dataclass
 class ArmSchema:
     """One arm: a name (the table's row label) and the ``ganlab-train`` overrides it adds to ``common``."""
 
@@ -30,6 +40,12 @@ class ArmSchema:
     axis_overrides: Optional[List[str]] = None
     #: this arm's reporting seeds when fewer than the study's (a costly arm; a subset of ``seeds``); null: all
     seeds: Optional[List[int]] = None
+    #: score-name prefixes this arm's table cells read in place of the column's (also after ``data/``), e.g.
+    #: ``{"class/": "pred_class/"}`` for an unconditional G grouped by predicted class where the conditional arms
+    #: are grouped by requested class; {}: the column's own score
+    read_as: Dict[str, str] = dataclasses.field(default_factory=dict)
+    #: the same runs made by another study (same overrides, checked), reused rather than retrained; null: none
+    reuse: Optional[ReuseSchema] = None
 
 
 @dataclasses.dataclass
@@ -70,6 +86,8 @@ SPREADS = ("std", "ci95", "se", "none")
 #: How one run becomes one value: ``window`` (the mean of its last ``last`` evaluations) or ``best`` (its best
 #: evaluation, by the score's direction, over the whole run).
 REDUCES = ("window", "best")
+#: How each arm is compared with the control arm (:class:`TestsSchema`).
+TESTS = ("welch", "paired", "none")
 
 
 @dataclasses.dataclass
@@ -108,8 +126,9 @@ class ColumnSchema:
 class TestsSchema:
     """The comparison of each arm with the control arm, per data set and tested column.
 
-    ``test``: ``welch`` (Welch's unequal-variance t-test, scipy.stats.ttest_ind(equal_var=False)) or ``paired``
-    (scipy.stats.ttest_rel over the seeds both arms ran; arms must share their seeds). ``correction``: ``holm``
+    ``test``: ``welch`` (Welch's unequal-variance t-test, scipy.stats.ttest_ind(equal_var=False)), ``paired``
+    (scipy.stats.ttest_rel over the seeds both arms ran; arms must share their seeds) or ``none`` (a survey: no
+    test columns, the table says so). ``correction``: ``holm``
     (Holm 1979, over every test in the table) or ``none``; ``alpha``: the family-wise level the table states."""
 
     test: str = "welch"
@@ -152,7 +171,8 @@ class StudySchema:
     the CSV at every evaluation; ``data_scores``: those whose held-out baseline (``data/<score>``) goes there too.
     ``reach``: a score whose per-seed final value is counted when it equals the data's (e.g. seeds with all modes).
     ``suffix``: appended to the report's file names, so a variant (other axis values, say) reports beside its
-    parent study from the same ``evaluations.csv``.
+    parent study from the same ``evaluations.csv``. ``baseline_rows``: under each arm's row, a row of the data's
+    held-out baseline of every column (``data/<score>``, read as the arm reads its scores).
     """
 
     name: str = MISSING
@@ -182,6 +202,20 @@ class StudySchema:
     #: arm name -> reporting seeds the report leaves out of that arm's row, tests, factorial and curves (e.g. the
     #: runs that selected the study's setting); training is unchanged
     exclude_seeds: Dict[str, List[int]] = dataclasses.field(default_factory=dict)
+    #: under each arm's row, the data baseline of every column (``data/<score>``) over the same seeds
+    baseline_rows: bool = False
+
+
+def arm_score(arm: ArmSchema, score: str) -> str:
+    """The score an arm's cell of the column ``score`` reads: the longest prefix of ``score`` in ``arm.read_as``
+    replaced (also after ``data/``), e.g. ``data/class/mean/recall`` -> ``data/pred_class/mean/recall`` with
+    ``read_as={"class/": "pred_class/"}``; ``score`` itself when no prefix matches."""
+    data, base = ("data/", score[5:]) if score.startswith("data/") else ("", score)
+    hits = [p for p in arm.read_as if base.startswith(p)]
+    if not hits:
+        return score
+    prefix = max(hits, key=len)
+    return data + arm.read_as[prefix] + base[len(prefix):]
 
 
 class StudyError(ValueError):
@@ -235,8 +269,8 @@ def check_study(study: StudySchema) -> None:
             if key.lstrip("-") != "value" and key.lstrip("-") not in study.scores:
                 raise StudyError(f"study {study.name}: tuning.tie_break entry {key!r} is neither value, -value "
                                  f"nor one of the collected scores {list(study.scores)}")
-    if study.tests.test not in ("welch", "paired") or study.tests.correction not in ("holm", "none"):
-        raise StudyError(f"study {study.name}: tests.test must be welch or paired (got {study.tests.test!r}) and "
+    if study.tests.test not in TESTS or study.tests.correction not in ("holm", "none"):
+        raise StudyError(f"study {study.name}: tests.test must be one of {TESTS} (got {study.tests.test!r}) and "
                          f"tests.correction holm or none (got {study.tests.correction!r})")
     if extra := sorted(set(study.dataset_overrides) - set(study.datasets)):
         raise StudyError(f"study {study.name}: dataset_overrides names {extra}, which are not among datasets "
@@ -261,11 +295,14 @@ def check_study(study: StudySchema) -> None:
                              f"{col.spread!r}) and reduce one of {REDUCES} (got {col.reduce!r})")
         if col.last < 1:
             raise StudyError(f"study {study.name}: the window of {col.score} (last) must be >= 1, got {col.last}")
-        base = col.score.removeprefix("data/")
-        if base not in (study.data_scores if col.score.startswith("data/") else study.scores):
-            raise StudyError(f"study {study.name}: table score {col.score!r} is not collected; add "
-                             f"{base!r} to {'data_scores' if col.score.startswith('data/') else 'scores'} "
-                             f"(now {list(study.scores)}, data_scores {list(study.data_scores)})")
+        baseline = study.baseline_rows and not col.score.startswith("data/")
+        names = [col.score, *([f"data/{col.score}"] if baseline else [])]
+        for name in sorted({arm_score(a, n) for a in study.arms for n in names}):
+            base = name.removeprefix("data/")
+            if base not in (study.data_scores if name.startswith("data/") else study.scores):
+                raise StudyError(f"study {study.name}: table score {name!r} is not collected; add "
+                                 f"{base!r} to {'data_scores' if name.startswith('data/') else 'scores'} "
+                                 f"(now {list(study.scores)}, data_scores {list(study.data_scores)})")
 
 
 def register() -> None:

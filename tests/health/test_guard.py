@@ -8,7 +8,7 @@ import torch
 from tiny_config import RecordingLogger, compose_cfg
 
 from ganlab.health import TrainingHealthError, read_alerts
-from ganlab.health.monitor import parse_precision
+from ganlab.health.precision import parse_precision
 from ganlab.run.build import build_trainer
 from ganlab.trainer.loop import Trainer
 

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from ganlab.data.base import GANData, Mixture
-from ganlab.metrics import directions
+from ganlab.metrics.base import EvalBatch
 from ganlab.metrics.clusters import clusters_hit, default_num_clusters
 from ganlab.metrics.directions import higher_is_better, ordered_scores, score_directions
 from ganlab.metrics.embedders import Embedder
-from ganlab.metrics.scorers import EvalBatch, Scorer
+from ganlab.metrics.registry import Family, families, register_scores
 
 
 class SoftmaxEmbedder(Embedder):
@@ -27,8 +27,10 @@ def _batch(data: GANData, samples: torch.Tensor, labels: torch.Tensor | None) ->
                      real_samples=torch.randn(60, *samples.shape[1:], generator=gen), data=data)
 
 
-@pytest.mark.parametrize("scorer_cls", directions.TABLE_ORDER, ids=lambda c: c.__name__)
-def test_each_scorer_declares_exactly_the_scores_it_returns(scorer_cls: type[Scorer]) -> None:
+@pytest.mark.parametrize("family", [f for f in families() if f.scorer is not None], ids=lambda f: f.name)
+def test_each_scorer_declares_exactly_the_scores_it_returns(family: Family) -> None:
+    scorer_cls = family.scorer
+    assert scorer_cls is not None
     means = torch.tensor([[0.0, 0.0], [2.0, 0.0]])
     points = GANData("mix", x=torch.randn(60, 2), num_modes=2, mixture=Mixture(means, 0.1))
     images = GANData("img", x=torch.randn(60, 1, 4, 4), labels=torch.arange(60) % 4, num_modes=4)
@@ -38,7 +40,7 @@ def test_each_scorer_declares_exactly_the_scores_it_returns(scorer_cls: type[Sco
              else _batch(images, torch.rand(40, 1, 4, 4) * 2 - 1, torch.arange(40) % 4))
     batch.embedder = SoftmaxEmbedder()
     assert scorer.applies_to(batch.data)
-    assert set(scorer(batch)) == set(scorer_cls.higher_is_better)
+    assert set(scorer(batch)) == set(scorer_cls.higher_is_better) == set(family.higher_is_better)
 
 
 def test_lookup_by_logged_name() -> None:
@@ -62,14 +64,10 @@ def test_table_order_and_unknown_scores_last() -> None:
 
 
 def test_conflicting_declarations_are_refused() -> None:
-    class Upside(Scorer):
-        higher_is_better = {"fd": True}
-
-    try:
-        with pytest.raises(ValueError, match="'fd'.*one direction"):
-            score_directions()
-    finally:
-        Upside.higher_is_better = {}  # the class stays a subclass of Scorer; make it harmless for other tests
+    before = score_directions()
+    with pytest.raises(ValueError, match="'fd'.*one direction"):
+        register_scores("upside", rank=999, higher_is_better={"fd": True})
+    assert score_directions() == before  # nothing was registered
 
 
 def test_default_number_of_clusters_and_clusters_hit() -> None:

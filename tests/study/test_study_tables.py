@@ -15,7 +15,7 @@ from ganlab.study import stats
 from ganlab.study.blocks import find_blocks, stale_blocks, update_blocks
 from ganlab.study.check import check_jobs
 from ganlab.study.report import main_table
-from ganlab.study.schema import StudyError, StudySchema, register
+from ganlab.study.schema import ArmSchema, StudyError, StudySchema, arm_score, check_study, register
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,6 +107,40 @@ def test_excluded_seeds_leave_the_row_tests_and_note_by_hand():
     assert "(seeds 0, 1, 2)." in lines[5]
 
 
+def test_read_as_baseline_rows_and_no_tests_by_hand():
+    """Arm U reads ``class/acc`` as ``pred_class/acc`` (read_as), which it lacks: its cell is ``-``, not its 0.1; each
+    arm's row is followed by its data baseline (``data/<score>``, read the same way); ``test: none`` adds no test
+    column. Seeds 0, 1: C's acc [0.4, 0.6] -> 0.5 ± 0.1414 -> 0.5 ± 0.1; data [0.9, 0.9]; U's pred-class data [0.8,
+    1.0] -> 0.9 ± 0.1."""
+    s = study("study.endpoint={score: class/acc, last: 1, label: acc}", "study.columns=[]", "study.reach=null",
+              "study.control=U", "study.arms=[{name: U}, {name: C}]", "study.tests.test=none",
+              "study.baseline_rows=true", "study.tuning=null", "study.scores=[class/acc, pred_class/acc]",
+              "study.data_scores=[class/acc, pred_class/acc]")
+    s.arms[0].read_as = {"class/": "pred_class/"}
+    check_study(s)
+    rows = [{"arm": arm, "dataset": "ring8", "stage": "final", "seed": seed, "step": 40, **scores}
+            for arm, seed, scores in (
+                ("U", 0, {"class/acc": 0.1, "pred_class/acc": None, "data/pred_class/acc": 0.8}),
+                ("U", 1, {"class/acc": 0.1, "pred_class/acc": None, "data/pred_class/acc": 1.0}),
+                ("C", 0, {"class/acc": 0.4, "data/class/acc": 0.9}),
+                ("C", 1, {"class/acc": 0.6, "data/class/acc": 0.9}))]
+    lines = main_table(s, rows, {}).splitlines()
+    assert lines[:6] == ["| data | arm | seeds | acc |", "|---|---|---|---|", "| ring8 | U | 2 | - |",
+                         "| ring8 | data baseline | 2 | 0.9 ± 0.1 |", "| ring8 | C | 2 | 0.5 ± 0.1 |",
+                         "| ring8 | data baseline | 2 | 0.9 ± 0.0 |"]
+    assert "No tests: the arms are shown side by side" in lines[7]
+    s.data_scores = ["class/acc"]
+    with pytest.raises(StudyError, match="table score 'data/pred_class/acc' is not collected"):
+        check_study(s)
+
+
+def test_arm_score_replaces_the_longest_prefix_also_after_data():
+    arm = ArmSchema(name="U", read_as={"class/": "pred_class/", "class/mean/": "other/"})
+    assert arm_score(arm, "class/worst/recall") == "pred_class/worst/recall"
+    assert arm_score(arm, "data/class/mean/recall") == "data/other/recall"
+    assert arm_score(arm, "fd") == "fd" and arm_score(ArmSchema(name="C"), "class/mean/recall") == "class/mean/recall"
+
+
 def test_paired_test_pairs_by_seed():
     """Differences x - y per seed [1, 2, 3]: mean 2, sd 1, t = 2 / (1 / sqrt 3) = 3.464 on 2 df, p = 0.0742
     (= 1 - t / sqrt(t^2 + 2))."""
@@ -174,7 +208,7 @@ def test_every_generated_block_of_the_docs_equals_its_file():
                                          ("rollback_study_reread", "_reread"), ("rollback_study_last5", "_last5"),
                                          ("rollback_study_reread_heldout", "_reread_heldout"),
                                          ("fair_table_last5", "_last5"),
-                                         ("stacked_table", "")])
+                                         ("stacked_table", ""), ("conditional_table", ""), ("strategy_table", "")])
 def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
     """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md and choices.csv."""
     from ganlab.study.collect import read_table
@@ -206,6 +240,15 @@ def test_the_fair_table_keeps_the_published_numbers():
     assert "| 0.0593 ± 0.019 | -0.391, p = 0.098 (Holm 0.88) | 0.0289 ± 0.00082 |" in pacgan
     stacked = (ROOT / "docs/results/stacked_table/table.md").read_text()
     assert "| PacDCGAN2 | 3 | 998 ± 0.88 | +1.67, p = 0.52 (Holm 0.52) | 0.247 ± 0.029 |" in stacked
+    conditional = (ROOT / "docs/results/conditional_table/table.md").read_text()  # the script's cells, reordered
+    assert ("| conditional, AC-GAN D | 3 | 5.5 ± 0.21 | 3.33 ± 0.33 | 0.0428 ± 0.0016 | 0.0506 ± 0.0018 "
+            "| 0.525 ± 0.022 | 0.186 ± 0.045 | 0.295 ± 0.0047 | 0.14 ± 0.0036 | 0.0653 ± 0.011 | 181 ± 6.8 | 10 ± 0 |"
+            ) in conditional
+    assert "| data baseline | 3 | 9.9 ± 0 | 9 ± 0 | 0.437 ± 0 | 0.756 ± 0 | 0.861 ± 0.0027 |" in conditional
+    survey = (ROOT / "docs/results/strategy_table/table.md").read_text()  # docs/strategy_table.md's cells
+    assert "| ring8 | minibatch_discrimination (B=8) | 3 | 5.3 ± 4.6 | 2/3 | 34.1 ± 31.8 | 0.092 ± 0.141 |" in survey
+    assert "| grid25 | ema | 3 | 2.3 ± 2.3 | 0/3 | 53.3 ± 49.7 | 2.563 ± 1.137 |" in survey
+    assert "| grid25 | r1 | 3 | 22.7 ± 2.1 | 1/3 | 3.2 ± 0.3 | 0.043 ± 0.007 |" in survey
 
 
 def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch, capsys):
