@@ -32,7 +32,9 @@ def _final_runs(study: StudySchema, rows: Rows, arm: str, dataset: str,
         if (arm, dataset) not in chosen:
             return {}
         match[study.tuning.axis.name] = chosen[(arm, dataset)]
-    return {s: ev for s, ev in stats.runs_of(rows, steps_of(study, arm), **match).items() if s in study.seeds}
+    left_out = study.exclude_seeds.get(arm, [])
+    return {s: ev for s, ev in stats.runs_of(rows, steps_of(study, arm), **match).items()
+            if s in study.seeds and s not in left_out}
 
 
 def _test_cell(diff: float, p: float, adjusted: float, fmt: str, scale: float, holm: bool, p_fmt: str) -> str:
@@ -155,12 +157,14 @@ def tests_note(study: StudySchema, n: int) -> str:
     window = "the final evaluation" if ep.last == 1 else f"the mean of the last {ep.last} evaluations"
     cells = {"std": "mean ± std", "ci95": "mean [95 % Student-t interval]", "se": "mean ± standard error",
              "none": "mean"}[ep.spread]
+    left_out = "".join(f"; {arm} without seeds {', '.join(map(str, s))}" for arm, s in study.exclude_seeds.items()
+                       if s)
     tests = (f"Tests: {test} (two-sided) of each arm against {study.control} per data set; {corr}."
              if study.tests.test != "none" else "No tests: the arms are shown side by side, not compared.")
     baseline = (" Each arm's row is followed by the data baseline of every column (held-out real data scored and "
                 "grouped as that arm's samples), over the same seeds." if study.baseline_rows else "")
     return (f"Cells: {cells} over the reporting seeds that reached step {study.budget.steps} (seeds "
-            f"{', '.join(map(str, study.seeds))}). Primary endpoint: {_label(ep)} at {window} of each seed. "
+            f"{', '.join(map(str, study.seeds))}{left_out}). Primary endpoint: {_label(ep)} at {window} of each seed. "
             f"{tests}{baseline}")
 
 

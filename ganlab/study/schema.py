@@ -251,6 +251,9 @@ class StudySchema:
     results: str = "docs/results/${.name}"
     #: appended to the report's file names (``table<suffix>.md``, ...): a variant reported beside its parent
     suffix: str = ""
+    #: arm name -> reporting seeds the report leaves out of that arm's row, tests, factorial and curves (e.g. the
+    #: runs that selected the study's setting); training is unchanged
+    exclude_seeds: Dict[str, List[int]] = dataclasses.field(default_factory=dict)
     #: under each arm's row, the data baseline of every column (``data/<score>``) over the same seeds
     baseline_rows: bool = False
     #: a labelled collapse corpus: collected as runs/evals/signals CSVs and reported as the detection table
@@ -280,7 +283,8 @@ def _duplicates(items: list) -> list:
 def check_study(study: StudySchema) -> None:
     """What the types cannot check: unique arm names and data sets, the control among the arms, reporting seeds
     disjoint from the tuning seeds, positive budget with ``steps`` a multiple of ``eval_every`` and ``chunk``, a
-    ``{value}`` in every axis override, known tests and correction, windows >= 1.
+    ``{value}`` in every axis override, known tests and correction, windows >= 1, ``exclude_seeds`` naming arms and
+    reporting seeds.
 
     Raises:
         StudyError: naming the first problem and how to fix it.
@@ -340,6 +344,10 @@ def check_study(study: StudySchema) -> None:
         if arm.steps is not None and (arm.steps <= 0 or arm.steps % b.eval_every or arm.steps % b.chunk):
             raise StudyError(f"study {study.name}, arm {arm.name!r}: its steps ({arm.steps}) must be a positive "
                              f"multiple of budget.eval_every ({b.eval_every}) and of budget.chunk ({b.chunk})")
+    for arm, left_out in study.exclude_seeds.items():
+        if arm not in names or (extra := sorted(set(left_out) - set(study.seeds))):
+            raise StudyError(f"study {study.name}: exclude_seeds names arm {arm!r} with seeds {list(left_out)}; "
+                             f"its keys must be arms ({names}) and its seeds reporting seeds {list(study.seeds)}")
     if study.detection is not None:
         check_detection(study)
     if study.factorial is not None and (len(study.factorial.cells) != 4 or set(study.factorial.cells) - set(names)):

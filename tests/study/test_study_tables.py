@@ -85,6 +85,28 @@ def test_table_row_by_hand():
     assert stats.compare([4, 6], [8, 6], "welch")[1] == pytest.approx(1 - 2 ** 0.5 / 2, abs=1e-12)
 
 
+def test_excluded_seeds_leave_the_row_tests_and_note_by_hand():
+    """Final modes over seeds 0, 1, 2: control [8, 6, 1] with seed 2 left out -> [8, 6] (mean 7, sd 1.41); arm B
+    [8, 8, 8]: t = 1 / sqrt(2/2 + 0) = 1 on Welch df 1 (B's variance is 0), p = 0.5, the one test (Holm 0.5). With
+    every seed the control is [8, 6, 1] (mean 5, sd 3.61): t = 3 / sqrt(13/3) = 1.441 on 2 df,
+    p = 1 - t / sqrt(t^2 + 2) = 0.2863. Seeds with all 8 modes: 1/2 (1/3 with seed 2)."""
+    base = ("study.seeds=[0,1,2]", "study.endpoint.last=1", "study.columns=[]", "study.arms=[{name: ctrl}, {name: B}]",
+            "study.control=ctrl")
+    rows = [{"arm": arm, "dataset": "ring8", "stage": "final", "lr": 1e-3, "seed": seed, "step": step,
+             "modes_covered": final if step == 40 else 1, "data/modes_covered": 8.0}
+            for arm, finals in (("ctrl", [8, 6, 1]), ("B", [8, 8, 8])) for seed, final in enumerate(finals)
+            for step in (20, 40)]
+    chosen = {(a, "ring8"): 1e-3 for a in ("ctrl", "B")}
+    lines = main_table(study(*base, "++study.exclude_seeds={ctrl: [2]}"), rows, chosen).splitlines()
+    assert lines[2] == "| ring8 | ctrl | 0.001 | 2 | 7.0 ± 1.4 | - | 1/2 |"
+    assert lines[3] == "| ring8 | B | 0.001 | 3 | 8.0 ± 0.0 | +1.0, p = 0.5 (Holm 0.5) | 3/3 |"
+    assert "(seeds 0, 1, 2; ctrl without seeds 2)" in lines[5]
+    lines = main_table(study(*base), rows, chosen).splitlines()
+    assert lines[2] == "| ring8 | ctrl | 0.001 | 3 | 5.0 ± 3.6 | - | 1/3 |"
+    assert lines[3] == "| ring8 | B | 0.001 | 3 | 8.0 ± 0.0 | +3.0, p = 0.29 (Holm 0.29) | 3/3 |"
+    assert "(seeds 0, 1, 2)." in lines[5]
+
+
 def test_read_as_baseline_rows_and_no_tests_by_hand():
     """Arm U reads ``class/acc`` as ``pred_class/acc`` (read_as), which it lacks: its cell is ``-``, not its 0.1; each
     arm's row is followed by its data baseline (``data/<score>``, read the same way); ``test: none`` adds no test
@@ -135,6 +157,9 @@ def test_paired_test_pairs_by_seed():
      r"arm 'D lr damping \(x0.5\)' on ring8 at lr 0.001 fails ganlab-train's config check: .*stepz"),
     (["study.arms.1.overrides=['strategy=[no_such]']"], "fails ganlab-train's config check: .*no_such"),
     (["study.tuning.axis.overrides=['optim.generator.lr=0.1']"], r"every axis override must contain \{value\}"),
+    (["++study.exclude_seeds={nobody: [0]}"], r"exclude_seeds names arm 'nobody' with seeds \[0\]; its keys"),
+    (["study.arms=[{name: ctrl}]", "study.control=ctrl", "++study.exclude_seeds={ctrl: [5]}"],
+     r"exclude_seeds names arm 'ctrl' with seeds \[5\]; .* reporting seeds \[0, 1\]"),
 ])
 def test_a_study_that_cannot_run_is_refused_before_any_run(overrides, message, tmp_path):
     s = study(*overrides, f"study.runs={tmp_path / 'runs'}")
@@ -180,6 +205,9 @@ def test_every_generated_block_of_the_docs_equals_its_file():
 
 @pytest.mark.parametrize("name,suffix", [("fair_table", ""), ("fair_table_3lrs", "_3lrs"), ("rollback_study", ""),
                                          ("rollback_study_clusters", "_clusters"), ("pacgan_table", ""),
+                                         ("rollback_study_reread", "_reread"), ("rollback_study_last5", "_last5"),
+                                         ("rollback_study_reread_heldout", "_reread_heldout"),
+                                         ("fair_table_last5", "_last5"),
                                          ("stacked_table", ""), ("conditional_table", ""), ("strategy_table", "")])
 def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
     """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md and choices.csv."""
