@@ -172,7 +172,8 @@ def test_bootstrap_intervals_in_the_tables(sweep: Path) -> None:
             assert low <= summary[label][key][0] <= high
     md = markdown_table(summary, None, ci).splitlines()
     assert md[3].startswith(f"| ring8 [wgan_gp] | 3 | **5 ± 1 [{ci['ring8 [wgan_gp]']['modes_covered'][0]:.3g}, ")
-    assert "95% percentile bootstrap interval of the mean (10,000 resamples, seed 0)" in md[-1]
+    assert ("95% percentile bootstrap interval of the mean (10,000 resamples, seed 0; none for a row of one seed)"
+            in md[-1])
     rows = list(csv.DictReader(io.StringIO(csv_table(summary, None, ci))))
     assert float(rows[0]["modes_covered_ci_low"]) == ci["ring8 [plain]"]["modes_covered"][0]
 
@@ -317,8 +318,8 @@ def score_curves_of(run_dir: Path) -> list[tuple[int, dict[str, float]]]:
 
 
 def test_a_row_of_one_seed_shows_its_value_without_a_spread(tmp_path: Path) -> None:
-    """One seed has no spread: its value alone (not '± 0'), an empty std in CSV; a real zero spread over 3 seeds
-    (every seed 7) still prints '± 0'."""
+    """One seed has no spread: its value alone (not '± 0'), an empty std in CSV, no bootstrap interval (not
+    '[3, 3]'); a real zero spread over 3 seeds (every seed 7) still prints '± 0'."""
     make_job(tmp_path, "0_job", (), 0, {"modes_covered": 3.0, "vendi": 7.0})
     for seed in (0, 1, 2):
         make_job(tmp_path, f"{seed + 1}_job", ("wgan_gp",), seed, {"modes_covered": 4.0 + seed, "vendi": 7.0})
@@ -332,6 +333,13 @@ def test_a_row_of_one_seed_shows_its_value_without_a_spread(tmp_path: Path) -> N
     rows = list(csv.DictReader(io.StringIO(csv_table(summary, ["modes_covered"]))))
     assert (rows[0]["modes_covered_mean"], rows[0]["modes_covered_std"]) == ("3.0", "")
     assert (rows[1]["modes_covered_mean"], rows[1]["modes_covered_std"]) == ("5.0", "1.0")
+    ci = intervals(collect_runs(tmp_path)[0], ["modes_covered"])
+    assert ci["ring8 [plain]"] == {} and ci["ring8 [wgan_gp]"]["modes_covered"] == bootstrap_ci([4.0, 5.0, 6.0])
+    md = markdown_table(summary, ["modes_covered"], ci).splitlines()
+    assert md[2] == "| ring8 [plain] | 1 | 3 |" and md[3].startswith("| ring8 [wgan_gp] | 3 | 5 ± 1 [")
+    rows = list(csv.DictReader(io.StringIO(csv_table(summary, ["modes_covered"], ci))))
+    assert (rows[0]["modes_covered_ci_low"], rows[0]["modes_covered_ci_high"]) == ("", "")
+    assert float(rows[1]["modes_covered_ci_low"]) == ci["ring8 [wgan_gp]"]["modes_covered"][0]
 
 
 #: The shipped smoke study (conf/study/smoke.yaml): lrs 1e-3 and 3e-3 tuned on seed 100, reporting seeds 0 and 1,

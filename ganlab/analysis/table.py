@@ -133,8 +133,11 @@ def summarise(runs: list[dict[str, Any]]) -> Summary:
 
 def intervals(runs: list[dict[str, Any]], keys: list[str]) -> Intervals:
     """Row label -> score -> the 95 % percentile bootstrap interval of the mean over seeds
-    (:func:`ganlab.analysis.stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call)."""
-    return {label: {k: bootstrap_ci(v, CI_LEVEL, CI_RESAMPLES, CI_SEED) for k, v in scores.items() if k in keys}
+    (:func:`ganlab.analysis.stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call).
+    A score of a row with one seed has no interval (resampling one value gives ``[v, v]``, a spread of zero the
+    seeds never showed), as it has no ``± std``."""
+    return {label: {k: bootstrap_ci(v, CI_LEVEL, CI_RESAMPLES, CI_SEED)
+                    for k, v in scores.items() if k in keys and len(v) > 1}
             for label, scores in seed_values(runs).items()}
 
 
@@ -208,7 +211,7 @@ def legend(mark: str, ci: bool = False) -> str:
             f"p < {ALPHA}); no mark when either row has fewer than 2 seeds.")
     if ci:
         text += (f" [low, high]: {CI_LEVEL:.0%} percentile bootstrap interval of the mean ({CI_RESAMPLES:,} "
-                 f"resamples, seed {CI_SEED}).")
+                 f"resamples, seed {CI_SEED}; none for a row of one seed).")
     return text
 
 
@@ -255,8 +258,8 @@ def terminal_table(summary: Summary, keys: list[str] | None = None, ci: Interval
 
 def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | None = None) -> str:
     """CSV: ``run, seeds`` then ``<score>_mean, <score>_std`` (empty for a single seed), ``<score>_best`` (1 for a
-    significant best row, as in :func:`best_rows`) per score, and ``<score>_ci_low, <score>_ci_high`` with ``ci``.
-    No legend."""
+    significant best row, as in :func:`best_rows`) per score, and ``<score>_ci_low, <score>_ci_high`` with ``ci``
+    (empty for a single seed). No legend."""
     keys = keys or headline_keys(summary)
     best = best_rows(summary, keys)
     columns = ("mean", "std", "best", "ci_low", "ci_high") if ci else ("mean", "std", "best")
@@ -270,6 +273,6 @@ def csv_table(summary: Summary, keys: list[str] | None = None, ci: Intervals | N
                 row += [""] * len(columns)
                 continue
             row += [scores[k][0], scores[k][1] if scores[k][2] > 1 else "", int(label in best.get(k, ()))]
-            row += list(ci[label][k]) if ci else []
+            row += list(ci[label].get(k, ("", ""))) if ci else []
         writer.writerow(row)
     return out.getvalue()
