@@ -188,7 +188,7 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
                 means = [stats.statistics.fmean(stats.endpoint(runs, c.score, ep.last, ep.reduce).values())
                          for c in shown] if runs else []
                 vals = [format(c.scale * m, c.fmt) for c, m in zip(shown, means)]
-                row.append(f"{', '.join(vals)} ({len(runs)} seeds)" if runs else "-")
+                row.append(f"{', '.join(vals)} ({len(runs)} seed{'s' * (len(runs) != 1)})" if runs else "-")
             if any(c != "-" for c in row):
                 lines.append(f"| {d} | {a.name} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"

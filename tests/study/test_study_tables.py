@@ -14,7 +14,7 @@ import ganlab
 from ganlab.study import stats
 from ganlab.study.blocks import find_blocks, stale_blocks, update_blocks
 from ganlab.study.check import check_jobs
-from ganlab.study.report import main_table
+from ganlab.study.report import main_table, tuning_table
 from ganlab.study.schema import ArmSchema, StudyError, StudySchema, arm_score, check_study, register
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +60,17 @@ def test_selection_rule_by_hand():
     assert stats.select(study("study.tuning.seeds=[100,101]"), rows, arm, "ring8") == 1e-3
     assert stats.select(s, [r for r in rows if not (r["seed"] == 101 and r["step"] == 40)], arm, "ring8") is None
     assert stats.choices(s, rows) == {(arm, "ring8"): 1e-3}  # the other arm ran nothing: no choice
+
+
+def test_tuning_table_cells_by_hand():
+    """Final modes (endpoint last=1) at lr 1e-3: seeds 100, 101 -> 8, 7, mean 7.5, HQ 90 %; at 3e-3 only seed 100
+    finished (8, HQ 50 %): '(1 seed)', not '(1 seeds)'; the arm that ran nothing has no row."""
+    s = study("study.tuning.seeds=[100,101]", "study.endpoint.last=1")
+    rows = tuning_rows({1e-3: (8, 7), 3e-3: (8, 8)}, {1e-3: 0.9, 3e-3: 0.5})
+    rows = [r for r in rows if not (r["lr"] == 3e-3 and r["seed"] == 101)]
+    lines = tuning_table(s, rows).splitlines()
+    assert lines[0] == "| data | arm | lr 0.001: modes_covered, HQ % | lr 0.003: modes_covered, HQ % |"
+    assert lines[2:] == ["| ring8 | GAN (no strategy) | 7.5, 90.0 (2 seeds) | 8.0, 50.0 (1 seed) |"]
 
 
 def test_table_row_by_hand():
