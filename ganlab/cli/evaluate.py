@@ -44,8 +44,10 @@ HELP = page(
     [("ganlab-eval runs/ring8/<date>", "the last checkpoint, scored as in training"),
      ("ganlab-eval runs/ring8/<date>/checkpoints/step_0002000.pt", "an earlier checkpoint"),
      ("ganlab-eval runs/ring8/<date> metrics.num_samples=10000 device=cpu", "more samples, on the CPU"),
-     ("ganlab-eval runs/digits/<date> metrics/embedder=inception", "another embedder (a config group)"),
-     ("ganlab-eval runs/digits/<date> 'metrics/scorers=[kid,inception_score]'", "add the opt-in scores"),
+     ("ganlab-eval runs/digits/<date> metrics/embedder=inception",
+      "another embedder (a config group; Inception-v3's weights must be on disk, the message says where)"),
+     ("ganlab-eval runs/digits/<date> 'metrics/scorers=[kid,inception_score]' metrics.scorers.kid.subset_size=300",
+      "add the opt-in scores (KID's subsets within digits' 359 held-out samples)"),
      ("ganlab-eval runs/ring8/<date> metrics.scorers.prdc.boundary=inclusive", "a scorer's setting"),
      ("ganlab-eval runs/ring8/<date> '~metrics.scorers.vendi'", "leave a score out")],
     [("arguments", rows([
