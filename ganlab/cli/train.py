@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 from ganlab import _config_dir
 from ganlab.cli.help import train_help
 from ganlab.config.keys import ConfigError, check_top_level
+from ganlab.run.session import StartError
 
 if TYPE_CHECKING:
     from ganlab.distributed import Dist
@@ -54,62 +55,25 @@ def _report(err: Exception) -> None:
     print(f"ganlab-train: {err}", file=sys.stderr)
 
 
-class StartError(Exception):
-    """A bad setting or input found before any training step (a ``ValueError`` or ``FileNotFoundError`` raised
-    while the run is built); its message says what was wrong and how to fix it."""
-
-
 def run(cfg: DictConfig) -> dict:
-    """Train one configuration into Hydra's output directory and return ``metrics.json``'s content.
+    """Train one configuration into Hydra's output directory (:func:`ganlab.run.session.train_run`) and return
+    ``metrics.json``'s content; a finished single run logs its final scores, verdict and folder.
 
     Raises:
-        StartError: the run could not be built (see :class:`StartError`).
+        StartError: the run could not be built.
     """
-    from ganlab import distributed
-    from ganlab.cli.common import format_scores
-    from ganlab.run import layout
-    from ganlab.run.build import build_trainer
+    from ganlab.run.session import train_run
 
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    if cfg.trainer.get("ensemble") is not None:
-        return run_ensemble(cfg, run_dir)
-    try:
-        with distributed.current().guard("a collective while building the run"):  # DDP's first broadcast, ...
-            trainer = build_trainer(cfg, run_dir)  # checks trainer.resume first
-    except (ValueError, FileNotFoundError) as err:
-        raise StartError(str(err)) from err
-    if trainer.dist.main:
-        layout.remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
-    log.info("run directory: %s", run_dir)
-    with trainer.dist.guard("a collective of the training loop"):  # a hang becomes an error naming the rank
-        metrics = trainer.fit()
-    if not trainer.dist.main:
-        return metrics
+    return train_run(cfg, Path(HydraConfig.get().runtime.output_dir), report=_log_finished)
+
+
+def _log_finished(metrics: dict, run_dir: Path) -> None:
+    from ganlab.cli.common import format_scores
+
     log.info("finished %d steps (%.1f steps/s); final scores (model beside the held-out real data):\n%s\n"
              "verdict: %s\nrun folder: %s%s", metrics["step"], metrics["steps_per_s"],
              format_scores(metrics["scores"]), metrics["verdict"], run_dir,
              f"\nlook at it: {tensorboard_command(run_dir)}" if any(run_dir.glob("events.out.tfevents.*")) else "")
-    return metrics
-
-
-def run_ensemble(cfg: DictConfig, run_dir: Path) -> dict:
-    """``trainer.ensemble=S``: train seeds ``seed .. seed + S - 1`` together (:mod:`ganlab.ensemble`) into
-    ``run_dir/seed_<k>/``; returns ``ensemble.json``'s content with ``"scores"``: each score's mean over the seeds
-    (what a sweep's ``objective`` reads).
-
-    Raises:
-        StartError: the ensemble could not be built (a setting it or a single run refuses).
-    """
-    from ganlab.ensemble.run import build_ensemble, format_members, mean_scores
-
-    try:
-        ensemble = build_ensemble(cfg, run_dir)
-    except (ValueError, FileNotFoundError) as err:
-        raise StartError(str(err)) from err
-    summary = ensemble.fit()
-    log.info("finished %d steps of %d seeds in %.1f s; final scores per seed:\n%s\nrun folders: %s/seed_<k>",
-             summary["step"], len(summary["seeds"]), summary["wall_time_s"], format_members(summary), run_dir)
-    return summary | {"per_seed_scores": summary["scores"], "scores": mean_scores(summary)}
 
 
 def _failed_start(cfg: DictConfig, err: StartError) -> float | None:

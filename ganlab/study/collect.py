@@ -35,8 +35,8 @@ def columns(study: StudySchema) -> list[str]:
             *(f"data/{s}" for s in study.data_scores), "commit", "wall_s"]
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSON-lines file; a torn last line (a killed writer) is skipped."""
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file ([] when there is none); a torn line (a killed writer) is skipped."""
     out = []
     for line in path.read_text().splitlines() if path.is_file() else []:
         try:
@@ -44,6 +44,13 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return out
+
+
+def by_step(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file, one per ``step`` (the last written wins: a step written twice, by a
+    resumed run or two processes on one folder), in step order."""
+    newest = {int(r["step"]): r for r in read_jsonl(path)}
+    return [newest[s] for s in sorted(newest)]
 
 
 def _job_at(chunks: list[dict[str, Any]], step: int) -> dict[str, Any]:
@@ -55,11 +62,10 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     """Every evaluation in the job's ``metrics.jsonl`` as table rows (empty when the folder holds none)."""
     run_dir = folder(study, job)
     done = (finished_step(run_dir) or 0) >= steps_of(study, job.arm)
-    chunks = _jsonl(run_dir / JOBS_FILE)
+    chunks = read_jsonl(run_dir / JOBS_FILE)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
     rows = []
-    newest = {int(r["step"]): r for r in _jsonl(run_dir / "metrics.jsonl")}  # a step written twice: its last line
-    for rec in newest.values():
+    for rec in by_step(run_dir / "metrics.jsonl"):
         scores = rec.get("scores") or {}
         if not scores:
             continue

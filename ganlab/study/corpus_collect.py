@@ -10,41 +10,16 @@ name. The three files are written atomically (:func:`ganlab.study.corpus.write_c
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from omegaconf import OmegaConf
 
+from ganlab.study.collect import by_step, read_jsonl
 from ganlab.study.corpus import Row, read_raw, write_corpus
 from ganlab.study.labels import coverage_label
 from ganlab.study.plan import Job, final_jobs, folder, overrides, steps_of
 from ganlab.study.runner import JOBS_FILE, finished_step
 from ganlab.study.schema import StudySchema
-
-
-def by_step(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSON-lines file, one per ``step`` (the last written wins: a resumed run repeats the steps
-    after its checkpoint), in step order; a torn line is skipped."""
-    out: dict[int, dict[str, Any]] = {}
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        out[int(rec["step"])] = rec
-    return [out[s] for s in sorted(out)]
-
-
-def records(path: Path) -> list[dict[str, Any]]:
-    """Every record of a JSON-lines file without a step key (``study_jobs.jsonl``); a torn line is skipped."""
-    out = []
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
 
 
 def run_name(job: Job) -> str:
@@ -71,7 +46,7 @@ def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
     data_cov = float(evals[0]["label_data_coverage"]) if evals else float("nan")
     collapsed, drop = coverage_label([e["step"] for e in evals], [float(e["label_coverage"]) for e in evals], data_cov,
                                      study.detection.warmup if study.detection else 1000)
-    jobs = records(run_dir / JOBS_FILE)
+    jobs = read_jsonl(run_dir / JOBS_FILE)
     summary = {"name": name, "dataset": job.dataset, "strategy": "+".join(cfg.strategy) or "plain",
                "lr": float(cfg.optim.discriminator.lr), "seed": job.seed, "steps": int(cfg.trainer.steps),
                "eval_every": int(cfg.trainer.eval_every), "monitor_every": int(cfg.monitor.every),

@@ -113,13 +113,13 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
 def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """:func:`train_job`'s work, its folder's lock held."""
     from ganlab import distributed
-    from ganlab.cli.train import StartError, run
     from ganlab.run import layout
+    from ganlab.run.session import StartError, train_run
 
     start = (newest_checkpoint_step(run_dir) or 0) if cfg.trainer.get("resume") else 0
     t0, error, step = time.perf_counter(), None, start
     try:
-        step = int(run(cfg)["step"])
+        step = int(train_run(cfg, run_dir)["step"])
     except Exception as err:  # noqa: BLE001 - recorded in the folder (failure.json) and reported by the study
         error = f"{type(err).__name__}: {err}"
         stage = "start" if isinstance(err, StartError) else "train"
