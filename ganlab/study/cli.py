@@ -13,10 +13,14 @@ A Hydra main over ``conf/ganlab_study.yaml``; the study is its ``study`` group::
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import sys
 import textwrap
+import typing
 from pathlib import Path
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -187,6 +191,34 @@ def study_main(cfg: DictConfig) -> None:
         _fail(err)
 
 
+def check_study_keys(args: list[str]) -> None:
+    """Refuse an override ``study.<key>...=value`` whose key path is no field of :class:`StudySchema` (walking nested
+    schema dataclasses; a list or mapping field ends the walk), naming the closest field, before Hydra's own message
+    (which advises ``+study...``, which the schema then refuses too). ``+``/``~`` lines are left to Hydra.
+
+    Raises:
+        StudyError: the override, the unknown key, the closest field and every field at that level.
+    """
+    for arg in args:
+        if not arg.startswith("study.") or "=" not in arg:
+            continue
+        schema: Any = StudySchema
+        path = "study"
+        for part in arg.split("=", 1)[0].split(".")[1:]:
+            fields = typing.get_type_hints(schema)
+            if part not in fields:
+                close = difflib.get_close_matches(part, list(fields), n=1, cutoff=0.6)
+                hint = f"did you mean {path}.{close[0]}? " if close else ""
+                raise StudyError(f"{arg}: {path}.{part} is not a key of the study; {hint}"
+                                 f"{path} takes: {', '.join(fields)}")
+            hint_type = fields[part]
+            inner = [t for t in typing.get_args(hint_type) if t is not type(None)] or [hint_type]
+            schema = inner[0] if dataclasses.is_dataclass(inner[0]) else None
+            path = f"{path}.{part}"
+            if schema is None:
+                break
+
+
 def main() -> None:
     """``ganlab-study``: ``blocks`` goes to :func:`ganlab.study.blocks.main`; anything else to :func:`study_main`
     after :func:`hydra_argv`."""
@@ -205,6 +237,10 @@ def main() -> None:
     if name is not None and "/" not in name and not searchpath and name not in studies:
         _fail(StudyError(f"no study {name!r} (conf/study/{name}.yaml); the studies: {', '.join(studies)} "
                          "(ganlab-study --help)"))
+    try:
+        check_study_keys(hydra_args)
+    except StudyError as err:
+        _fail(err)
     sys.argv = [sys.argv[0], *hydra_args]
     study_main()
 

@@ -319,3 +319,23 @@ def test_an_unknown_study_name_is_refused_with_the_shipped_studies(monkeypatch, 
     assert exit_info.value.code == 1
     assert "no study 'nosuchstudy' (conf/study/nosuchstudy.yaml); the studies: " in err
     assert "fair_table" in err and "smoke" in err
+
+
+@pytest.mark.parametrize("key,message", [
+    ("study.budget.stepz=10", "study.budget.stepz is not a key of the study; did you mean study.budget.steps? "
+                              "study.budget takes: steps, eval_every, chunk"),
+    ("study.tuning.axs.values=[1]", "study.tuning.axs is not a key of the study; did you mean study.tuning.axis? "
+                                    "study.tuning takes: axis, seeds, tie_break"),
+])
+def test_a_mistyped_study_key_is_refused_with_the_closest_key(key, message, monkeypatch, capsys):
+    """A typo in a study key is named with the key it resembles (Hydra's own message advised '+study...', which the
+    schema refuses as well), before anything is composed."""
+    from ganlab.study import cli
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "smoke", key])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == f"ganlab-study: {key}: {message}\n"
+    cli.check_study_keys(["study.budget.steps=10", "study.tuning.axis.values=[1]", "study.seeds=[1]", "stage=tune"])
