@@ -213,6 +213,8 @@ def check_study_keys(args: list[str]) -> None:
                                  f"{path} takes: {', '.join(fields)}")
             hint_type = fields[part]
             inner = [t for t in typing.get_args(hint_type) if t is not type(None)] or [hint_type]
+            if typing.get_origin(hint_type) is not typing.Union:  # list[X], dict[...]: items, not fields
+                inner = [hint_type]
             schema = inner[0] if dataclasses.is_dataclass(inner[0]) else None
             path = f"{path}.{part}"
             if schema is None:

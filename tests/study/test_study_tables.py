@@ -338,4 +338,5 @@ def test_a_mistyped_study_key_is_refused_with_the_closest_key(key, message, monk
         cli.main()
     assert exit_info.value.code == 1
     assert capsys.readouterr().err == f"ganlab-study: {key}: {message}\n"
-    cli.check_study_keys(["study.budget.steps=10", "study.tuning.axis.values=[1]", "study.seeds=[1]", "stage=tune"])
+    cli.check_study_keys(["study.budget.steps=10", "study.tuning.axis.values=[1]", "study.seeds=[1]", "stage=tune",
+                          "study.arms.1.overrides=[]", "study.dataset_overrides.ring=[]"])
