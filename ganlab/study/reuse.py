@@ -20,11 +20,6 @@ from ganlab.study.plan import Job, all_jobs, overrides
 from ganlab.study.schema import StudyError, StudySchema
 
 
-def _runs(study: StudySchema, job: Job) -> bool:
-    """Whether ``study`` plans ``job`` at all (any stage, at any axis value it may choose)."""
-    return job in set(all_jobs(study))
-
-
 def twins(study: StudySchema, other: StudySchema, arm: str, other_arm: str) -> list[tuple[Job, Job]]:
     """The (job, twin) pairs of ``arm``: its jobs whose twin (``other_arm`` in ``other``) ``other`` plans.
 
@@ -35,10 +30,10 @@ def twins(study: StudySchema, other: StudySchema, arm: str, other_arm: str) -> l
     if other_arm not in {a.name for a in other.arms}:
         raise StudyError(f"study {study.name}, arm {arm!r}: reuse.arm {other_arm!r} is not an arm of study "
                          f"{other.name}; choose from {[a.name for a in other.arms]}")
-    pairs = []
+    planned, pairs = set(all_jobs(other)), []  # every job the other study may run, once
     for job in (j for j in all_jobs(study) if j.arm == arm):
         twin = dataclasses.replace(job, arm=other_arm)
-        if not _runs(other, twin):
+        if twin not in planned:
             continue
         mine, theirs = overrides(study, job), overrides(other, twin)
         if mine != theirs:
