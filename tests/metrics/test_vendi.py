@@ -43,6 +43,20 @@ def test_covariance_trick_matches_full_gram():
     assert 1.0 < want < 6.0  # at most D distinct directions
 
 
+def test_float32_centred_products_agree_with_float64_on_hard_sets():
+    """float32 inputs with N > D take float32 products of centred rows: identical rows still score 1, and sets whose
+    rows share one large common direction (where uncentred float32 products lose about 1e-4) agree with float64."""
+    rng = np.random.default_rng(5)
+    same = np.tile(rng.standard_normal(64).astype(np.float32), (3000, 1))
+    assert vendi_score(torch.from_numpy(same)) == pytest.approx(1.0, abs=1e-9)
+    line = rng.standard_normal((3000, 1)) * rng.standard_normal((1, 128)) + 3 * rng.standard_normal((1, 128))
+    sub = rng.standard_normal((3000, 5)) @ rng.standard_normal((5, 128))
+    for x in (line.astype(np.float32), sub.astype(np.float32)):
+        want = vendi_score(torch.from_numpy(x).double())  # float64 products of the same float32 values
+        assert vendi_score(torch.from_numpy(x)) == pytest.approx(want, rel=1e-5)
+        assert vendi_score(torch.from_numpy(x), block_size=1000) == pytest.approx(want, rel=1e-5)
+
+
 def test_rbf_matches_explicit_kernel():
     x = np.random.default_rng(1).standard_normal((80, 3))
     sq = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
