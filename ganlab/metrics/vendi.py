@@ -129,12 +129,18 @@ def _cosine_gram_cpu(xn: np.ndarray, block_size: int) -> Tensor:
     return torch.from_numpy(out)
 
 
+#: Rows whose mean direction centres the float32 products of :func:`_centred_gram32` (any centre is exact; a
+#: sample's mean removes the common direction as well as the whole set's, without a pass over all rows).
+_CENTRE_ROWS = 1024
+
+
 def _centred_gram32(xn: np.ndarray, block_size: int) -> Tensor | None:
     """``X^T X`` ``(D, D)`` float64 of the row-normalised float32 ``xn (N, D)``, ``N > D``, with float32 products of
     centred rows; None when a row's float32 squared norm is 0 or its inverse overflows (the float64 path decides).
 
-    With ``v`` the mean normalised row (float32) and ``y_i = x_i / ||x_i|| - v`` (float32),
-    ``X^T X = Y^T Y + s v^T + v s^T + N v v^T`` with ``s = Y^T 1``, an identity for any ``v``. ``Y^T Y`` and ``s``
+    With ``v`` the mean normalised row of the first :data:`_CENTRE_ROWS` rows (float32) and
+    ``y_i = x_i / ||x_i|| - v`` (float32), ``X^T X = Y^T Y + s v^T + v s^T + N v v^T`` with ``s = Y^T 1``, an
+    identity for any ``v``. ``Y^T Y`` and ``s``
     are one float32 ``syrk`` per row block (``[Y, 1]^T [Y, 1]``, half the arithmetic of the float64 ``syrk``),
     summed in float64; the other terms are float64. The float32 rounding is then relative to the spread of the rows
     about ``v``, not to their norms (about 1): identical rows give ``y = 0`` up to one rounding, so every eigenvalue but
@@ -149,7 +155,8 @@ def _centred_gram32(xn: np.ndarray, block_size: int) -> Tensor | None:
         inv = 1.0 / np.sqrt(sq)
     if not (sq > 0).all() or not np.isfinite(inv).all():
         return None
-    v = torch.from_numpy(inv @ xn / np.float32(n))  # (D,) float32; any v is exact in the identity
+    m0 = min(n, _CENTRE_ROWS)
+    v = torch.from_numpy(inv[:m0] @ xn[:m0] / np.float32(m0))  # (D,) float32; any v is exact in the identity
     inv_t = torch.from_numpy(inv).unsqueeze(1)
     rows = rows_per_block(d + 1, block_size)
     buf = np.ones((min(rows, n), d + 1), dtype=np.float32)  # last column 1: [Y, 1]
