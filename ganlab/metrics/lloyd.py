@@ -19,7 +19,9 @@ import math
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import rows_per_block
+from ganlab.metrics.blocks import centre_scores, rows_per_block
+from ganlab.metrics.hamerly import hamerly_lloyd
+from ganlab.metrics.reseed import reseed
 from ganlab.metrics.workers import WorkerPool
 
 
@@ -42,6 +44,13 @@ def _assign(x: Tensor, x_sq: Tensor, centers: Tensor, block_size: int) -> tuple[
 _CPU_CACHE_ENTRIES = 1 << 18
 _CPU_MIN_ROWS = 1024
 
+#: Lloyd's E-step computes all ``N k`` distances; once fewer than ``N / _BOUNDS_AFTER`` samples changed cluster in an
+#: iteration, the run continues under Hamerly's bounds (:mod:`ganlab.metrics.hamerly`), whose iterations examine only
+#: the samples near a boundary, when the distances are worth it: ``N k D >= _BOUNDS_MIN_WORK`` (below, a few dozen
+#: extra small tensor operations per iteration cost more than the distances they save).
+_BOUNDS_AFTER = 16
+_BOUNDS_MIN_WORK = 1 << 22
+
 
 def _estep(x: Tensor, centers: Tensor, c_sq: Tensor, labels: Tensor, buf: Tensor, rows: int,
            rank: Tensor, low: Tensor) -> tuple[Tensor, Tensor, bool, Tensor]:
@@ -58,19 +67,18 @@ def _estep(x: Tensor, centers: Tensor, c_sq: Tensor, labels: Tensor, buf: Tensor
     labels; ``buf`` (at least ``k * rows`` entries) is scratch; ``low (n,)`` receives each sample's minimum.
 
     Returns ``(sums, counts, changed, labels)``: ``(k, D)`` in ``x``'s dtype, ``(k,)`` int64,
-    whether any label changed, and the new labels ``(n,)`` int64.
+    how many labels changed, and the new labels ``(n,)`` int64.
     """
     n, k = x.shape[0], centers.shape[0]
     top = torch.empty(n, dtype=x.dtype, device=x.device)
-    c_col = c_sq.unsqueeze(1)
     for s in range(0, n, rows):
         m = min(rows, n - s)
-        d = torch.addmm(c_col, centers, x[s:s + m].T, beta=1, alpha=-2, out=buf[: k * m].view(k, m))
+        d = centre_scores(centers, c_sq, x[s:s + m], out=buf[: k * m].view(k, m))
         lo = torch.amin(d, dim=0, keepdim=True, out=low[s:s + m].view(1, m))
         torch.amax(d.eq_(lo).mul_(rank), dim=0, out=top[s:s + m])
     new = torch.sub(k, top).long()
     sums = torch.zeros(k, x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, new, x)
-    return sums, torch.bincount(new, minlength=k), not torch.equal(new, labels), new
+    return sums, torch.bincount(new, minlength=k), int(torch.ne(new, labels).sum()), new
 
 
 def _lloyd(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, block_size: int,
@@ -94,6 +102,7 @@ def _lloyd(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, 
     slabs = pool.map_rows(lambda s, e: (s, e), n)
     bufs = [torch.empty(k * max(1, min(rows, e - s)), dtype=x.dtype, device=x.device) for s, e in slabs]
     it, exact = 0, False
+    bounds = k >= 2 and n * k * x.shape[1] >= _BOUNDS_MIN_WORK
     for it in range(1, max_iter + 1):
         c_sq = torch.linalg.vecdot(centers, centers)
         parts = pool.map(lambda se, buf, lab=labels, c=centers, c2=c_sq: _estep(
@@ -102,11 +111,11 @@ def _lloyd(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, 
         if len(parts) > 1:
             labels = torch.cat([p[3] for p in parts])
             for p in parts[1:]:
-                sums, counts, changed = sums + p[0], counts + p[1], changed or p[2]
+                sums, counts, changed = sums + p[0], counts + p[1], changed + p[2]
         new = sums / counts.unsqueeze(1)  # an empty cluster gives 0 / 0 = NaN, and so a NaN shift
         shift = float(torch.dist(new, centers)) ** 2
         if math.isnan(shift):
-            new, shift = _reseed(x, centers, labels, sums, counts, block_size)
+            new, shift = reseed(x, centers, labels, sums, counts, block_size)
         if it > 1 and not changed:  # strict convergence: labels did not change
             exact = torch.equal(new, centers)  # the same means: the E-step's labels and minima are exact
             centers = new
@@ -114,37 +123,10 @@ def _lloyd(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, 
         centers = new
         if shift <= tol:
             break
+        if bounds and changed * _BOUNDS_AFTER < n and it < max_iter:  # few samples move: Hamerly's bounds pay
+            return hamerly_lloyd(x, x_sq, centers, max_iter, tol, rows, block_size, labels=labels, done=it)
     if exact:
         return centers, labels, it, float(low.add_(x_sq).clamp_(min=0).sum(dtype=torch.float64))
     parts = pool.map(lambda se: _assign(x[se[0]:se[1]], x_sq[se[0]:se[1]], centers, block_size), slabs)
     inertia = float(sum(p[1].sum(dtype=torch.float64) for p in parts))
     return centers, torch.cat([p[0] for p in parts]), it, inertia
-
-
-def _reseed(x: Tensor, centers: Tensor, labels: Tensor, sums: Tensor, counts: Tensor,
-            block_size: int) -> tuple[Tensor, float]:
-    """New centres when some cluster is empty, and the squared shift: empty clusters are reseeded at the points
-    farthest from their centre (as scikit-learn; only the new centres see this, labels are left to the next E-step).
-    """
-    n = x.shape[0]
-    sums, counts = sums.double(), counts.clone()
-    far = torch.topk(_point_sq_dists(x, centers, labels, block_size), min(int((counts == 0).sum()), n)).indices
-    empty = torch.nonzero(counts == 0).flatten()[: far.numel()]
-    sums.index_add_(0, labels[far], -x[far].double())
-    counts.index_add_(0, labels[far], -torch.ones_like(far))
-    sums[empty] = x[far].double()
-    counts[empty] = 1
-    new = (sums / counts.clamp(min=1).unsqueeze(1)).to(x.dtype)
-    keep = counts == 0  # a cluster emptied by reseeding keeps its previous centre
-    new[keep] = centers[keep]
-    return new, float((new - centers).pow(2).sum())
-
-
-def _point_sq_dists(x: Tensor, centers: Tensor, labels: Tensor, block_size: int) -> Tensor:
-    """Exact ``||x_i - c_{label_i}||^2`` per sample, shape ``(N,)``, blocked over rows."""
-    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
-    step = rows_per_block(x.shape[1], block_size)
-    for s in range(0, x.shape[0], step):
-        diff = x[s:s + step] - centers[labels[s:s + step]]
-        torch.linalg.vecdot(diff, diff, out=out[s:s + step])
-    return out

@@ -1,0 +1,42 @@
+"""Empty-cluster reseeding and per-sample distances shared by the k-means iterations (:mod:`ganlab.metrics.lloyd`,
+:mod:`ganlab.metrics.hamerly`)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ganlab.metrics.blocks import rows_per_block
+
+
+def reseed(x: Tensor, centers: Tensor, labels: Tensor, sums: Tensor, counts: Tensor,
+           block_size: int) -> tuple[Tensor, float]:
+    """New centres when some cluster is empty, and the squared shift: empty clusters are reseeded at the points
+    farthest from their centre (as scikit-learn; only the new centres see this, labels are left to the next E-step).
+
+    ``x (N, D)``, ``centers (k, D)``, ``labels (N,)`` int64, the clusters' ``sums (k, D)`` (a float64 ``sums`` is
+    modified: pass a copy) and ``counts (k,)``. Returns the new centres ``(k, D)`` in ``x``'s dtype and the total
+    squared shift.
+    """
+    n = x.shape[0]
+    sums, counts = sums.double(), counts.clone()
+    far = torch.topk(point_sq_dists(x, centers, labels, block_size), min(int((counts == 0).sum()), n)).indices
+    empty = torch.nonzero(counts == 0).flatten()[: far.numel()]
+    sums.index_add_(0, labels[far], -x[far].double())
+    counts.index_add_(0, labels[far], -torch.ones_like(far))
+    sums[empty] = x[far].double()
+    counts[empty] = 1
+    new = (sums / counts.clamp(min=1).unsqueeze(1)).to(x.dtype)
+    keep = counts == 0  # a cluster emptied by reseeding keeps its previous centre
+    new[keep] = centers[keep]
+    return new, float((new - centers).pow(2).sum())
+
+
+def point_sq_dists(x: Tensor, centers: Tensor, labels: Tensor, block_size: int) -> Tensor:
+    """Exact ``||x_i - c_{label_i}||^2`` per sample, shape ``(N,)``, blocked over rows."""
+    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
+    step = rows_per_block(x.shape[1], block_size)
+    for s in range(0, x.shape[0], step):
+        diff = x[s:s + step] - centers[labels[s:s + step]]
+        torch.linalg.vecdot(diff, diff, out=out[s:s + step])
+    return out
