@@ -21,6 +21,7 @@ from torch import Tensor
 
 from ganlab.metrics.blocks import centre_scores, rows_per_block
 from ganlab.metrics.hamerly import hamerly_lloyd
+from ganlab.metrics.lloyd_numpy import lloyd_one_block
 from ganlab.metrics.reseed import reseed
 from ganlab.metrics.workers import WorkerPool
 
@@ -96,13 +97,16 @@ def _lloyd(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, 
     rows = rows_per_block(k, block_size)
     if x.device.type == "cpu":
         rows = min(rows, max(_CPU_MIN_ROWS, _CPU_CACHE_ENTRIES // k))
+    bounds = k >= 2 and n * k * x.shape[1] >= _BOUNDS_MIN_WORK
+    if pool.workers == 1 and n <= rows and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) \
+            and not x.requires_grad:
+        return lloyd_one_block(x, x_sq, centers, max_iter, tol, block_size, bounds, _BOUNDS_AFTER)
     rank = torch.arange(k, 0, -1, dtype=x.dtype, device=x.device).unsqueeze(1)  # k - j
     labels = torch.full((n,), -1, dtype=torch.long, device=x.device)  # -1: no label yet
     low = torch.empty(n, dtype=x.dtype, device=x.device)
     slabs = pool.map_rows(lambda s, e: (s, e), n)
     bufs = [torch.empty(k * max(1, min(rows, e - s)), dtype=x.dtype, device=x.device) for s, e in slabs]
     it, exact = 0, False
-    bounds = k >= 2 and n * k * x.shape[1] >= _BOUNDS_MIN_WORK
     for it in range(1, max_iter + 1):
         c_sq = torch.linalg.vecdot(centers, centers)
         parts = pool.map(lambda se, buf, lab=labels, c=centers, c2=c_sq: _estep(
