@@ -110,6 +110,26 @@ def centre_scores(centers: Tensor, c_sq: Tensor, x: Tensor, out: Tensor | None =
     return torch.addmm(c_sq.unsqueeze(1), centers, x.T, beta=1, alpha=-2, out=out)
 
 
+def cluster_sums(x: Tensor, labels: Tensor, k: int) -> Tensor:
+    """Sum of the rows of ``x (N, D)`` in each of ``k`` clusters, ``(k, D)`` in ``x``'s dtype, given ``labels (N,)``
+    int64 in ``[0, k)``, summed in the order of the rows.
+
+    On the CPU (float32/float64, no gradient) the product of SciPy's sparse one-hot ``(k, N)`` matrix (one entry per
+    column) with ``x``: a row-add loop at memory speed, where torch's ``index_add_`` took 3-8 times as long at
+    ``N k D`` of 10^7-10^8 (50,000 x 64, K 100: 1.6 against 12.7 ms; 20,000 x 64, K 1,000: 0.6 against 3.5 ms; one
+    thread, loaded machine); otherwise ``index_add_``.
+    """
+    n = x.shape[0]
+    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
+        import numpy as np
+        from scipy.sparse import csc_matrix
+
+        xn = x.numpy()
+        one_hot = csc_matrix((np.ones(n, dtype=xn.dtype), labels.numpy(), np.arange(n + 1)), shape=(k, n))
+        return torch.from_numpy(np.asarray(one_hot @ xn))
+    return torch.zeros(k, x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, labels, x)
+
+
 def _numpy_blas(a: Tensor) -> bool:
     """Whether float64 linear algebra on ``a`` goes through NumPy/SciPy (CPU float64, not tiny).
 

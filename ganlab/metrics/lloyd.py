@@ -6,7 +6,7 @@ samples, :func:`_assign` the exact blocked nearest-centre search used for the fi
 
 Written for few tensor operations per iteration: on the CPU each operation costs a few
 microseconds of dispatch whatever its size, which at ``N = 1,000`` is more than the arithmetic.
-One E-step is one GEMM and three vectorised passes per cache-sized block, then one ``index_add_``
+One E-step is one GEMM and three vectorised passes per cache-sized block, then one cluster sum
 and one ``bincount`` per slab; the M-step is a handful of ``(k, D)`` operations. The data are read
 in place (no augmented or second copy), and a run that converges strictly takes its labels and
 inertia from its last E-step instead of a final pass.
@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import centre_scores, rows_per_block
+from ganlab.metrics.blocks import centre_scores, cluster_sums, rows_per_block
 from ganlab.metrics.hamerly import hamerly_lloyd
 from ganlab.metrics.lloyd_numpy import lloyd_one_block
 from ganlab.metrics.reseed import reseed
@@ -63,7 +63,7 @@ def _estep(x: Tensor, centers: Tensor, c_sq: Tensor, labels: Tensor, buf: Tensor
     dimension (elementwise across samples) vectorise well there, where ``argmin`` over a short last dimension
     costs as much as the GEMM. The nearest centre is found by three such passes: the minimum ``m``, then
     ``d == m`` in place (1 or 0), times ``rank = k - j`` ``(k, 1)``, whose maximum is ``k`` minus the lowest
-    nearest index (ties go to the lower index, as ``argmin``). ``x (n, D)`` is contiguous (``index_add_`` is much
+    nearest index (ties go to the lower index, as ``argmin``). ``x (n, D)`` is contiguous (the cluster sums are much
     faster on contiguous rows); ``centers (k, D)``; ``c_sq (k,)`` their squared norms; ``labels (n,)`` the current
     labels; ``buf`` (at least ``k * rows`` entries) is scratch; ``low (n,)`` receives each sample's minimum.
 
@@ -78,7 +78,7 @@ def _estep(x: Tensor, centers: Tensor, c_sq: Tensor, labels: Tensor, buf: Tensor
         lo = torch.amin(d, dim=0, keepdim=True, out=low[s:s + m].view(1, m))
         torch.amax(d.eq_(lo).mul_(rank), dim=0, out=top[s:s + m])
     new = torch.sub(k, top).long()
-    sums = torch.zeros(k, x.shape[1], dtype=x.dtype, device=x.device).index_add_(0, new, x)
+    sums = cluster_sums(x, new, k)
     return sums, torch.bincount(new, minlength=k), int(torch.ne(new, labels).sum()), new
 
 

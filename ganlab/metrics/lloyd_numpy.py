@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ganlab.metrics.blocks import cluster_sums
 from ganlab.metrics.hamerly import hamerly_lloyd
 from ganlab.metrics.reseed import reseed
 
@@ -21,14 +22,13 @@ def _cluster_sums(x: np.ndarray, xt: np.ndarray, labels: np.ndarray, mask: np.nd
     """Sums of the samples of each cluster ``(k, D)`` in ``x``'s dtype. ``x (N, D)``; ``xt (D, N)`` its contiguous
     transpose; ``labels (N,)``; ``mask (k, N)`` is 1 where a centre is at a sample's minimum (one per sample unless
     there are ties). Few dimensions: one ``bincount`` per dimension; few clusters and no ties: the GEMM
-    ``mask @ x``; otherwise torch's ``index_add_`` (per row; the fastest of the three at large ``k D``)."""
+    ``mask @ x``; otherwise :func:`ganlab.metrics.blocks.cluster_sums` (a sparse one-hot product)."""
     d = x.shape[1]
     if d <= 4:
         return np.stack([np.bincount(labels, weights=xt[j], minlength=k) for j in range(d)], 1).astype(x.dtype)
     if k <= 32 and mask.sum() == x.shape[0]:  # one centre per sample: the mask is the one-hot assignment
         return mask @ x
-    out = torch.zeros(k, d, dtype=torch.from_numpy(x).dtype)
-    return out.index_add_(0, torch.from_numpy(labels), torch.from_numpy(x)).numpy()
+    return cluster_sums(torch.from_numpy(x), torch.from_numpy(labels), k).numpy()
 
 
 def _estep(x: np.ndarray, xt: np.ndarray, centers: np.ndarray, buf: np.ndarray, mask: np.ndarray,
