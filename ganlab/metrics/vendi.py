@@ -186,7 +186,9 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
     * ``"cosine"`` (default): ``k(x, y) = <x, y> / (||x|| ||y||)``. With ``X`` the
       row-normalised data, ``K / n = X X^T / n`` has the same non-zero eigenvalues as the
       ``D x D`` matrix ``X^T X / n``, so the smaller of the two (``min(N, D)^2`` entries) is
-      built, in float64, by accumulating row blocks. Cost ``O(N D min(N, D))``.
+      built by accumulating row blocks: float64 products, or on the CPU for float32 input with ``N > D`` float32
+      products of centred rows summed in float64 (:func:`_centred_gram32`); eigenvalues in float64. Cost
+      ``O(N D min(N, D))``.
     * ``"rbf"``: ``k(x, y) = exp(-||x - y||^2 / (2 bandwidth^2))``. This needs the full
       ``N x N`` kernel (float64), so ``N`` is capped by ``max_rbf_samples``. The kernel is split into the
       diagonal blocks of the groups of samples it links (:func:`rbf_blocks`), each eigendecomposed alone: the same
