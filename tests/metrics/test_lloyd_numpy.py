@@ -46,3 +46,23 @@ def test_one_block_run_is_the_blocked_torch_run(dtype):
     assert torch.equal(one[1], blocked[1])
     torch.testing.assert_close(one[0], blocked[0], rtol=0, atol=1e-5 if dtype == torch.float32 else 1e-12)
     assert one[3] == pytest.approx(blocked[3], rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_estep_with_many_centres_takes_the_row_argmin(dtype):
+    """From ``_ARGMIN_MIN_K`` centres on, the CPU E-step lays blocks out samples x centres (NumPy's argmin)."""
+    g = torch.Generator().manual_seed(7)
+    k = lloyd._ARGMIN_MIN_K + 44
+    x = torch.randn(700, 5, generator=g, dtype=dtype)
+    c = torch.randn(k, 5, generator=g, dtype=dtype)
+    c[30] = c[200] = x[0]  # a tie: the lower index
+    low = torch.empty(700, dtype=dtype)
+    sums, counts, changed, labels = lloyd._estep(x, c, c.pow(2).sum(1), torch.full((700,), -1),
+                                                 torch.empty(k * 128, dtype=dtype), 128, torch.empty(0), low)
+    d = torch.cdist(x.double(), c.double())
+    assert labels[0] == 30 and changed == 700
+    assert (labels == d.argmin(1)).double().mean() > 0.995
+    torch.testing.assert_close(low.double() + x.double().pow(2).sum(1), d.min(1).values ** 2, rtol=1e-4, atol=1e-4)
+    assert torch.equal(counts, torch.bincount(labels, minlength=k))
+    want = torch.zeros(k, 5, dtype=torch.float64).index_add_(0, labels, x.double())
+    torch.testing.assert_close(sums.double(), want, rtol=1e-5, atol=1e-4)
