@@ -360,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (cuda when present)")
     p.add_argument("--threads", type=int, default=1, help="torch / BLAS threads of both sides (default 1)")
     p.add_argument("--repeats", type=int, default=3, help="timed calls per side and cell; the best is kept")
-    p.add_argument("--only", default="", help="comma-separated prefixes of score names, e.g. 'k-means,Frechet'")
+    p.add_argument("--only", default="",
+                   help="comma-separated prefixes of score names, e.g. 'k-means,Frechet'; separate them by ';' "
+                        "instead when a prefix holds a comma, e.g. 'k-means, same init;Vendi, cosine'")
     p.add_argument("--skip", default="",
                    help="semicolon-separated parts of 'score, size' to leave out, e.g. 'd 2,048;1,000 classes' "
                         "(a cell whose 'score, size' contains one is skipped)")
@@ -372,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     set_threads(args.threads)
     dev = resolve_device(args.device)
     cells = [c for c in grid() if (c.quick or not args.quick)
-             and (not args.only or any(c.score.lower().startswith(o.strip().lower()) for o in args.only.split(",")))
+             and (not args.only or any(c.score.lower().startswith(o.strip().lower())
+                                       for o in args.only.split(";" if ";" in args.only else ",")))
              and not any(part.strip() and part.strip().lower() in f"{c.score}, {c.size}".lower()
                          for part in args.skip.split(";"))]
     # On one CPU thread the process's CPU time is what each side costs; wall time on a shared machine adds
