@@ -32,7 +32,8 @@ def _projection_keys(flat: Tensor, seed: int) -> Tensor:
 def canonical_order(x: Tensor) -> Tensor:
     """(N,) int64 indices that sort the rows of ``x`` (N, ...) by their values alone, whatever order they come in.
 
-    Rows are sorted by their projection on a fixed random direction, ties broken by a second one (stable sorts).
+    Rows are sorted by their projection on a fixed random direction, ties broken by a second one (stable sorts;
+    without ties in the first, which is the rule for distinct rows, the second is not computed).
     Two different rows share both keys only on a set of measure zero (then they keep their input order); equal
     rows always share them and are interchangeable.
 
@@ -44,9 +45,12 @@ def canonical_order(x: Tensor) -> Tensor:
     flat = x.reshape(len(x), -1)
     if not flat.is_floating_point():
         flat = flat.to(torch.float64)
+    first_key = _projection_keys(flat, 0)  # (N,) float64, a function of each row alone
+    keys, order = torch.sort(first_key, stable=True)
+    if not bool((keys[1:] == keys[:-1]).any()):  # no ties: the second key cannot change the order
+        return order
     second = torch.sort(_projection_keys(flat, 1), stable=True).indices
-    first = torch.sort(_projection_keys(flat[second], 0), stable=True).indices
-    return second[first]
+    return second[torch.sort(first_key[second], stable=True).indices]
 
 
 def order_free_permutation(x: Tensor, seed: int = 0) -> Tensor:
