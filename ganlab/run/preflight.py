@@ -22,7 +22,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from torch import Tensor, nn
 
-from ganlab.config.run import check_config, monitor_config
+from ganlab.config.run import check_config
 from ganlab.data.base import Batcher
 from ganlab.health.memory import peak_memory_mib
 from ganlab.io import atomic_write_text
@@ -138,9 +138,9 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     Raises:
         ValueError: a bad config (the same errors as the real run).
     """
-    check_config(cfg)  # the real run's settings (the dry run changes some: batch size, accumulation)
-    pf = monitor_config(cfg).preflight
-    full_bs, full_steps, eval_every = int(cfg.trainer.batch_size), int(cfg.trainer.steps), int(cfg.trainer.eval_every)
+    settings = check_config(cfg)  # the real run's settings (the dry run changes some: batch size, accumulation)
+    pf, real = settings.monitor.preflight, settings.trainer
+    full_bs, full_steps, eval_every = real.batch_size, real.steps, real.eval_every
     trainer = build_trainer(_dry_config(cfg), run_dir)
     if trainer.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(trainer.device)
@@ -149,8 +149,8 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     rec = _dry_run(trainer, pf.steps)
     offenders = hooks.offenders()
     rows = _checks(rec, offenders, len(hooks.handles), pf)
-    accumulate = int(cfg.trainer.get("accumulate", 1))
-    per_step = _time_full_batch(trainer, full_bs, accumulate, pf.timing_steps, int(cfg.seed))
+    accumulate = real.accumulate
+    per_step = _time_full_batch(trainer, full_bs, accumulate, pf.timing_steps, settings.seed)
     t0 = time.perf_counter()
     trainer.evaluator(trainer.G, trainer.data)
     _sync(trainer.device)
