@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
+from ganlab.callbacks.detector import DetectorConfig
+from ganlab.callbacks.risk import RiskConfig
 from ganlab.config.check import check_target_values, check_typed, is_conditional
 from ganlab.config.groups import check_group_nodes
 from ganlab.health import MonitorConfig
@@ -96,10 +98,22 @@ def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:
     return out
 
 
+#: The keys of the ``monitor`` node that hold a callback's settings (``conf/callbacks/*.yaml`` reads them from
+#: there), with the class that checks them.
+CALLBACK_SETTINGS = {"detector": DetectorConfig, "risk": RiskConfig}
+
+
 def monitor_config(cfg: DictConfig) -> MonitorConfig:
-    """The validated ``monitor`` node (defaults when the config has none). Raises ValueError naming the key."""
+    """The validated ``monitor`` node (defaults when the config has none), and its callbacks' settings
+    (:data:`CALLBACK_SETTINGS`) checked by their own classes. Raises ValueError naming the key."""
     node = cfg.get("monitor")
-    return MonitorConfig.from_dict(OmegaConf.to_container(node, resolve=True) if node is not None else None)  # type: ignore[arg-type]
+    plain = OmegaConf.to_container(node, resolve=True) if node is not None else {}
+    assert isinstance(plain, dict)
+    callbacks = {key: plain.pop(key, None) or {} for key in CALLBACK_SETTINGS}
+    monitor = MonitorConfig.from_dict(plain)  # type: ignore[arg-type]
+    for key, settings in CALLBACK_SETTINGS.items():
+        settings(**callbacks[key]).validate()
+    return monitor
 
 
 def repeated_strategies(overrides: list[str]) -> list[str]:
