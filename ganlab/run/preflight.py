@@ -26,6 +26,7 @@ from ganlab.config.run import check_config
 from ganlab.data.base import Batcher
 from ganlab.health.memory import peak_memory_mib
 from ganlab.io import atomic_write_text
+from ganlab.run import layout
 from ganlab.run.build import build_trainer
 
 
@@ -162,8 +163,8 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
                       f"{full_steps} steps x {per_step * 1e3:.2f} ms (batch {full_bs}"
                       + (f" in {accumulate} micro-batches) " if accumulate > 1 else ") ")
                       + f"+ {n_evals} evals x {per_eval:.1f} s"))
-    atomic_write_text(Path(run_dir) / "preflight.json", json.dumps({"passed": all(r.passed is not False for r in rows),
-                                                                    "checks": [asdict(r) for r in rows]}, indent=2))
+    record = {"passed": all(r.passed is not False for r in rows), "checks": [asdict(r) for r in rows]}
+    atomic_write_text(Path(run_dir) / layout.PREFLIGHT_FILE, json.dumps(record, indent=2))
     return rows
 
 
