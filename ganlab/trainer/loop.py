@@ -550,6 +550,8 @@ class Trainer(Checkpointing):
 
     def _train_until_done(self, bar: Any, stop: GracefulStop) -> None:
         """The loop of :meth:`fit`: steps, logging, evaluations and checkpoints until ``cfg.steps``."""
+        # the callbacks that observe steps (most observe evaluations only): no call per step to a no-op hook
+        stepping = [c for c in self.callbacks if type(c).after_step is not Callback.after_step]
         while self.state.step < self.cfg.steps:
             out = self.train_step()
             if out.stopped is not None and out.stopped.over_limit:
@@ -564,12 +566,14 @@ class Trainer(Checkpointing):
             strategy_scalars = {f"strategy/{s.name}/{k}": v
                                 for s in self.strategies for k, v in s.after_step(self.state).items()}
             monitor = self.health.after_step(step)  # monitored steps only
-            self.stats.report_all(monitor)
-            for c in self.callbacks:
+            if monitor:
+                self.stats.report_all(monitor)
+            for c in stepping:
                 c.after_step(self, out, monitor)
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
                 self.stats.report_all(self._step_scalars(out, strategy_scalars, bar))
-            self.publish(step)
+            if self.stats.pending:  # most steps report nothing
+                self.publish(step)
             if step % self.cfg.eval_every == 0 or step == self.cfg.steps:
                 self.evaluate()
             if step % self.cfg.ckpt_every == 0:
