@@ -287,7 +287,7 @@ def test_p_values_behind_the_marks(sweep: Path, capsys: pytest.CaptureFixture[st
     assert ("Welch's t-test of the best row against the runner-up (two-sided; marked where p < 0.05):\n"
             "  modes_covered: ring8 [wgan_gp] vs ring8 [plain]: p = 0.0213 (marked)\n"
             "  reverse_kl: ring8 [wgan_gp] vs ring8 [plain]: p = 0.288\n"
-            "  vendi: no test (no direction, fewer than two rows, or a row of fewer than 2 seeds)\n") in out
+            "  vendi: no test (the score has no better direction)\n") in out
 
 
 def test_a_terminal_gets_aligned_columns_and_a_pipe_markdown(sweep: Path, capsys: pytest.CaptureFixture[str],
@@ -395,3 +395,15 @@ def test_a_folder_named_after_a_study_but_laid_out_otherwise_gets_no_stage(tmp_p
     other = make_job(tmp_path / "smoke" / "ring8" / "GAN__no_strategy", "lr0.001_s100_b", (), 100,
                      {"modes_covered": 2.0})
     assert stages_of([job, other]) == {}
+
+
+def test_no_test_reason_names_the_row_of_one_seed() -> None:
+    """modes_covered (higher is better): best A (8, 2 seeds), runner-up B (7, 1 seed) -> B named; one row -> "1 row
+    with a value"; vendi has no direction."""
+    from ganlab.analysis.table import no_test_reason
+
+    summary = {"A": {"modes_covered": (8.0, 0.0, 2)}, "B": {"modes_covered": (7.0, 0.0, 1)},
+               "C": {"modes_covered": (6.0, 1.0, 3)}}
+    assert no_test_reason(summary, "modes_covered") == "B: one seed, no spread to test against (train more seeds)"
+    assert no_test_reason({"A": summary["A"]}, "modes_covered") == "1 row with a value; a test needs two"
+    assert no_test_reason(summary, "vendi") == "the score has no better direction"

@@ -157,3 +157,17 @@ def test_the_command_prints_its_paths_once(ring8_run: Path, capsys: pytest.Captu
     logged = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
     shown = printed.out + printed.err + logged  # what a terminal shows: the printed line and the INFO log
     assert shown.count("interpolation.png") == 1 and shown.count("sample.json") == 1
+
+
+def test_the_2d_paths_figure_draws_and_names_only_what_it_shows() -> None:
+    """Ring data, 2 paths of 3 points: the legend lists real, modes and the paths (no undrawn 'generated' dots), and
+    the one path point beyond the frame is counted in the title."""
+    from ganlab.data.mixtures import ring
+
+    data = ring(num_samples=200, holdout_samples=0)
+    paths = torch.tensor([[[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]], [[0.0, 1.0], [0.0, 2.0], [0.0, 40.0]]])
+    fig = sample.paths_figure(data, paths, "t")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["real", "modes", "generated paths (o start, x end)"]
+    assert "1 of 6 generated points outside the frame" in ax.get_title()
+    assert [c.get_label() for c in ax.collections] == ["real", "modes"]

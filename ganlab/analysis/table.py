@@ -199,8 +199,22 @@ def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> st
             best, runner_up, p = tests[k]
             lines.append(f"  {k}: {best} vs {runner_up}: p = {p:.3g}{' (marked)' if p < alpha else ''}")
         else:
-            lines.append(f"  {k}: no test (no direction, fewer than two rows, or a row of fewer than 2 seeds)")
+            lines.append(f"  {k}: no test ({no_test_reason(summary, k)})")
     return "\n".join(lines)
+
+
+def no_test_reason(summary: Summary, key: str) -> str:
+    """Why :func:`best_tests` has no test of score ``key``: the score has no better direction, fewer than two rows
+    have a value, or the best or runner-up row (named) has one seed."""
+    direction = higher_is_better(key)
+    if direction is None:
+        return "the score has no better direction"
+    cells = sorted(((s[key], lab) for lab, s in summary.items() if key in s and not math.isnan(s[key][0])),
+                   key=lambda c: -c[0][0] if direction else c[0][0])
+    if len(cells) < 2:
+        return f"{len(cells)} row{'' if len(cells) == 1 else 's'} with a value; a test needs two"
+    single = [lab for (_, _, n), lab in cells[:2] if n < 2]
+    return f"{' and '.join(single)}: one seed, no spread to test against (train more seeds)"
 
 
 def legend(mark: str, ci: bool = False) -> str:

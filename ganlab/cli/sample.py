@@ -195,14 +195,19 @@ def generate(G: nn.Module, z: Tensor, batch_size: int = 256) -> Tensor:
 
 def paths_figure(data: GANData, paths: Tensor, title: str) -> Any:
     """A scatter of real points with (P, S, 2) generated paths drawn over it, each a line from a circle (start) to
-    a cross (end)."""
+    a cross (end); the legend names what is drawn (real points, the modes, the paths) and the title counts path
+    points outside the frame."""
     means = data.mixture.means if data.mixture is not None else None
-    fig = scatter_figure(data.x[:2500], paths[:, 0], means, title=title)
+    fig = scatter_figure(data.x[:2500], paths.reshape(-1, 2), means, title=title)
     ax = fig.axes[0]
-    for p in paths.float():
-        ax.plot(p[:, 0], p[:, 1], "-", lw=1, c="tab:green", alpha=0.8)
+    for dots in [c for c in ax.collections if c.get_label() == "generated"]:
+        dots.remove()  # the paths below draw these points
+    for i, p in enumerate(paths.float()):
+        ax.plot(p[:, 0], p[:, 1], "-", lw=1, c="tab:green", alpha=0.8,
+                label="generated paths (o start, x end)" if i == 0 else None)
         ax.plot(p[:1, 0], p[:1, 1], "o", c="tab:green", ms=4)
         ax.plot(p[-1:, 0], p[-1:, 1], "x", c="tab:green")
+    ax.legend(loc="upper right", fontsize=8, markerscale=2)
     return fig
 
 

@@ -161,6 +161,9 @@ def tests_note(study: StudySchema, n: int) -> str:
                        if s)
     tests = (f"Tests: {test} (two-sided) of each arm against {study.control} per data set; {corr}."
              if study.tests.test != "none" else "No tests: the arms are shown side by side, not compared.")
+    if study.tests.test != "none" and n == 0:
+        tests = (f"Tests: {test} of each arm against {study.control}, but none could be computed (an arm or the "
+                 "control has fewer than two finished seeds on every data set).")
     baseline = (" Each arm's row is followed by the data baseline of every column (held-out real data scored and "
                 "grouped as that arm's samples), over the same seeds." if study.baseline_rows else "")
     return (f"Cells: {cells} over the reporting seeds that reached step {study.budget.steps} (seeds "

@@ -128,9 +128,9 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, flo
 
 def summary(values: Sequence[float], fmt: str, scale: float = 1.0, spread: str = "std",
             spread_fmt: str | None = None) -> str:
-    """``scale`` x values summarised in format ``fmt``: ``mean ± sample std`` (``spread="std"``; std 0 for one
-    value), ``mean [low, high]`` (``"ci95"``, :func:`t_interval`; ``value (1 seed)`` for one), ``mean ± standard
-    error`` (``"se"``; ``value (1 seed)`` for one) or the mean alone (``"none"``); ``-`` for no value. ``spread_fmt``
+    """``scale`` x values summarised in format ``fmt``: ``mean ± sample std`` (``spread="std"``), ``mean [low,
+    high]`` (``"ci95"``, :func:`t_interval`), ``mean ± standard error`` (``"se"``); ``value (1 seed)`` for one value
+    under any of the three (a spread needs two) or the mean alone (``"none"``); ``-`` for no value. ``spread_fmt``
     formats the spread (default ``fmt``)."""
     if not values:
         return "-"
@@ -139,12 +139,12 @@ def summary(values: Sequence[float], fmt: str, scale: float = 1.0, spread: str =
     if spread == "none":
         return m
     sf = spread_fmt or fmt
-    if spread in ("ci95", "se") and len(v) < 2:
+    if len(v) < 2:
         return f"{m} (1 seed)"
     if spread == "ci95":
         lo, hi = t_interval(v)
         return f"{m} [{format(lo, sf)}, {format(hi, sf)}]"
-    sd = statistics.stdev(v) if len(v) > 1 else 0.0
+    sd = statistics.stdev(v)
     return f"{m} ± {format(sd / math.sqrt(len(v)) if spread == 'se' else sd, sf)}"
 
 

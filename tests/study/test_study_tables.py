@@ -118,6 +118,18 @@ def test_excluded_seeds_leave_the_row_tests_and_note_by_hand():
     assert "(seeds 0, 1, 2)." in lines[5]
 
 
+def test_a_table_with_one_seed_an_arm_says_no_test_could_be_computed():
+    """One seed an arm (as the smoke study runs): no Welch test exists (a variance needs two values), so the note
+    says none could be computed instead of counting "0 tests" under a correction."""
+    s = study("study.seeds=[0]", "study.endpoint.last=1", "study.columns=[]", "study.arms=[{name: ctrl}, {name: B}]",
+              "study.control=ctrl")
+    rows = [{"arm": arm, "dataset": "ring8", "stage": "final", "lr": 1e-3, "seed": 0, "step": 40,
+             "modes_covered": m, "data/modes_covered": 8.0} for arm, m in (("ctrl", 6), ("B", 8))]
+    lines = main_table(s, rows, {(a, "ring8"): 1e-3 for a in ("ctrl", "B")}).splitlines()
+    assert lines[3].startswith("| ring8 | B | 0.001 | 1 | 8.0 (1 seed) |")
+    assert "none could be computed" in lines[5] and "0 tests" not in lines[5]
+
+
 def test_read_as_baseline_rows_and_no_tests_by_hand():
     """Arm U reads ``class/acc`` as ``pred_class/acc`` (read_as), which it lacks: its cell is ``-``, not its 0.1; each
     arm's row is followed by its data baseline (``data/<score>``, read the same way); ``test: none`` adds no test
@@ -283,7 +295,7 @@ def test_ci95_cell_and_factorial_by_hand():
     error 2; t(0.975, 4 df) = 2.776, p(A) = 2 P(T_4 > 1) = 0.3739, p(B) = 2 P(T_4 > 4) = 0.0161."""
     h = 12.706
     assert stats.summary([8, 10], ".2f", spread="ci95") == f"9.00 [{9 - h:.2f}, {9 + h:.2f}]"
-    assert stats.summary([8], ".2f", spread="ci95") == "8.00 (1 seed)"
+    assert stats.summary([8], ".2f", spread="ci95") == "8.00 (1 seed)" == stats.summary([8], ".2f")
     assert stats.summary([8, 10], ".2f", spread="se") == "9.00 ± 1.00"
     (a, a_lo, a_hi, a_p), (b, _, _, b_p), (ab, ab_lo, ab_hi, ab_p) = stats.factorial([[1, 3], [5, 7], [2, 4], [6, 8]])
     assert (a, b, ab) == (1.0, 4.0, 0.0)
