@@ -296,12 +296,15 @@ def test_the_command_prints_one_line_and_makes_no_run_folder(tmp_path: Path) -> 
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == f"ganlab-train: trainer.step=10: trainer.step is not a setting of trainer; did you mean " \
                           f"trainer.steps? trainer takes: {TRAINER_KEYS}\n"
-    assert not (tmp_path / "run").exists()
-    full = subprocess.run(cmd, capture_output=True, text=True, env=env | {"HYDRA_FULL_ERROR": "1"}, cwd=tmp_path)
-    assert full.returncode == 1 and "Traceback" in full.stderr and "ConfigError" in full.stderr
-    shown = subprocess.run([*cmd[:3], "trainer.steps=7", "--cfg", "job"], capture_output=True, text=True, env=env,
+    assert not (tmp_path / "run").exists()  # HYDRA_FULL_ERROR=1's traceback: tests/test_cli.py
+
+
+@pytest.mark.slow  # one more start of ganlab-train (~7 s)
+def test_cfg_job_still_prints_the_config(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "ganlab.cli.train", "trainer.steps=7", "--cfg", "job"]
+    shown = subprocess.run(cmd, capture_output=True, text=True, env=os.environ | {"OMP_NUM_THREADS": "1"},
                            cwd=tmp_path)
-    assert shown.returncode == 0 and "steps: 7" in shown.stdout  # --cfg job still prints the config
+    assert shown.returncode == 0 and "steps: 7" in shown.stdout
 
 
 def test_a_top_level_typo_is_answered_before_torch_is_imported(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def test_committed_notebooks_have_no_outputs() -> None:
                 assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: clear the outputs"
 
 
-@pytest.mark.parametrize("which", ["ring8_run", "digits_run"])
+@pytest.mark.parametrize("which", [pytest.param("ring8_run", marks=pytest.mark.slow), "digits_run"])  # ring8: -m slow
 def test_inspect_clusters_runs_on_a_run(which: str, request: pytest.FixtureRequest, runs_root: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir: Path = request.getfixturevalue(which)

@@ -24,6 +24,7 @@ def test_the_package_list_names_every_package() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("setuptools") is None, reason="building a wheel needs setuptools")
+@pytest.mark.slow  # builds and installs a wheel into a fresh venv: ~20 s
 def test_a_wheel_trains_from_any_folder(tmp_path: Path) -> None:
     dist, venv, elsewhere = tmp_path / "dist", tmp_path / "venv", tmp_path / "elsewhere"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", dist,

@@ -87,6 +87,7 @@ def test_batcher_hands_out_indices_on_its_device_in_the_cpu_order(device: str) -
     assert meta.epoch == 2 and torch.equal(meta.perm[:3], expected[6])  # the meta batcher drew the same order
 
 
+@pytest.mark.slow  # torch.compile of G and D: ~10 s on 2 cores
 def test_compiled_training_matches_eager(tmp_path) -> None:
     steps = ["logger=none", "trainer.steps=5", "trainer.eval_every=5", "monitor.collapse_z=0"]
     eager = build_trainer(compose_cfg(steps), tmp_path / "eager")
