@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ganlab.metrics.directions import ordered_scores
+from ganlab.metrics.registry import DATA_PREFIX
 
 #: Prefix of the loop's score scalars (``Trainer.evaluate`` logs ``diversity/<score>``); keep the two in step.
 SCORE_TAG_PREFIX = "diversity/"
@@ -77,7 +78,7 @@ def run_hparams(config: dict[str, Any], metrics: dict[str, Any], n_critic: int |
 
 def metric_tags(scores: dict[str, float]) -> list[str]:
     """``diversity/<score>`` for the model's scores (not the ``data/`` baseline), in the comparison's order."""
-    return [f"{SCORE_TAG_PREFIX}{k}" for k in ordered_scores(k for k in scores if not k.startswith("data/"))]
+    return [f"{SCORE_TAG_PREFIX}{k}" for k in ordered_scores(k for k in scores if not k.startswith(DATA_PREFIX))]
 
 
 def scores_layout(scores: dict[str, float]) -> dict[str, dict[str, list[Any]]]:

@@ -22,10 +22,10 @@ from omegaconf import OmegaConf
 from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
+from ganlab.callbacks.detector import DetectorConfig
 from ganlab.config.check import ConfigError, _variants, check_command_line
 from ganlab.config.run import check_config
 from ganlab.config.schema import HYDRA_KEYS, schema_of, strategy_schema, strategy_targets
-from ganlab.health.config import DetectorConfig
 from ganlab.run.build import build_trainer, make
 
 STRATEGIES = ("ada, d_lr_damping, diffaugment, ema, minibatch_discrimination, minibatch_stddev, mode_seeking, "

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.metrics.directions import higher_is_better, ordered_scores
+from ganlab.metrics.registry import DATA_PREFIX
 from ganlab.run import layout
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ def plot_scores(runs: list[dict[str, Any]], out_dir: str | Path, keys: list[str]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths, points = [], []
-    model_scores = (k for run in runs for k in run.get("scores", {}) if not k.startswith("data/"))
+    model_scores = (k for run in runs for k in run.get("scores", {}) if not k.startswith(DATA_PREFIX))
     for key in keys or ordered_scores(model_scores):
         points += [len(steps) for steps, _ in score_curves(runs, key).values()]
         fig = score_figure(runs, key)

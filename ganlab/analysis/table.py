@@ -32,7 +32,7 @@ from typing import Any
 from ganlab.analysis.plots import current_names, one_run_per_seed, row_label
 from ganlab.analysis.stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
-from ganlab.metrics.registry import headline
+from ganlab.metrics.registry import DATA_PREFIX, headline
 from ganlab.run import layout
 from ganlab.run.layout import FailedJob
 
@@ -144,7 +144,7 @@ def intervals(runs: list[dict[str, Any]], keys: list[str]) -> Intervals:
 def table_keys(summary: Summary) -> list[str]:
     """The model's scores present in ``summary`` (not the ``data/`` baseline), in :func:`ordered_scores` order
     (``--keys all``)."""
-    return ordered_scores(k for s in summary.values() for k in s if not k.startswith("data/"))
+    return ordered_scores(k for s in summary.values() for k in s if not k.startswith(DATA_PREFIX))
 
 
 def headline_keys(summary: Summary) -> list[str]:

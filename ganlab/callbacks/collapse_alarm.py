@@ -13,6 +13,7 @@ from ganlab.data.base import GANData
 from ganlab.health.alerts import AlertLog
 from ganlab.metrics.clusters import clusters_hit, default_num_clusters
 from ganlab.metrics.evaluator import EvalResult, generated_range, model_range
+from ganlab.metrics.registry import FIXED_Z_PREFIX
 from ganlab.metrics.similarity import similarity_histogram
 from ganlab.models.base import eval_mode
 from ganlab.trainer.callback import Callback
@@ -63,8 +64,8 @@ class CollapseAlarm:
             samples = generator(self.z)
         samples = samples[torch.isfinite(samples.flatten(1)).all(dim=1)]
         if len(samples) < 2:
-            return {"fixed_z/high_similarity_fraction": math.nan, "fixed_z/clusters_hit": math.nan,
-                    "fixed_z/alarm": 0.0}
+            return {f"{FIXED_Z_PREFIX}high_similarity_fraction": math.nan, f"{FIXED_Z_PREFIX}clusters_hit": math.nan,
+                    f"{FIXED_Z_PREFIX}alarm": 0.0}
         if samples.dim() >= 3:  # images, read in G's stated range
             samples = model_range(samples, data, generated_range(generator, data))
         emb = evaluator.embedder(samples)
@@ -83,8 +84,8 @@ class CollapseAlarm:
                              f"{sim:.1%} of pairs with similarity > {self.tau:g})",
                              clusters_hit=covered, high_similarity_fraction=sim)
             self.falls = 0
-        return {"fixed_z/high_similarity_fraction": sim, "fixed_z/clusters_hit": covered,
-                "fixed_z/alarm": float(fired)}
+        return {f"{FIXED_Z_PREFIX}high_similarity_fraction": sim, f"{FIXED_Z_PREFIX}clusters_hit": covered,
+                f"{FIXED_Z_PREFIX}alarm": float(fired)}
 
     def state_dict(self) -> dict[str, Any]:
         return {"previous": list(self.previous) if self.previous else None, "falls": self.falls}

@@ -32,14 +32,42 @@ from typing import Any
 from torch import nn
 
 from ganlab.callbacks.covered import covered_ids
-from ganlab.health.config import DetectorConfig
 from ganlab.metrics.evaluator import EvalResult
-from ganlab.metrics.registry import coverage_keys
+from ganlab.metrics.registry import DATA_PREFIX, FIXED_Z_PREFIX, coverage_keys
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import Trainer
 
 #: The coverage scores the rules judge, as the score families declare them: ``modes_covered``, ``clusters_covered``.
 COVERAGE_KEYS = coverage_keys()
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """Thresholds of :class:`CollapseDetector` (keys ``monitor.detector.<name>``).
+
+    Raises:
+        ValueError: from :meth:`validate`, naming the key, when a fraction is outside (0, 1) or patience < 1.
+    """
+
+    coverage_fraction: float = 0.5      # collapsed: coverage below this x the data's
+    similarity_threshold: float = 0.3   # collapsed: more than this fraction of highly similar pairs (images)
+    duplicate_threshold: float = 0.1    # collapsed: more than this fraction of near-duplicate samples (images)
+    drop_fraction: float = 0.5          # trend: coverage fell by this fraction of its best
+    min_rise: float = 0.02              # trend: a rise of the similarity fraction counts when above this
+    patience: int = 3                   # trend: rises in a row that fire similarity_rising
+    from_step: int = 1000               # evaluations before this step are not judged (G has not spread yet)
+
+    def validate(self) -> DetectorConfig:
+        for key in ("coverage_fraction", "similarity_threshold", "duplicate_threshold", "drop_fraction"):
+            if not 0 < float(getattr(self, key)) < 1:
+                raise ValueError(f"monitor.detector.{key} must be in (0, 1), got {getattr(self, key)}")
+        if int(self.from_step) < 0:
+            raise ValueError(f"monitor.detector.from_step must be >= 0, got {self.from_step}")
+        if not float(self.min_rise) >= 0 or int(self.patience) < 1:
+            raise ValueError(f"monitor.detector needs min_rise >= 0 and patience >= 1; got {self.min_rise}, "
+                             f"{self.patience}")
+        return self
+
 
 
 @dataclass
@@ -101,23 +129,23 @@ class CollapseDetector:
 
     def _presence(self, s: dict[str, float]) -> list[Finding]:
         c, out = self.cfg, []
-        for key in (k for k in COVERAGE_KEYS if k in s and s.get(f"data/{k}", 0) > 0):
-            data = s[f"data/{key}"]
+        for key in (k for k in COVERAGE_KEYS if k in s and s.get(f"{DATA_PREFIX}{k}", 0) > 0):
+            data = s[f"{DATA_PREFIX}{key}"]
             if s[key] < c.coverage_fraction * data:
                 out.append(Finding("coverage", f"{key} {s[key]:g} < {c.coverage_fraction:g} x the data's {data:g}",
-                                   {key: s[key], f"data/{key}": data}))
+                                   {key: s[key], f"{DATA_PREFIX}{key}": data}))
         if self.points:
             return out
-        sim, data_sim = s.get("high_similarity_fraction"), s.get("data/high_similarity_fraction", 0.0)
+        sim, data_sim = s.get("high_similarity_fraction"), s.get(f"{DATA_PREFIX}high_similarity_fraction", 0.0)
         if sim is not None and sim > c.similarity_threshold and data_sim <= c.similarity_threshold:
             out.append(Finding("similarity", f"{sim:.0%} of sample pairs are highly similar (> "
                                f"{c.similarity_threshold:.0%}; data {data_sim:.0%})",
-                               {"high_similarity_fraction": sim, "data/high_similarity_fraction": data_sim}))
-        dup, data_dup = s.get("duplicate_fraction"), s.get("data/duplicate_fraction", 0.0)
+                               {"high_similarity_fraction": sim, f"{DATA_PREFIX}high_similarity_fraction": data_sim}))
+        dup, data_dup = s.get("duplicate_fraction"), s.get(f"{DATA_PREFIX}duplicate_fraction", 0.0)
         if dup is not None and dup > max(c.duplicate_threshold, data_dup):
             out.append(Finding("duplicates", f"{dup:.0%} of samples are near-duplicates (> "
                                f"{c.duplicate_threshold:.0%}; data {data_dup:.0%})",
-                               {"duplicate_fraction": dup, "data/duplicate_fraction": data_dup}))
+                               {"duplicate_fraction": dup, f"{DATA_PREFIX}duplicate_fraction": data_dup}))
         return out
 
     def _trends(self, s: dict[str, float], covered: set[int] | None) -> list[Finding]:
@@ -153,7 +181,7 @@ class CollapseDetector:
         on the 2-D mixtures, k-means clusters otherwise; see :func:`ganlab.callbacks.covered.covered_ids`). On
         stacked data the ids are 100 clusters while the data cover ~990 of 1,000 modes, so comparing with the
         larger baseline would call every cluster set small."""
-        data = s.get("data/modes_covered" if self.points else "data/clusters_covered", 0.0)
+        data = s.get(f"{DATA_PREFIX}modes_covered" if self.points else f"{DATA_PREFIX}clusters_covered", 0.0)
         return data > 0 and n < self.cfg.coverage_fraction * data
 
     def verdict(self, num_modes: int | None = None) -> str:
@@ -171,7 +199,7 @@ class CollapseDetector:
         for key, noun in (("modes_covered", "modes"), ("clusters_covered", "clusters")):
             if key in s:
                 of = f" of {num_modes}" if num_modes and noun == "modes" else ""
-                data = f" (data {s[f'data/{key}']:g})" if f"data/{key}" in s else ""
+                data = f" (data {s[f'{DATA_PREFIX}{key}']:g})" if f"{DATA_PREFIX}{key}" in s else ""
                 parts.append(f"{s[key]:g}{of} {noun}{data}")
         if not self.points and "high_similarity_fraction" in s:
             parts.append(f"{s['high_similarity_fraction']:.0%} highly similar pairs")
@@ -202,7 +230,7 @@ class CollapseDetectorCallback(Callback):
     ``metrics.json``.
 
     Args:
-        settings: the thresholds, ``monitor.detector`` (:class:`~ganlab.health.config.DetectorConfig`'s keys).
+        settings: the thresholds, ``monitor.detector`` (:class:`DetectorConfig`'s keys).
     """
 
     name = "collapse_detector"
@@ -221,7 +249,7 @@ class CollapseDetectorCallback(Callback):
         for f in (f for f in found if f.onset):
             kind = "collapse" if f.presence else "collapse_trend"
             trainer.alerts.emit(kind, step, f"[{f.rule}] {f.message}", rule=f.rule, **f.values)
-        alarm = bool(found) or values.get("fixed_z/alarm", 0.0) >= 1.0
+        alarm = bool(found) or values.get(f"{FIXED_Z_PREFIX}alarm", 0.0) >= 1.0
         trainer.stats.report("health/detector/collapsed", float(any(f.presence for f in found)))
         trainer.stats.report("health/collapse_alarm", float(alarm))
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -49,12 +50,59 @@ from torch import Tensor, nn
 
 from ganlab.data.base import GANData
 from ganlab.health.alerts import AlertLog
-from ganlab.health.config import RiskConfig
 from ganlab.health.monitor import UpdateFindings
 from ganlab.health.norms import RollingStats
 from ganlab.models.base import eval_mode
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import StepResult, Trainer
+
+#: The early-warning risk's signals, the names ``monitor.risk.weights`` etc. take.
+SIGNALS = ("d_gap", "d_loss_trend", "r_t", "r_v", "grad_cv_D", "grad_cv_G", "loss_std_D", "loss_std_G",
+           "update_ratio_G", "diversity")
+
+
+
+@dataclass
+class RiskConfig:
+    """``monitor.risk.*``. Missing weights/means/scales count as 0/0/1 (the signal is ignored).
+
+    Raises:
+        ValueError: from :meth:`validate`, naming the key, for sizes < 2, a window < 3, a threshold outside
+            (0, 1), a non-positive scale or an unknown signal name.
+    """
+
+    enabled: bool = True
+    n_z: int = 48          # fixed codes (a multiple of PacGAN's pack size m: 48 = 4 x lcm(2, 3, 4))
+    n_real: int = 48       # fixed training and held-out real samples
+    n_d: int = 24          # of those (and of the fixed-code samples), how many D scores for r_v (its cost)
+    window: int = 10       # monitored steps in the loss trend and fluctuation windows
+    warmup: int = 0        # no alert before this step (G starts near one point: every run looks collapsed)
+    threshold: float = 0.5
+    diversity_drop: float | None = None  # warn when diversity < this x its best since warmup (None: off)
+    bias: float = 0.0
+    weights: dict[str, float] = field(default_factory=dict)
+    mean: dict[str, float] = field(default_factory=dict)
+    scale: dict[str, float] = field(default_factory=dict)
+
+    def validate(self) -> RiskConfig:
+        if not 2 <= int(self.n_d) <= min(int(self.n_z), int(self.n_real)) or int(self.window) < 3 \
+                or int(self.warmup) < 0:
+            raise ValueError(f"monitor.risk needs 2 <= n_d <= min(n_z, n_real), window >= 3 and warmup >= 0, got "
+                             f"n_z={self.n_z}, n_real={self.n_real}, n_d={self.n_d}, window={self.window}, "
+                             f"warmup={self.warmup}")
+        if not 0 < float(self.threshold) < 1:
+            raise ValueError(f"monitor.risk.threshold must be in (0, 1), got {self.threshold}")
+        if self.diversity_drop is not None and not 0 < float(self.diversity_drop) < 1:
+            raise ValueError(f"monitor.risk.diversity_drop must be in (0, 1) or null (off), got {self.diversity_drop}")
+        for key in ("weights", "mean", "scale"):
+            unknown = set(getattr(self, key)) - set(SIGNALS)
+            if unknown:
+                raise ValueError(f"monitor.risk.{key} names unknown signals {sorted(unknown)}; known: {SIGNALS}")
+        if any(not float(v) > 0 for v in self.scale.values()):
+            raise ValueError(f"monitor.risk.scale values must be positive, got {self.scale}")
+        return self
+
+
 
 R_V_RANGE = (-1.0, 2.0)  # ADA's r_v is 0 (no overfitting) .. 1 (full); a near-zero denominator is clipped here
 
@@ -259,7 +307,7 @@ class CollapseRiskCallback(Callback):
     ``health/diversity_drop``). ``conf/callbacks/collapse_risk.yaml``.
 
     Args:
-        settings: ``monitor.risk`` (:class:`~ganlab.health.config.RiskConfig`'s keys); ``enabled: false`` turns
+        settings: ``monitor.risk`` (:class:`RiskConfig`'s keys); ``enabled: false`` turns
             it off.
         every: ``monitor.every``, the generator steps between its calls (the loss trend's units).
 

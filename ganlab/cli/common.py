@@ -14,6 +14,7 @@ from typing import Any
 
 from ganlab.cli.help import HelpAction
 from ganlab.metrics.directions import higher_is_better, score_directions
+from ganlab.metrics.registry import DATA_PREFIX
 from ganlab.metrics.scorers import VENDI_READING
 
 #: How to read a score that has no better direction, printed under the end-of-run table.
@@ -28,7 +29,7 @@ def format_scores(scores: dict[str, float]) -> str:
     Scores of single classes (``class/<c>/...``, ``pred_class/<c>/...``) are left to ``metrics.json``: the table
     keeps their ``mean`` and ``worst`` rows and ends with one line counting the rest. A score without a better
     direction but with a data baseline (``vendi``) reads "near data", with its reading below the table."""
-    names = [k for k in scores if not k.startswith("data/")]
+    names = [k for k in scores if not k.startswith(DATA_PREFIX)]
     per_class = [k for k in names if PER_CLASS.match(k)]
     names = [k for k in names if not PER_CLASS.match(k)]
     order = {k: i for i, k in enumerate(score_directions())}
@@ -37,7 +38,7 @@ def format_scores(scores: dict[str, float]) -> str:
     direction = {True: "higher", False: "lower", None: ""}
     lines = [f"  {'score':<{width}}  {'model':>10}  {'data':>10}  better"]
     for k in names:
-        data = scores.get(f"data/{k}")
+        data = scores.get(f"{DATA_PREFIX}{k}")
         data_cell = f"{data:>10.4g}" if data is not None else f"{'-':>10}"
         better = direction[higher_is_better(k)] or ("near data" if data is not None else "")
         lines.append(f"  {k:<{width}}  {scores[k]:>10.4g}  {data_cell}  {better}".rstrip())

@@ -38,12 +38,13 @@ def tensorboard_command(run_dir: Path) -> str:
 
 def preflight(cfg: DictConfig) -> bool:
     """``preflight=true``: dry-run the experiment, print the pass/fail table; True when every check passed."""
+    from ganlab.run import layout
     from ganlab.run.preflight import format_table, run_preflight
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     rows = run_preflight(cfg, run_dir)
     print(format_table(rows), flush=True)
-    log.info("preflight table in %s", run_dir / "preflight.json")
+    log.info("preflight table in %s", run_dir / layout.PREFLIGHT_FILE)
     return all(r.passed is not False for r in rows)
 
 
@@ -89,7 +90,7 @@ def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
         log.error("job could not start: %s", err)
         return sweep.failed_objective() if cfg.get("objective") else None
     _report(err)
-    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", "train.log"}:
+    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {layout.HYDRA_DIR, layout.JOB_LOG}:
         shutil.rmtree(run_dir, ignore_errors=True)
     sys.exit(1)
 

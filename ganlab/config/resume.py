@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 _MISSING = object()
@@ -26,8 +27,6 @@ RESOURCE_KEYS = ("trainer.accumulate",)
 
 def explicit_overrides() -> set[str]:
     """Keys the user typed on the command line (``dataset=grid25`` -> ``dataset``), when run under Hydra."""
-    from hydra.core.hydra_config import HydraConfig
-
     if not HydraConfig.initialized():
         return set()
     return {o.split("=", 1)[0].lstrip("+~").replace("/", ".") for o in HydraConfig.get().overrides.task}

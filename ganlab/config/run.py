@@ -1,13 +1,16 @@
-"""The checks of a composed run config that need no data, run once before anything is built
-(:func:`check_config`), and the validated settings they produce (lr schedules, the monitor's settings, the
-conditional model's switches; :func:`~ganlab.config.check.is_conditional`). Each raises ValueError naming the key
-and how to fix it.
+"""The checks of a composed run config that need no data, run once before anything is built, and the typed
+settings they produce (:class:`RunSettings`, from :func:`check_config`): the loop's, the monitor's, the lr schedules,
+the conditional model's switches. Each check raises ValueError naming the key and how to fix it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from omegaconf import DictConfig, OmegaConf
 
+from ganlab.callbacks.detector import DetectorConfig
+from ganlab.callbacks.risk import RiskConfig
 from ganlab.config.check import check_target_values, check_typed, is_conditional
 from ganlab.config.groups import check_group_nodes
 from ganlab.health import MonitorConfig
@@ -16,25 +19,68 @@ from ganlab.models.conditional import AuxiliaryClassLoss, check_head
 from ganlab.trainer.config import TrainerConfig
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Checks that need no data: the typed nodes against their schemas (:func:`ganlab.config.check.check_typed`),
-    positive learning rates and loop counts, the conditional D head (:func:`class_loss_weight`). Raises ValueError
-    naming the key."""
+@dataclass(frozen=True)
+class RunSettings:
+    """A run's config, checked and typed: what :func:`ganlab.run.build.build_trainer` reads instead of re-reading
+    the config (the components with a ``_target_`` are still made from their config nodes).
+
+    Attributes:
+        trainer: ``trainer.*``, validated (:meth:`TrainerConfig.validate`; ``precision`` in its canonical
+            spelling). ``n_critic`` and ``batch_size`` are the configured ones: the build copies it with the values
+            the strategies set (:func:`dataclasses.replace`), never changes it.
+        monitor: ``monitor.*``, validated (:meth:`MonitorConfig.validate`).
+        schedules: the lr schedule of each network, ``{"G": ..., "D": ...}`` (:func:`lr_schedules`).
+        conditional: ``model.conditional``: G and D take class labels.
+        class_loss_weight: AC-GAN's class loss weight (``model.conditional_head=acgan``), >= 0; None for the
+            ``projection`` head.
+        threads: ``threads``: ``"auto"``, a positive integer, or None (torch's default).
+        device: ``device`` as written (``auto``, ``cpu``, ``cuda:1``); resolved when the run is built.
+        seed: ``seed``.
+    """
+
+    trainer: TrainerConfig
+    monitor: MonitorConfig
+    schedules: dict[str, LRSchedule]
+    conditional: bool
+    class_loss_weight: float | None
+    threads: int | str | None
+    device: str
+    seed: int
+
+
+def check_config(cfg: DictConfig) -> RunSettings:
+    """Check a composed run config and return its typed settings, before any data, model or folder is made.
+
+    The checks, in this order (the first failure is the one reported): the typed nodes against their schemas
+    (:func:`ganlab.config.check.check_typed`) and the untyped nodes' values against their ``_target_``
+    (:func:`~ganlab.config.check.check_target_values`), positive learning rates, ``trainer.*``
+    (:meth:`TrainerConfig.validate`), ``threads``, ``monitor.*``, the lr schedules, the conditional D head
+    (:func:`conditional_model`), the config groups' nodes, ``seed``.
+
+    Raises:
+        ValueError: naming the key that is wrong and how to fix it.
+    """
     check_typed(cfg)
     check_target_values(cfg)  # the untyped nodes' plain values against their _target_'s annotations
     for net in ("generator", "discriminator"):
         lr = OmegaConf.select(cfg, f"optim.{net}.lr")
         if lr is not None and not float(lr) > 0:
             raise ValueError(f"optim.{net}.lr must be positive, got {lr}")
-    TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True)).validate()  # type: ignore[arg-type]
+    trainer = TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True))  # type: ignore[arg-type]
+    trainer.validate()
     threads = cfg.get("threads")
     if threads not in (None, "auto") and not (isinstance(threads, int) and not isinstance(threads, bool)
                                                 and threads >= 1):
         raise ValueError(f"threads must be auto, a positive integer or null (torch's default), got {threads!r}")
-    monitor_config(cfg)
-    lr_schedules(cfg)
-    class_loss_weight(cfg)  # model.conditional_head and its weight
+    monitor = monitor_config(cfg)
+    schedules = lr_schedules(cfg)
+    conditional, weight = conditional_model(cfg)  # model.conditional, model.conditional_head and its weight
     check_group_nodes(cfg)  # metrics.embedder=classifier (a dot) made the node a string
+    seed = cfg.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    return RunSettings(trainer=trainer, monitor=monitor, schedules=schedules, conditional=conditional,
+                       class_loss_weight=weight, threads=threads, device=str(cfg.get("device", "auto")), seed=seed)
 
 
 def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:
@@ -52,10 +98,22 @@ def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:
     return out
 
 
+#: The keys of the ``monitor`` node that hold a callback's settings (``conf/callbacks/*.yaml`` reads them from
+#: there), with the class that checks them.
+CALLBACK_SETTINGS = {"detector": DetectorConfig, "risk": RiskConfig}
+
+
 def monitor_config(cfg: DictConfig) -> MonitorConfig:
-    """The validated ``monitor`` node (defaults when the config has none). Raises ValueError naming the key."""
+    """The validated ``monitor`` node (defaults when the config has none), and its callbacks' settings
+    (:data:`CALLBACK_SETTINGS`) checked by their own classes. Raises ValueError naming the key."""
     node = cfg.get("monitor")
-    return MonitorConfig.from_dict(OmegaConf.to_container(node, resolve=True) if node is not None else None)  # type: ignore[arg-type]
+    plain = OmegaConf.to_container(node, resolve=True) if node is not None else {}
+    assert isinstance(plain, dict)
+    callbacks = {key: plain.pop(key, None) or {} for key in CALLBACK_SETTINGS}
+    monitor = MonitorConfig.from_dict(plain)  # type: ignore[arg-type]
+    for key, settings in CALLBACK_SETTINGS.items():
+        settings(**callbacks[key]).validate()
+    return monitor
 
 
 def repeated_strategies(overrides: list[str]) -> list[str]:
@@ -68,9 +126,9 @@ def repeated_strategies(overrides: list[str]) -> list[str]:
     return []
 
 
-def class_loss_weight(cfg: DictConfig) -> float | None:
-    """The weight of AC-GAN's class loss when ``model.conditional_head`` is ``acgan`` (``model.class_loss_weight``,
-    default 1, the paper's), None for the default ``projection`` head. Needs no data.
+def conditional_model(cfg: DictConfig) -> tuple[bool, float | None]:
+    """``model.conditional`` and the weight of AC-GAN's class loss: ``model.class_loss_weight`` (default 1, the
+    paper's) when ``model.conditional_head`` is ``acgan``, None for the default ``projection`` head. Needs no data.
 
     Raises:
         ValueError: a head not in :data:`~ganlab.models.conditional.CONDITIONAL_HEADS` (listing them), ``acgan``
@@ -80,7 +138,7 @@ def class_loss_weight(cfg: DictConfig) -> float | None:
     head = check_head(str(cfg.model.get("conditional_head", "projection")))
     conditional = is_conditional(cfg)
     if head != "acgan":
-        return None
+        return conditional, None
     if not conditional:
         raise ValueError("model.conditional_head=acgan is the discriminator head of a class-conditional model; set "
                          "model.conditional=true as well (or drop model.conditional_head for an unconditional run)")
@@ -88,4 +146,4 @@ def class_loss_weight(cfg: DictConfig) -> float | None:
     if isinstance(weight, bool) or not isinstance(weight, (int, float)):
         raise ValueError(f"model.class_loss_weight must be a number (AC-GAN's class loss weight; paper: 1), "
                          f"got {weight!r}")
-    return AuxiliaryClassLoss(float(weight)).weight  # its own check: finite and >= 0
+    return conditional, AuxiliaryClassLoss(float(weight)).weight  # its own check: finite and >= 0

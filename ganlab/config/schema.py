@@ -4,8 +4,8 @@ Each YAML of a typed group names its schema first in its defaults list (``- /sch
 checks every value against the schema's type when the config is composed (``trainer.steps=abc`` or
 ``trainer.eval_every=2.5`` fail there, naming the key and the type) and refuses keys the schema lacks:
 
-* ``trainer`` -> :class:`ganlab.trainer.config.TrainerConfig`, ``monitor`` -> :class:`ganlab.health.MonitorConfig`
-  (the dataclasses the run itself is built from);
+* ``trainer`` -> :class:`ganlab.trainer.config.TrainerConfig`, ``monitor`` -> :class:`MonitorNode` (the
+  dataclasses the run itself is built from: :class:`ganlab.health.MonitorConfig` and the callbacks' settings);
 * ``optim`` -> :class:`OptimSchema` (the optimiser of each network and its lr schedule);
 * ``strategy.<name>`` -> :func:`strategy_schema` of the class named by ``conf/strategy/<name>.yaml``'s
   ``_target_``: exactly the keyword arguments of its ``__init__``, with their annotated types.
@@ -29,6 +29,8 @@ import yaml
 from hydra.utils import get_object
 
 from ganlab import _config_dir
+from ganlab.callbacks.detector import DetectorConfig
+from ganlab.callbacks.risk import RiskConfig
 from ganlab.health import MonitorConfig
 from ganlab.lr import LRSchedule
 from ganlab.trainer.config import TrainerConfig
@@ -106,7 +108,17 @@ class OptimSchema:
     schedule: SchedulesSchema = dataclasses.field(default_factory=SchedulesSchema)
 
 
-TrainerSchema, MonitorSchema = schema_of(TrainerConfig), schema_of(MonitorConfig)
+@dataclasses.dataclass
+class MonitorNode(MonitorConfig):
+    """``monitor``: the per-update health monitor's settings (:class:`ganlab.health.MonitorConfig`) and, under
+    ``detector`` and ``risk``, the settings of the collapse detector's and the collapse risk's callbacks, which
+    ``conf/callbacks/`` reads from here (``monitor.detector.from_step=0`` sets the detector's)."""
+
+    detector: DetectorConfig = dataclasses.field(default_factory=DetectorConfig)
+    risk: RiskConfig = dataclasses.field(default_factory=RiskConfig)
+
+
+TrainerSchema, MonitorSchema = schema_of(TrainerConfig), schema_of(MonitorNode)
 
 
 def _config_type(annotation: Any) -> Any:

@@ -43,6 +43,7 @@ from ganlab.health import TrainingHealthError
 from ganlab.lr import LRRule
 from ganlab.metrics.evaluator import generated_range
 from ganlab.metrics.workers import WorkerPool
+from ganlab.run import layout
 from ganlab.strategies.base import StepContext, TrainState
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
@@ -293,7 +294,7 @@ class EnsembleTrainer:
                 if evaluate:
                     t.evaluate()
                 if save:
-                    t.save(t.run_dir / "checkpoints" / f"step_{step:07d}.pt")
+                    t.save(t.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(step))
             bar.update(1)
         bar.close()
         elapsed = time.perf_counter() - t0
@@ -301,5 +302,5 @@ class EnsembleTrainer:
         summary = {"seeds": self.seeds, "members": [f"seed_{s}" for s in self.seeds], "step": self.state.step,
                    "wall_time_s": elapsed, "scores": {str(s): m["scores"] for s, m in zip(self.seeds, metrics)},
                    "verdicts": {str(s): m["verdict"] for s, m in zip(self.seeds, metrics)}}
-        ckpt_io.atomic_write_text(self.run_dir / "ensemble.json", json.dumps(summary, indent=2))
+        ckpt_io.atomic_write_text(self.run_dir / layout.ENSEMBLE_FILE, json.dumps(summary, indent=2))
         return summary

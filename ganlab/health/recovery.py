@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.io import atomic_save
+from ganlab.run import layout
 
 
 def all_finite(tensors: Any) -> bool:
@@ -37,7 +38,7 @@ def dump_batch(run_dir: str | Path, step: int, net: str, batch: dict[str, Any], 
         return v
 
     suffix = "" if rank is None else f"_rank{rank}"
-    path = Path(run_dir) / "nan_dumps" / f"step_{step:07d}_{net}{suffix}.pt"
+    path = Path(run_dir) / layout.NAN_DUMPS_DIR / f"step_{step:07d}_{net}{suffix}.pt"
     atomic_save({"step": step, "net": net, **cpu(batch)}, path)
     return path
 

@@ -14,6 +14,7 @@ from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.evaluator import EvalResult, Evaluator, generated_range, model_range
+from ganlab.metrics.registry import DATA_PREFIX
 from ganlab.metrics.similarity import SimilarityHistogram, SimilarityScorer, normalize_rows
 from ganlab.run import layout
 from ganlab.trainer import checkpoint as ckpt_io
@@ -162,8 +163,8 @@ def scores_table(scores: dict[str, float], stored: dict[str, float] | None = Non
     def fmt(value: float | None) -> str:
         return "" if value is None else f"{float(value):.4g}"
 
-    for key in ordered_scores(k for k in scores if not k.startswith("data/")):
-        row = [key, arrows[higher_is_better(key)], fmt(scores[key]), fmt(scores.get(f"data/{key}"))]
+    for key in ordered_scores(k for k in scores if not k.startswith(DATA_PREFIX)):
+        row = [key, arrows[higher_is_better(key)], fmt(scores[key]), fmt(scores.get(f"{DATA_PREFIX}{key}"))]
         if stored is not None:
             row.append(fmt(stored.get(key)))
         lines.append("| " + " | ".join(row) + " |")

@@ -27,7 +27,7 @@ from ganlab.data.base import GANData
 from ganlab.metrics.base import EvalBatch, Scorer
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
 from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
-from ganlab.metrics.registry import register, register_scores
+from ganlab.metrics.registry import FIXED_Z_PREFIX, register, register_scores
 
 __all__ = ["COLLAPSE_ALARM", "ClusterScorer", "NDBScorer", "cluster_scores", "clusters_hit", "covered_clusters",
            "default_num_clusters", "jensen_shannon", "kl_divergence", "ndb", "two_proportion_z_test"]
@@ -257,4 +257,4 @@ class NDBScorer(Scorer):
 #: The collapse alarm's clusters hit by its fixed codes (:func:`clusters_hit`), logged as ``fixed_z/clusters_hit``
 #: beside the similarity scores of those samples (``fixed_z/<score>``).
 COLLAPSE_ALARM = register_scores("collapse_alarm", rank=200, higher_is_better={"clusters_hit": True},
-                                 prefixes=("fixed_z/",))
+                                 prefixes=(FIXED_Z_PREFIX,))

@@ -35,11 +35,13 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from ganlab.metrics.base import Scorer
 
-__all__ = ["DATA_PREFIX", "KINDS", "Family", "coverage_keys", "families", "family_of", "headline", "register",
-           "register_scores", "table_order"]
+__all__ = ["DATA_PREFIX", "FIXED_Z_PREFIX", "KINDS", "Family", "coverage_keys", "families", "family_of", "headline",
+           "register", "register_scores", "table_order"]
 
 #: The prefix of a score computed on held-out real data (the data baseline): ``data/<score>``.
 DATA_PREFIX = "data/"
+#: The prefix of a score of the collapse alarm's samples from its fixed latent codes: ``fixed_z/<score>``.
+FIXED_Z_PREFIX = "fixed_z/"
 
 #: The kinds of data ``ganlab-compare`` has default columns for: 2-D mixtures, and images.
 KINDS = ("mixture", "image")

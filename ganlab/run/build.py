@@ -1,11 +1,14 @@
 """Build a run from its Hydra config: data, G/D, loss, strategies, optimisers, evaluator, logger.
 
 Everything is made with ``hydra.utils.instantiate`` from each YAML's ``_target_``; nothing here branches
-on a component's name. Bad settings raise ValueError naming the config key before any training.
+on a component's name. The plain settings come checked and typed from :func:`ganlab.config.run.check_config`
+(:class:`~ganlab.config.run.RunSettings`), run once per build; bad settings raise ValueError naming the config key
+before any data, model or file is made.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -14,20 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab import distributed
 from ganlab.config.resume import adopt_checkpoint_config, explicit_overrides
-from ganlab.config.run import (
-    check_config,
-    class_loss_weight,
-    is_conditional,
-    lr_schedules,
-    monitor_config,
-    repeated_strategies,
-)
+from ganlab.config.run import RunSettings, check_config, repeated_strategies
 from ganlab.data.base import GANData
 from ganlab.distributed import seed_everything
 from ganlab.lr import NETWORKS, LRSchedule
@@ -37,7 +34,6 @@ from ganlab.strategies.common import check_per_sample_critic
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import speed
 from ganlab.trainer.callback import Callback
-from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.loggers import NullLogger
 from ganlab.trainer.loop import Trainer
 from ganlab.trainer.update_scheme import check_update_scheme
@@ -123,8 +119,6 @@ def build_strategies(cfg: DictConfig) -> list[Strategy]:
     Raises:
         ValueError: a strategy typed twice in ``strategy=[...]``, or an incompatible combination.
     """
-    from hydra.core.hydra_config import HydraConfig
-
     twice = repeated_strategies(list(HydraConfig.get().overrides.task)) if HydraConfig.initialized() else []
     if twice:
         raise ValueError(f"strategy {', '.join(twice)} is listed twice in strategy=[...]; list each strategy once "
@@ -167,50 +161,47 @@ def build_callbacks(cfg: DictConfig) -> list[Callback]:
     return callbacks
 
 
-def join_process_group(cfg: DictConfig, strategies: list[Strategy]) -> distributed.Dist:
+def join_process_group(settings: RunSettings, strategies: list[Strategy]) -> distributed.Dist:
     """``trainer.distributed=true``: join the launcher's process group (:func:`ganlab.distributed.init`)
     and refuse what cannot run there; otherwise (or when no launcher started the process) one process.
 
     Raises:
         ValueError: a strategy that cannot run under DDP, or ``trainer.sync_batchnorm`` on the CPU.
     """
-    if not cfg.trainer.get("distributed"):
+    if not settings.trainer.distributed:
         return distributed.SINGLE
-    dist = distributed.init(str(cfg.device), float(cfg.trainer.dist_timeout_s))
+    dist = distributed.init(settings.device, float(settings.trainer.dist_timeout_s))
     if not dist.active:
         return dist
     check_distributed(strategies)
-    if cfg.trainer.sync_batchnorm and resolve_device(cfg.device).type != "cuda":
+    if settings.trainer.sync_batchnorm and resolve_device(settings.device).type != "cuda":
         raise ValueError("trainer.sync_batchnorm=true needs CUDA (torch's SyncBatchNorm has no CPU kernel); "
                          "set trainer.sync_batchnorm=false: each rank then normalises with its own batch's "
                          "statistics and DDP broadcasts rank 0's running statistics")
     return dist
 
 
-def class_loss(cfg: DictConfig) -> AuxiliaryClassLoss | None:
-    """AC-GAN's class loss when ``model.conditional_head`` is ``acgan`` (weight from
-    :func:`ganlab.config.run.class_loss_weight`, which raises ValueError naming a bad key), None for the default
-    ``projection`` head."""
-    weight = class_loss_weight(cfg)
+def class_loss(settings: RunSettings) -> AuxiliaryClassLoss | None:
+    """AC-GAN's class loss when ``model.conditional_head`` is ``acgan`` (its checked weight,
+    :attr:`RunSettings.class_loss_weight`), None for the default ``projection`` head."""
+    weight = settings.class_loss_weight
     return None if weight is None else AuxiliaryClassLoss(weight)
 
 
-def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool:
-    """Whether ``model.conditional`` is true; then, before any data are loaded, that G and D take ``num_classes``
-    (class-conditional layers), that every strategy can train a conditional model, and that the D head
-    ``model.conditional_head`` is known (:func:`class_loss`) and, for ``acgan``, that D takes ``class_head`` and no
-    strategy replaces the function that scores G's fakes (the AC-GAN head scores and classifies them in one pass).
+def check_conditional_model(cfg: DictConfig, settings: RunSettings, strategies: list[Strategy]) -> None:
+    """When ``model.conditional`` is true (:attr:`RunSettings.conditional`), before any data are loaded: that G and
+    D take ``num_classes`` (class-conditional layers), that every strategy can train a conditional model, and, for
+    the ``acgan`` head, that D takes ``class_head`` and no strategy replaces the function that scores G's fakes (the
+    AC-GAN head scores and classifies them in one pass).
 
     Raises:
         ValueError: a model without class-conditional layers (naming its classes and model=resnet and
-            model=dcgan, which have them), a strategy that cannot train one
-            (:func:`~ganlab.strategies.base.check_conditional`), or a bad head setting (:func:`class_loss`).
+            model=dcgan, which have them), or a strategy that cannot train one
+            (:func:`~ganlab.strategies.base.check_conditional`) or that replaces the AC-GAN head's scoring.
     """
-    acgan = class_loss(cfg) is not None
-    if not is_conditional(cfg):
-        return False
-    from hydra.utils import get_class
-
+    if not settings.conditional:
+        return
+    acgan = settings.class_loss_weight is not None
     for net in ("generator", "discriminator"):
         target = cfg.model[net]._target_
         params = inspect.signature(get_class(target)).parameters
@@ -224,7 +215,6 @@ def check_conditional_model(cfg: DictConfig, strategies: list[Strategy]) -> bool
         raise ValueError(f"strategy {replacing[0]!r} replaces the function that scores G's fakes, which the AC-GAN "
                          "head needs for its class logits; drop it from strategy=[...], or set "
                          "model.conditional_head=projection")
-    return True
 
 
 def class_count(data: GANData) -> int:
@@ -251,11 +241,13 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     """Build a ready-to-``fit`` :class:`Trainer` from a composed config (resumed when ``trainer.resume``).
 
     On resume the experiment's settings come from the checkpoint (see :mod:`ganlab.config.resume`), and
-    ``trainer.steps`` must go beyond the checkpoint's step unless ``finished_ok`` (re-scoring a checkpoint).
+    ``trainer.steps`` must go beyond the checkpoint's step unless ``finished_ok`` (re-scoring a checkpoint). The
+    config (the checkpoint's settings adopted) is then checked once (:func:`ganlab.config.run.check_config`), before
+    any data, model or file is made; what follows composes the components from its :class:`RunSettings` and the
+    ``_target_`` nodes.
     ``score_baseline=False`` leaves the evaluator's held-out ``data/`` baseline unscored
     (:meth:`~ganlab.metrics.evaluator.Evaluator.prepare_baseline` does it, or else the first evaluation).
     """
-    check_config(cfg)
     ckpt = ckpt_io.load_checkpoint(cfg.trainer.resume) if cfg.trainer.get("resume") else None
     if ckpt is not None:
         if int(cfg.trainer.steps) <= int(ckpt["step"]) and not finished_ok:
@@ -264,23 +256,25 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
         adopted = adopt_checkpoint_config(cfg, ckpt["config"], explicit_overrides())
         if adopted:
             log.info("resuming with the checkpoint's %s", ", ".join(adopted))
+    settings = check_config(cfg)  # the config the run is built from, the checkpoint's settings adopted
     strategies = build_strategies(cfg)
-    conditional = check_conditional_model(cfg, strategies)
-    dist = join_process_group(cfg, strategies)
-    device = distributed.device_for(resolve_device(cfg.device), dist)
-    seed_everything(int(cfg.seed))  # the same initial weights on every rank
+    check_conditional_model(cfg, settings, strategies)
+    dist = join_process_group(settings, strategies)
+    device = distributed.device_for(resolve_device(settings.device), dist)
+    seed_everything(settings.seed)  # the same initial weights on every rank
     data = load_data(cfg, device, data)  # passed-in data get the same checks as loaded data
     shape = data.sample_shape
-    set_threads(cfg.get("threads"), shape, int(cfg.trainer.batch_size), device)
-    classes = {"num_classes": class_count(data)} if conditional else {}  # model.conditional=true: K classes
-    aux = class_loss(cfg)  # AC-GAN (model.conditional_head=acgan): D gets an auxiliary classifier
+    batch_size = settings.trainer.batch_size
+    set_threads(settings.threads, shape, batch_size, device)
+    classes = {"num_classes": class_count(data)} if settings.conditional else {}  # model.conditional=true: K classes
+    aux = class_loss(settings)  # AC-GAN (model.conditional_head=acgan): D gets an auxiliary classifier
     d_classes = classes | ({"class_head": "acgan"} if aux is not None else {})
     build_d = functools.partial(make, cfg.model.discriminator, data_shape=shape, **d_classes)
     spec = GANSpec(generator=make(cfg.model.generator, data_shape=shape, **classes), discriminator=build_d(),
                    loss=make(cfg.loss), g_optim=optimiser(cfg.optim.generator),
-                   d_optim=optimiser(cfg.optim.discriminator), n_critic=int(cfg.trainer.n_critic),
+                   d_optim=optimiser(cfg.optim.discriminator), n_critic=settings.trainer.n_critic,
                    data_shape=shape, build_discriminator=build_d,
-                   batch_size=int(cfg.trainer.batch_size), accumulate=int(cfg.trainer.get("accumulate", 1)))
+                   batch_size=batch_size, accumulate=settings.trainer.accumulate)
     configured_loss, n_critic_source = type(spec.loss), "trainer.n_critic"
     for s in strategies:
         n_critic = spec.n_critic
@@ -292,19 +286,19 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                         type(spec.loss).__name__)
             configured_loss = type(spec.loss)
     check_per_sample_critic(spec.discriminator, strategies)  # a mixing head installed after a penalty's configure
-    if dist.active and cfg.trainer.sync_batchnorm:  # batch statistics over all ranks' samples
+    if dist.active and settings.trainer.sync_batchnorm:  # batch statistics over all ranks' samples
         spec.generator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.generator)
         spec.discriminator = torch.nn.SyncBatchNorm.convert_sync_batchnorm(spec.discriminator)
     G, D = spec.generator.to(device), spec.discriminator.to(device)
-    tcfg = TrainerConfig(**OmegaConf.to_container(cfg.trainer, resolve=True))  # type: ignore[arg-type]
-    tcfg.n_critic = spec.n_critic
-    tcfg.validate()
+    # the loop's settings with the strategies' effective n_critic and, e.g. for PacGAN-m (D scores
+    # trainer.batch_size packs of m samples), the samples each update draws
+    tcfg = dataclasses.replace(settings.trainer, n_critic=spec.n_critic,
+                               batch_size=batch_size * spec.samples_per_score)
     check_update_scheme(tcfg.update, strategies, n_critic=spec.n_critic, n_critic_source=n_critic_source,
                         acgan=aux is not None, distributed=dist.active, g_groups=spec.g_groups)
-    if spec.samples_per_score != 1:  # e.g. PacGAN-m: D scores trainer.batch_size packs of m samples
-        tcfg.batch_size *= spec.samples_per_score
+    if spec.samples_per_score != 1:
         log.info("each update draws %d samples (trainer.batch_size %d x %d per D score)", tcfg.batch_size,
-                 cfg.trainer.batch_size, spec.samples_per_score)
+                 batch_size, spec.samples_per_score)
     if tcfg.channels_last:
         speed.to_channels_last([G, D])
     opt_g, opt_d = spec.g_optim(G.parameters()), spec.d_optim(D.parameters())
@@ -315,7 +309,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     logger = make(cfg.logger, log_dir=str(run_dir), purge_step=ckpt["step"] + 1 if ckpt else None) \
         if dist.main else NullLogger()  # only rank 0 writes
     evaluator = make(cfg.metrics)
-    if conditional:  # the per-class scores' sample counts, before the embedder is prepared and before training
+    if settings.conditional:  # the per-class scores' sample counts, before the embedder is prepared and training
         evaluator.check_class_counts(data, classes["num_classes"])
     evaluator.dist = dist  # generation and embedding split between the ranks
     # a cached classifier or a trained one leave the same global RNG (D's augmentations draw from it)
@@ -323,12 +317,12 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
         # every rank together: the embedder in turn, the reference embedded in shares
         evaluator.prepare(data, baseline=score_baseline)
     if dist.rank > 0:  # each rank its own augmentation draws; rank 0 keeps the run's stream
-        seed_everything(distributed.rank_seed(int(cfg.seed), dist.rank))
+        seed_everything(distributed.rank_seed(settings.seed, dist.rank))
     trainer = Trainer(data=data, generator=G, discriminator=D, loss=spec.loss, opt_g=opt_g,
                       opt_d=opt_d, strategies=strategies, evaluator=evaluator,
-                      run_dir=run_dir, cfg=tcfg, seed=int(cfg.seed), logger=logger,
+                      run_dir=run_dir, cfg=tcfg, seed=settings.seed, logger=logger,
                       config=OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-                      monitor=monitor_config(cfg), lr_schedules=lr_schedules(cfg), dist=dist, class_loss=aux,
+                      monitor=settings.monitor, lr_schedules=settings.schedules, dist=dist, class_loss=aux,
                       g_groups=spec.g_groups, callbacks=build_callbacks(cfg))
     if ckpt is not None:
         trainer.load_state_dict(ckpt)

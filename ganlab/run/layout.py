@@ -49,6 +49,8 @@ PREFLIGHT_FILE = "preflight.json"  # the table of a preflight=true dry run
 ENSEMBLE_FILE = "ensemble.json"    # the summary of a trainer.ensemble=S run
 FAILURE_FILE = "failure.json"      # {"type", "message", "stage", "traceback", "log", "time"} of the exception
 FAILED_MARKER = "FAILED"           # a one-line flag file ("Type: message") for shell scripts: ls */FAILED
+NAN_DUMPS_DIR = "nan_dumps"        # the batch and weights of each non-finite update (ganlab.health.recovery)
+JOB_LOG = "train.log"              # Hydra's log of a ganlab-train job
 
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
 
@@ -56,6 +58,16 @@ _STEP_FILE = re.compile(r"step_(\d+)\.pt")
 def step_checkpoint_name(step: int) -> str:
     """``step_0000500.pt``: the file name of the checkpoint of generator step ``step`` (7 digits, zero-padded)."""
     return f"step_{step:07d}.pt"
+
+
+def hard_limit_checkpoint_name(step: int) -> str:
+    """``hard_limit_step_0000500.pt``: the checkpoint written when a gradient norm passes ``monitor.hard_limit``."""
+    return f"hard_limit_{step_checkpoint_name(step)}"
+
+
+def step_sample_name(step: int) -> str:
+    """``step_0000500.png``: the sample grid of the evaluation at generator step ``step`` (in ``samples/``)."""
+    return f"step_{step:07d}.png"
 
 
 def last_checkpoint(run_dir: str | Path) -> Path:
@@ -213,7 +225,7 @@ def is_finished(job: Path) -> bool:
 
 def job_failure(job: Path) -> FailedJob | None:
     """Why ``job`` counts as failed (its ``failure.json``, or no ``metrics.json``), or None for a finished job."""
-    log_file = next(iter(sorted(job.glob("*.log"))), job / "train.log")
+    log_file = next(iter(sorted(job.glob("*.log"))), job / JOB_LOG)
     failure = job / FAILURE_FILE
     if failure.exists():
         info = json.loads(failure.read_text())
@@ -241,7 +253,7 @@ def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool 
     logs = sorted(run_dir.glob("*.log"))
     info = {"type": type(err).__name__, "message": str(err), "stage": stage,
             "traceback": "".join(traceback.format_exception(err)),
-            "log": str(logs[0] if logs else run_dir / "train.log"), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+            "log": str(logs[0] if logs else run_dir / JOB_LOG), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
     path = run_dir / FAILURE_FILE
     path.write_text(json.dumps(info, indent=2))
     (run_dir / FAILED_MARKER).write_text(f"{info['type']}: {info['message']}\n")

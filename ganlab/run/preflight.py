@@ -22,10 +22,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from torch import Tensor, nn
 
-from ganlab.config.run import check_config, monitor_config
+from ganlab.config.run import check_config
 from ganlab.data.base import Batcher
 from ganlab.health.memory import peak_memory_mib
 from ganlab.io import atomic_write_text
+from ganlab.run import layout
 from ganlab.run.build import build_trainer
 
 
@@ -138,9 +139,9 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     Raises:
         ValueError: a bad config (the same errors as the real run).
     """
-    check_config(cfg)  # the real run's settings (the dry run changes some: batch size, accumulation)
-    pf = monitor_config(cfg).preflight
-    full_bs, full_steps, eval_every = int(cfg.trainer.batch_size), int(cfg.trainer.steps), int(cfg.trainer.eval_every)
+    settings = check_config(cfg)  # the real run's settings (the dry run changes some: batch size, accumulation)
+    pf, real = settings.monitor.preflight, settings.trainer
+    full_bs, full_steps, eval_every = real.batch_size, real.steps, real.eval_every
     trainer = build_trainer(_dry_config(cfg), run_dir)
     if trainer.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(trainer.device)
@@ -149,8 +150,8 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
     rec = _dry_run(trainer, pf.steps)
     offenders = hooks.offenders()
     rows = _checks(rec, offenders, len(hooks.handles), pf)
-    accumulate = int(cfg.trainer.get("accumulate", 1))
-    per_step = _time_full_batch(trainer, full_bs, accumulate, pf.timing_steps, int(cfg.seed))
+    accumulate = real.accumulate
+    per_step = _time_full_batch(trainer, full_bs, accumulate, pf.timing_steps, settings.seed)
     t0 = time.perf_counter()
     trainer.evaluator(trainer.G, trainer.data)
     _sync(trainer.device)
@@ -162,8 +163,8 @@ def run_preflight(cfg: DictConfig, run_dir: str | Path) -> list[Check]:
                       f"{full_steps} steps x {per_step * 1e3:.2f} ms (batch {full_bs}"
                       + (f" in {accumulate} micro-batches) " if accumulate > 1 else ") ")
                       + f"+ {n_evals} evals x {per_eval:.1f} s"))
-    atomic_write_text(Path(run_dir) / "preflight.json", json.dumps({"passed": all(r.passed is not False for r in rows),
-                                                                    "checks": [asdict(r) for r in rows]}, indent=2))
+    record = {"passed": all(r.passed is not False for r in rows), "checks": [asdict(r) for r in rows]}
+    atomic_write_text(Path(run_dir) / layout.PREFLIGHT_FILE, json.dumps(record, indent=2))
     return rows
 
 

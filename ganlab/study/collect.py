@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.io import atomic_write_text
+from ganlab.run import layout
 from ganlab.study.plan import Job, folder, steps_of
 from ganlab.study.runner import JOBS_FILE, finished_step, newest_checkpoint_step
 from ganlab.study.schema import StudySchema
@@ -65,7 +66,7 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     chunks = read_jsonl(run_dir / JOBS_FILE)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
     rows = []
-    for rec in by_step(run_dir / "metrics.jsonl"):
+    for rec in by_step(run_dir / layout.CURVE_FILE):
         scores = rec.get("scores") or {}
         if not scores:
             continue
@@ -108,7 +109,7 @@ def recorded_rows(study: StudySchema, path: Path | None = None) -> Recorded:
 def has_run(study: StudySchema, job: Job) -> bool:
     """Whether the job's folder holds a run (an evaluation or a checkpoint): then it, not a recorded row, counts."""
     run_dir = folder(study, job)
-    return (run_dir / "metrics.jsonl").is_file() or newest_checkpoint_step(run_dir) is not None
+    return (run_dir / layout.CURVE_FILE).is_file() or newest_checkpoint_step(run_dir) is not None
 
 
 def recorded_finished(study: StudySchema, job: Job, rows: list[dict[str, Any]]) -> bool:

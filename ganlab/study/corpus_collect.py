@@ -14,6 +14,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from ganlab.run import layout
 from ganlab.study.collect import by_step, read_jsonl
 from ganlab.study.corpus import Row, read_raw, write_corpus
 from ganlab.study.labels import coverage_label
@@ -35,14 +36,14 @@ def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
         return None
     labels = {r["step"]: r for r in by_step(run_dir / "corpus_labels.jsonl")}
     evals = []
-    for rec in by_step(run_dir / "metrics.jsonl"):
+    for rec in by_step(run_dir / layout.CURVE_FILE):
         if not rec.get("scores"):
             continue
         lab = {k: v for k, v in labels.get(int(rec["step"]), {}).items() if k != "step"}
         evals.append({"run": name, "step": int(rec["step"]), **lab, **rec["scores"],
                       **{f"health/{k}": v for k, v in (rec.get("health") or {}).items()}})
     signals = [{"run": name, **s} for s in by_step(run_dir / "corpus_signals.jsonl")]
-    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    cfg = OmegaConf.load(run_dir / layout.HYDRA_DIR / layout.CONFIG_FILE)
     data_cov = float(evals[0]["label_data_coverage"]) if evals else float("nan")
     collapsed, drop = coverage_label([e["step"] for e in evals], [float(e["label_coverage"]) for e in evals], data_cov,
                                      study.detection.warmup if study.detection else 1000)

@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ganlab.callbacks.detector import CollapseDetector
-from ganlab.callbacks.risk import DiversityDrop, risk_score
-from ganlab.health.config import SIGNALS, DetectorConfig
+from ganlab.callbacks.detector import CollapseDetector, DetectorConfig
+from ganlab.callbacks.risk import SIGNALS, DiversityDrop, risk_score
 from ganlab.study.corpus import Corpus, Row
 
 #: The evaluation scores (and their ``data/`` baselines) the detector reads.

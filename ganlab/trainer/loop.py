@@ -33,6 +33,7 @@ from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
 from ganlab.models.conditional import AuxiliaryClassLoss, code_labels, grid_codes
 from ganlab.provenance import provenance
+from ganlab.run import layout
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import recovery, visuals
@@ -537,7 +538,7 @@ class Trainer(Checkpointing):
         if self._pending_after_eval is not None:  # resumed from a last.pt: the strategies' reaction to its scores
             self._react_to_eval(self._pending_after_eval)
         if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
-            self.save(self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt")
+            self.save(self.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(self.state.step))
         start_step, t0 = self.state.step, time.perf_counter()
         bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not (self.cfg.progress and self.dist.main),
                    dynamic_ncols=True, unit="step", desc="train")
@@ -549,6 +550,8 @@ class Trainer(Checkpointing):
 
     def _train_until_done(self, bar: Any, stop: GracefulStop) -> None:
         """The loop of :meth:`fit`: steps, logging, evaluations and checkpoints until ``cfg.steps``."""
+        # the callbacks that observe steps (most observe evaluations only): no call per step to a no-op hook
+        stepping = [c for c in self.callbacks if type(c).after_step is not Callback.after_step]
         while self.state.step < self.cfg.steps:
             out = self.train_step()
             if out.stopped is not None and out.stopped.over_limit:
@@ -563,16 +566,18 @@ class Trainer(Checkpointing):
             strategy_scalars = {f"strategy/{s.name}/{k}": v
                                 for s in self.strategies for k, v in s.after_step(self.state).items()}
             monitor = self.health.after_step(step)  # monitored steps only
-            self.stats.report_all(monitor)
-            for c in self.callbacks:
+            if monitor:
+                self.stats.report_all(monitor)
+            for c in stepping:
                 c.after_step(self, out, monitor)
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
                 self.stats.report_all(self._step_scalars(out, strategy_scalars, bar))
-            self.publish(step)
+            if self.stats.pending:  # most steps report nothing
+                self.publish(step)
             if step % self.cfg.eval_every == 0 or step == self.cfg.steps:
                 self.evaluate()
             if step % self.cfg.ckpt_every == 0:
-                self.save(self.run_dir / "checkpoints" / f"step_{step:07d}.pt")
+                self.save(self.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(step))
             bar.update(1)
             if self.dist.any(stop.signum is not None):  # every rank stops at the same step
                 bar.close()
@@ -610,8 +615,9 @@ class Trainer(Checkpointing):
             G = scored_generator(self.state)
             result = self.evaluator(G, self.data)
             if self.dist.main:
-                visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger,
-                                    self.run_dir / "samples" / f"step_{step:07d}.png", step, nrow=self.grid_nrow,
+                grid = self.run_dir / layout.SAMPLES_DIR / layout.step_sample_name(step)
+                visuals.log_samples(G, result.samples, self.data, self.fixed_z, self.logger, grid, step,
+                                    nrow=self.grid_nrow,
                                     rows=f"rows: classes 0-{self.num_classes - 1}" if self.num_classes else "")
             self.stats.report_all(result.scores, prefix=SCORES)
             for c in self.callbacks:
@@ -628,7 +634,7 @@ class Trainer(Checkpointing):
         self.last_scores, self.last_result = scores, result
         self.publish(step, record=True)
         reaction = self.dist.broadcast(scores | health)  # every rank's strategies react to rank 0's values
-        self.save(self.run_dir / "checkpoints" / "last.pt", after_eval=reaction)
+        self.save(layout.last_checkpoint(self.run_dir), after_eval=reaction)
         self._react_to_eval(reaction)
         self.logger.flush()
         return scores
@@ -666,7 +672,7 @@ class Trainer(Checkpointing):
     def _drop_records_after(self, step: int) -> None:
         """Resuming an older checkpoint in this folder: its ``metrics.jsonl`` lines past ``step`` are rewritten by
         the resumed run, so they go (atomically; the others stay)."""
-        path = self.run_dir / "metrics.jsonl"
+        path = self.run_dir / layout.CURVE_FILE
         if not self.dist.main or not path.is_file():
             return
         lines = path.read_text().splitlines()
@@ -677,7 +683,7 @@ class Trainer(Checkpointing):
                      len(lines) - len(kept), step)
 
     def _append_jsonl(self, record: dict[str, Any]) -> None:
-        with open(self.run_dir / "metrics.jsonl", "a") as f:
+        with open(self.run_dir / layout.CURVE_FILE, "a") as f:
             f.write(json.dumps(record) + "\n")
 
     def finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
@@ -696,7 +702,7 @@ class Trainer(Checkpointing):
         if not self.dist.main:  # only rank 0 writes
             self.logger.close()
             return metrics
-        ckpt_io.atomic_write_text(self.run_dir / "metrics.json", json.dumps(metrics, indent=2))
+        ckpt_io.atomic_write_text(self.run_dir / layout.METRICS_FILE, json.dumps(metrics, indent=2))
         if self.last_result is not None and self.cfg.projector:
             with self.isolated_rng():
                 mat, meta, header, sprites = self.evaluator.projector(self.last_result, self.data)
@@ -724,7 +730,7 @@ class Trainer(Checkpointing):
 
     def _stop_on_signal(self, signum: int) -> None:
         """Save ``checkpoints/step_<step>.pt`` (unless this step's is there), close the logger and raise."""
-        path = self.run_dir / "checkpoints" / f"step_{self.state.step:07d}.pt"
+        path = self.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(self.state.step)
         if not (self.state.step % self.cfg.ckpt_every == 0 and path.is_file()):
             self.save(path)
         self.logger.close()
@@ -732,7 +738,7 @@ class Trainer(Checkpointing):
 
     def _stop_at_hard_limit(self, found: UpdateFindings) -> None:
         """Save a checkpoint (the update was not applied), then alert and raise TrainingHealthError."""
-        path = self.run_dir / "checkpoints" / f"hard_limit_step_{self.state.step:07d}.pt"
+        path = self.run_dir / layout.CHECKPOINT_DIR / layout.hard_limit_checkpoint_name(self.state.step)
         self.save(path)
         recovery.stop_at_hard_limit(found, step=self.state.step, steps=self.cfg.steps,
                                     limit=float(self.health.cfg.hard_limit), checkpoint=path, alerts=self.alerts,

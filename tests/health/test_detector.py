@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ganlab.callbacks.detector import CollapseDetector
-from ganlab.health.config import DetectorConfig
+from ganlab.callbacks.detector import CollapseDetector, DetectorConfig
 
 NOW = DetectorConfig(from_step=0)  # judge from the first evaluation (the default waits until step 1,000)
 

@@ -11,10 +11,9 @@ import torch
 from tiny_config import RING8_RUN, RecordingLogger, compose_cfg
 from torch import nn
 
-from ganlab.callbacks.risk import CollapseRisk, DiversityDrop, ada_r_v, risk_score, slope
+from ganlab.callbacks.risk import SIGNALS, CollapseRisk, DiversityDrop, RiskConfig, ada_r_v, risk_score, slope
 from ganlab.data import GANData
 from ganlab.health import AlertLog, UpdateFindings, read_alerts
-from ganlab.health.config import SIGNALS, RiskConfig
 from ganlab.run.build import build_trainer
 from ganlab.trainer.loggers import NullLogger
 
