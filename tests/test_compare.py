@@ -407,3 +407,12 @@ def test_no_test_reason_names_the_row_of_one_seed() -> None:
     assert no_test_reason(summary, "modes_covered") == "B: one seed, no spread to test against (train more seeds)"
     assert no_test_reason({"A": summary["A"]}, "modes_covered") == "1 row with a value; a test needs two"
     assert no_test_reason(summary, "vendi") == "the score has no better direction"
+
+
+def test_p_values_say_a_tie_is_a_tie() -> None:
+    """Two rows of equal means (0.5 over 2 seeds each): no best row is named and no p-value printed."""
+    from ganlab.analysis.table import p_value_lines
+
+    summary = {"ring8 [plain]": {"modes_covered": (0.5, 0.71, 2)}, "ring8 [pacgan]": {"modes_covered": (0.5, 0.71, 2)}}
+    line = p_value_lines(summary, ["modes_covered"]).splitlines()[1]
+    assert line == "  modes_covered: ring8 [plain] and ring8 [pacgan] tie (equal means): no best row, no mark"

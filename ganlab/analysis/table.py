@@ -197,7 +197,10 @@ def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> st
     for k in keys:
         if k in tests:
             best, runner_up, p = tests[k]
-            lines.append(f"  {k}: {best} vs {runner_up}: p = {p:.3g}{' (marked)' if p < alpha else ''}")
+            if summary[best][k][0] == summary[runner_up][k][0]:
+                lines.append(f"  {k}: {best} and {runner_up} tie (equal means): no best row, no mark")
+            else:
+                lines.append(f"  {k}: {best} vs {runner_up}: p = {p:.3g}{' (marked)' if p < alpha else ''}")
         else:
             lines.append(f"  {k}: no test ({no_test_reason(summary, k)})")
     return "\n".join(lines)
