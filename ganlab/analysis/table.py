@@ -166,6 +166,14 @@ def table_stem(keys: list[str], summary: Summary) -> str:
     return "table_" + hashlib.sha1(",".join(keys).encode()).hexdigest()[:8]
 
 
+def ranked(summary: Summary, key: str) -> list[tuple[tuple[float, float, int], str]]:
+    """The rows with a (non-NaN) value of score ``key`` as ``((mean, std, seeds), label)``, best mean first in the
+    score's direction (:func:`~ganlab.metrics.directions.higher_is_better`; ascending when it has none)."""
+    direction = higher_is_better(key)
+    return sorted(((s[key], lab) for lab, s in summary.items() if key in s and not math.isnan(s[key][0])),
+                  key=lambda c: -c[0][0] if direction else c[0][0])
+
+
 def best_tests(summary: Summary, keys: list[str]) -> dict[str, tuple[str, str, float]]:
     """Score -> ``(best row, runner-up row, p)``: the best and second-best mean in the score's direction (NaN
     skipped) compared by Welch's t-test (:func:`ganlab.analysis.stats.welch_t_test`, two-sided). Scores without a
@@ -173,8 +181,7 @@ def best_tests(summary: Summary, keys: list[str]) -> dict[str, tuple[str, str, f
     tests: dict[str, tuple[str, str, float]] = {}
     for k in keys:
         direction = higher_is_better(k)
-        cells = sorted(((s[k], lab) for lab, s in summary.items() if k in s and not math.isnan(s[k][0])),
-                       key=lambda c: -c[0][0] if direction else c[0][0])
+        cells = ranked(summary, k)
         if direction is None or len(cells) < 2 or min(cells[0][0][2], cells[1][0][2]) < 2:
             continue
         (first, label), (second, runner_up) = cells[:2]
@@ -212,8 +219,7 @@ def no_test_reason(summary: Summary, key: str) -> str:
     direction = higher_is_better(key)
     if direction is None:
         return "the score has no better direction"
-    cells = sorted(((s[key], lab) for lab, s in summary.items() if key in s and not math.isnan(s[key][0])),
-                   key=lambda c: -c[0][0] if direction else c[0][0])
+    cells = ranked(summary, key)
     if len(cells) < 2:
         return f"{len(cells)} row{'' if len(cells) == 1 else 's'} with a value; a test needs two"
     single = [lab for (_, _, n), lab in cells[:2] if n < 2]
