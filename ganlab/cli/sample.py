@@ -198,10 +198,8 @@ def paths_figure(data: GANData, paths: Tensor, title: str) -> Any:
     a cross (end); the legend names what is drawn (real points, the modes, the paths) and the title counts path
     points outside the frame."""
     means = data.mixture.means if data.mixture is not None else None
-    fig = scatter_figure(data.x[:2500], paths.reshape(-1, 2), means, title=title)
+    fig = scatter_figure(data.x[:2500], paths.reshape(-1, 2), means, title=title, draw_fake=False)
     ax = fig.axes[0]
-    for dots in [c for c in ax.collections if c.get_label() == "generated"]:
-        dots.remove()  # the paths below draw these points
     for i, p in enumerate(paths.float()):
         ax.plot(p[:, 0], p[:, 1], "-", lw=1, c="tab:green", alpha=0.8,
                 label="generated paths (o start, x end)" if i == 0 else None)

@@ -73,14 +73,15 @@ def scatter_limits(real: Tensor, margin: float = 0.5) -> tuple[float, float, flo
 
 
 def scatter_figure(real: Tensor, fake: Tensor, means: Tensor | None = None, title: str = "",
-                   limits: tuple[float, float, float, float] | None = None) -> Any:
+                   limits: tuple[float, float, float, float] | None = None, draw_fake: bool = True) -> Any:
     """A matplotlib figure of real (N, 2) and generated (M, 2) points, with mode means (K, 2) when known.
 
     The axes span ``limits`` (``(x_min, x_max, y_min, y_max)``, default :func:`scatter_limits` of the real
     points and the means), never the generated points, so two frames with the same limits are comparable;
     generated points outside them are counted in the title. The ``matplotlib.figure.Figure`` is made without
     pyplot, so the backend is never switched (a notebook's inline plots keep working) and no pyplot state is
-    left behind: it is freed once unreferenced.
+    left behind: it is freed once unreferenced. ``draw_fake=False`` leaves the generated points undrawn (and out of
+    the legend) for a caller that draws them its own way; they are still counted in the title.
     """
     from matplotlib.figure import Figure
 
@@ -88,7 +89,8 @@ def scatter_figure(real: Tensor, fake: Tensor, means: Tensor | None = None, titl
     ax = fig.add_subplot()
     r, f = real.detach().float().cpu(), fake.detach().float().cpu()
     ax.scatter(r[:, 0], r[:, 1], s=2, c="tab:blue", alpha=0.3, label="real")
-    ax.scatter(f[:, 0], f[:, 1], s=2, c="tab:red", alpha=0.5, label="generated")
+    if draw_fake:
+        ax.scatter(f[:, 0], f[:, 1], s=2, c="tab:red", alpha=0.5, label="generated")
     if means is not None:
         m = means.detach().float().cpu()
         ax.scatter(m[:, 0], m[:, 1], s=40, marker="x", c="black", label="modes")
