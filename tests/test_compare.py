@@ -407,6 +407,7 @@ def test_no_test_reason_names_the_row_of_one_seed() -> None:
     assert no_test_reason(summary, "modes_covered") == "B: one seed, no spread to test against (train more seeds)"
     assert no_test_reason({"A": summary["A"]}, "modes_covered") == "1 row with a value; a test needs two"
     assert no_test_reason(summary, "vendi") == "the score has no better direction"
+    assert no_test_reason({"A": summary["A"], "C": summary["C"]}, "modes_covered") is None  # A vs C is tested
 
 
 def test_p_values_say_a_tie_is_a_tie() -> None:

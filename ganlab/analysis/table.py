@@ -180,11 +180,9 @@ def best_tests(summary: Summary, keys: list[str]) -> dict[str, tuple[str, str, f
     direction, with fewer than two rows or a row of fewer than 2 seeds are left out; tied means get p = 1."""
     tests: dict[str, tuple[str, str, float]] = {}
     for k in keys:
-        direction = higher_is_better(k)
-        cells = ranked(summary, k)
-        if direction is None or len(cells) < 2 or min(cells[0][0][2], cells[1][0][2]) < 2:
+        if no_test_reason(summary, k) is not None:
             continue
-        (first, label), (second, runner_up) = cells[:2]
+        (first, label), (second, runner_up) = ranked(summary, k)[:2]
         tests[k] = (label, runner_up, welch_t_test(*first, *second)[2] if first[0] != second[0] else 1.0)
     return tests
 
@@ -213,9 +211,10 @@ def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> st
     return "\n".join(lines)
 
 
-def no_test_reason(summary: Summary, key: str) -> str:
-    """Why :func:`best_tests` has no test of score ``key``: the score has no better direction, fewer than two rows
-    have a value, or the best or runner-up row (named) has one seed."""
+def no_test_reason(summary: Summary, key: str) -> str | None:
+    """Why :func:`best_tests` has no test of score ``key`` (the one place its conditions are written): the score has
+    no better direction, fewer than two rows have a value, or the best or runner-up row (named) has one seed; None
+    when the test exists."""
     direction = higher_is_better(key)
     if direction is None:
         return "the score has no better direction"
@@ -223,7 +222,7 @@ def no_test_reason(summary: Summary, key: str) -> str:
     if len(cells) < 2:
         return f"{len(cells)} row{'' if len(cells) == 1 else 's'} with a value; a test needs two"
     single = [lab for (_, _, n), lab in cells[:2] if n < 2]
-    return f"{' and '.join(single)}: one seed, no spread to test against (train more seeds)"
+    return f"{' and '.join(single)}: one seed, no spread to test against (train more seeds)" if single else None
 
 
 def legend(mark: str, ci: bool = False) -> str:
