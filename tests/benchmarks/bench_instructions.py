@@ -265,7 +265,8 @@ def count_tree(tree: Path, args: argparse.Namespace) -> dict[str, int]:
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={work / 'callgrind.out'}",
                *cmd]
     env = {k: v for k, v in os.environ.items() if k != "GANLAB_CONF"}
-    env |= {"OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(tree), str(HERE)])}
+    # a fixed string-hash seed: randomised hashing moves dict probing, and so the count, between processes
+    env |= {"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONPATH": os.pathsep.join([str(tree), str(HERE)])}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     if args.counter in ("perf", "calls"):
         out, _ = proc.communicate()
