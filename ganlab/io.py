@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-import torch
-
 
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
@@ -40,6 +38,10 @@ def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
 
 def atomic_save(obj: Any, path: str | Path) -> None:
     """``torch.save`` through :func:`atomic_open`."""
+    # torch loads here, on the first tensor file written, not on import: the run layout and the study's schema,
+    # which import this module, are read by commands that never load torch (ganlab-study check)
+    import torch
+
     with atomic_open(path, "wb") as f:
         torch.save(obj, f)
 

@@ -1,5 +1,6 @@
-"""The run folder's file and folder names and the score-name prefixes are spelled once: ``ganlab.run.layout`` and
-``ganlab.metrics.registry``; every other module takes them from there."""
+"""The run folder's file and folder names and the score-name prefixes are spelled once, in ``ganlab.run.layout``
+(``ganlab.metrics.registry`` re-exports the prefixes); every other module, the light study modules included, takes
+them from there."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ ELSEWHERE = {
     "metrics/embedders.py": {layout.CHECKPOINT_DIR},  # torch hub's folder of downloaded weights
     "trainer/visuals.py": {layout.SAMPLES_DIR},       # the TensorBoard tag of the sample grid
 }
-#: ganlab.study reads runs without importing the scorers (its light modules load before torch).
-LIGHT = "study/"
 
 
 def _strings(path: Path) -> list[tuple[int, str]]:
@@ -34,7 +33,7 @@ def _spelled_out(names: set[str], pattern: str | None, owner: str) -> list[str]:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel == owner or rel.startswith(LIGHT):
+        if rel == owner:
             continue
         allowed = ELSEWHERE.get(rel, set())
         found += [f"{rel}:{line} {text!r}" for line, text in _strings(path)
@@ -49,7 +48,8 @@ def test_run_folder_names_come_from_the_layout() -> None:
     assert _spelled_out(names, None, "run/layout.py") == []
 
 
-def test_score_prefixes_come_from_the_registry() -> None:
-    assert (registry.DATA_PREFIX, registry.FIXED_Z_PREFIX) == ("data/", "fixed_z/")
-    pattern = f"^({re.escape(registry.DATA_PREFIX)}|{re.escape(registry.FIXED_Z_PREFIX)})"
-    assert _spelled_out(set(), pattern, "metrics/registry.py") == []
+def test_score_prefixes_come_from_the_layout() -> None:
+    assert (layout.DATA_PREFIX, layout.FIXED_Z_PREFIX) == ("data/", "fixed_z/")
+    assert (registry.DATA_PREFIX, registry.FIXED_Z_PREFIX) == (layout.DATA_PREFIX, layout.FIXED_Z_PREFIX)
+    pattern = f"^({re.escape(layout.DATA_PREFIX)}|{re.escape(layout.FIXED_Z_PREFIX)})"
+    assert _spelled_out(set(), pattern, "run/layout.py") == []

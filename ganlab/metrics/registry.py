@@ -32,16 +32,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+# the score keys' prefixes (data baseline, fixed latent codes) are spelled where a run's names are
+from ganlab.run.layout import DATA_PREFIX, FIXED_Z_PREFIX
+
 if TYPE_CHECKING:
     from ganlab.metrics.base import Scorer
 
 __all__ = ["DATA_PREFIX", "FIXED_Z_PREFIX", "KINDS", "Family", "coverage_keys", "families", "family_of", "headline",
            "register", "register_scores", "table_order"]
 
-#: The prefix of a score computed on held-out real data (the data baseline): ``data/<score>``.
-DATA_PREFIX = "data/"
-#: The prefix of a score of the collapse alarm's samples from its fixed latent codes: ``fixed_z/<score>``.
-FIXED_Z_PREFIX = "fixed_z/"
 
 #: The kinds of data ``ganlab-compare`` has default columns for: 2-D mixtures, and images.
 KINDS = ("mixture", "image")

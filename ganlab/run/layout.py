@@ -52,6 +52,12 @@ FAILED_MARKER = "FAILED"           # a one-line flag file ("Type: message") for 
 NAN_DUMPS_DIR = "nan_dumps"        # the batch and weights of each non-finite update (ganlab.health.recovery)
 JOB_LOG = "train.log"              # Hydra's log of a ganlab-train job
 
+# the prefixes of the score keys in metrics.json and metrics.jsonl (ganlab.metrics.registry re-exports them)
+#: A score computed on held-out real data (the data baseline): ``data/<score>``.
+DATA_PREFIX = "data/"
+#: A score of the collapse alarm's samples from its fixed latent codes: ``fixed_z/<score>``.
+FIXED_Z_PREFIX = "fixed_z/"
+
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
 
 

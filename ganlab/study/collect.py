@@ -33,7 +33,7 @@ def columns(study: StudySchema) -> list[str]:
     """The CSV header of ``study`` (see the module docstring)."""
     axis = [study.tuning.axis.name] if study.tuning is not None else []
     return ["study", "arm", "dataset", "stage", "seed", *axis, "step", "finished", *study.scores,
-            *(f"data/{s}" for s in study.data_scores), "commit", "wall_s"]
+            *(f"{layout.DATA_PREFIX}{s}" for s in study.data_scores), "commit", "wall_s"]
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -74,7 +74,7 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
         rows.append({"study": study.name, "arm": job.arm, "dataset": job.dataset, "stage": job.stage,
                      "seed": job.seed, **axis, "step": int(rec["step"]), "finished": done,
                      **{s: scores.get(s) for s in study.scores},
-                     **{f"data/{s}": scores.get(f"data/{s}") for s in study.data_scores},
+                     **{(d := f"{layout.DATA_PREFIX}{s}"): scores.get(d) for s in study.data_scores},
                      "commit": chunk.get("commit"), "wall_s": chunk.get("wall_s")})
     return rows
 

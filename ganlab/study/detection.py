@@ -26,6 +26,7 @@ import numpy as np
 
 from ganlab.callbacks.detector import CollapseDetector, DetectorConfig
 from ganlab.callbacks.risk import SIGNALS, DiversityDrop, risk_score
+from ganlab.run.layout import DATA_PREFIX
 from ganlab.study.corpus import Corpus, Row
 
 #: The evaluation scores (and their ``data/`` baselines) the detector reads.
@@ -37,7 +38,7 @@ def replay(evals: list[Row], points: bool, from_step: int) -> tuple[int | None, 
     evaluations, judging those at step >= ``from_step`` (``monitor.detector.from_step``); None: never."""
     det, presence, anything = CollapseDetector(DetectorConfig(from_step=from_step), points=points), None, None
     for e in evals:
-        scores = {p: float(e[p]) for k in SCORE_KEYS for p in (k, f"data/{k}")
+        scores = {p: float(e[p]) for k in SCORE_KEYS for p in (k, f"{DATA_PREFIX}{k}")
                   if isinstance(e.get(p), float) and not math.isnan(e[p])}
         found = det.observe(int(e["step"]), scores)
         if found and anything is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.io import atomic_write_text
+from ganlab.run.layout import DATA_PREFIX
 from ganlab.study import stats
 from ganlab.study.plan import arm_of, steps_of
 from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
@@ -90,7 +91,7 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
             for i, c in enumerate(cols):
                 mine = _values(runs, arm_score(a, c.score), c)
                 line.append(stats.summary(list(mine.values()), c.fmt, c.scale, c.spread, c.spread_fmt))
-                data = _values(runs, arm_score(a, f"data/{c.score}"), c) if study.baseline_rows else {}
+                data = _values(runs, arm_score(a, f"{DATA_PREFIX}{c.score}"), c) if study.baseline_rows else {}
                 base_line.append(stats.summary(list(data.values()), c.fmt, c.scale, c.spread, c.spread_fmt))
                 if tested[i]:
                     base_line.append("-")
@@ -107,7 +108,7 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
                         tests.append((len(cells), len(line), diff, p, c.fmt, c.scale))
                         line.append("")
                 if i == 0 and study.reach:
-                    data_reach = f"data/{study.reach}"
+                    data_reach = f"{DATA_PREFIX}{study.reach}"
                     hit = sum(ev[-1][study.reach] == ev[-1].get(data_reach) for ev in runs.values())
                     line.append(f"{hit}/{len(runs)}")
                     base_line.append("-")

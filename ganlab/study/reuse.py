@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ganlab.run.layout import DATA_PREFIX
 from ganlab.study.collect import TABLE, Recorded, job_key, recorded_rows
 from ganlab.study.plan import Job, all_jobs, overrides
 from ganlab.study.schema import StudyError, StudySchema
@@ -60,8 +61,8 @@ def reused_rows(study: StudySchema, load_study: Callable[[str], StudySchema]) ->
         if pairs and not path.is_file():
             raise StudyError(f"study {study.name}, arm {arm.name!r}: reuse of {other.name} needs its table of "
                              f"evaluations at {path}; collect it (ganlab-study collect {other.name}) or drop reuse:")
-        missing = sorted({*study.scores, *(f"data/{s}" for s in study.data_scores)}
-                         - {*other.scores, *(f"data/{s}" for s in other.data_scores)})
+        missing = sorted({*study.scores, *(f"{DATA_PREFIX}{s}" for s in study.data_scores)}
+                         - {*other.scores, *(f"{DATA_PREFIX}{s}" for s in other.data_scores)})
         if pairs and missing:
             raise StudyError(f"study {study.name}, arm {arm.name!r}: {other.name}'s table lacks {missing}, which "
                              "this study collects; remove them from scores/data_scores or drop reuse:")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,25 +23,24 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ganlab.run import layout
 from ganlab.study.plan import Job, folder, overrides, relative_folder, steps_of
 from ganlab.study.schema import StudySchema
 
 log = logging.getLogger("ganlab.study")
 #: One line per job that ran in a run folder (written by :func:`train_job`).
 JOBS_FILE = "study_jobs.jsonl"
-CHECKPOINT = re.compile(r"step_(\d+)\.pt$")
 
 
 def newest_checkpoint_step(run_dir: Path) -> int | None:
     """The step of the newest ``checkpoints/step_<step>.pt`` in ``run_dir`` (None when there is none; a run
     checkpoints step 0 before its first step)."""
-    steps = [int(m.group(1)) for p in (run_dir / "checkpoints").glob("step_*.pt") if (m := CHECKPOINT.search(p.name))]
-    return max(steps, default=None)
+    return max((step for step, _ in layout.step_checkpoints(run_dir)), default=None)
 
 
 def finished_step(run_dir: Path) -> int | None:
     """The step recorded in ``run_dir/metrics.json`` (written when a run ends), None when there is none."""
-    path = run_dir / "metrics.json"
+    path = run_dir / layout.METRICS_FILE
     return int(json.loads(path.read_text())["step"]) if path.is_file() else None
 
 

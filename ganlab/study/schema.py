@@ -18,6 +18,8 @@ from typing import Dict, List, Optional  # noqa: UP035 (OmegaConf reads these)
 
 from omegaconf import MISSING
 
+from ganlab.run.layout import DATA_PREFIX
+
 
 @dataclasses.dataclass
 class ReuseSchema:
@@ -264,7 +266,7 @@ def arm_score(arm: ArmSchema, score: str) -> str:
     """The score an arm's cell of the column ``score`` reads: the longest prefix of ``score`` in ``arm.read_as``
     replaced (also after ``data/``), e.g. ``data/class/mean/recall`` -> ``data/pred_class/mean/recall`` with
     ``read_as={"class/": "pred_class/"}``; ``score`` itself when no prefix matches."""
-    data, base = ("data/", score[5:]) if score.startswith("data/") else ("", score)
+    data, base = (DATA_PREFIX, score.removeprefix(DATA_PREFIX)) if score.startswith(DATA_PREFIX) else ("", score)
     hits = [p for p in arm.read_as if base.startswith(p)]
     if not hits:
         return score
@@ -359,13 +361,13 @@ def check_study(study: StudySchema) -> None:
                              f"{col.spread!r}) and reduce one of {REDUCES} (got {col.reduce!r})")
         if col.last < 1:
             raise StudyError(f"study {study.name}: the window of {col.score} (last) must be >= 1, got {col.last}")
-        baseline = study.baseline_rows and not col.score.startswith("data/")
-        names = [col.score, *([f"data/{col.score}"] if baseline else [])]
+        baseline = study.baseline_rows and not col.score.startswith(DATA_PREFIX)
+        names = [col.score, *([f"{DATA_PREFIX}{col.score}"] if baseline else [])]
         for name in sorted({arm_score(a, n) for a in study.arms for n in names}):
-            base = name.removeprefix("data/")
-            if base not in (study.data_scores if name.startswith("data/") else study.scores):
+            base = name.removeprefix(DATA_PREFIX)
+            if base not in (study.data_scores if name.startswith(DATA_PREFIX) else study.scores):
                 raise StudyError(f"study {study.name}: table score {name!r} is not collected; add "
-                                 f"{base!r} to {'data_scores' if name.startswith('data/') else 'scores'} "
+                                 f"{base!r} to {'data_scores' if name.startswith(DATA_PREFIX) else 'scores'} "
                                  f"(now {list(study.scores)}, data_scores {list(study.data_scores)})")
 
 
