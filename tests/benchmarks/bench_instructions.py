@@ -33,8 +33,13 @@ Counters (``--counter``):
   instructions:u``), read in the process before and after each variant, for the calling thread (torch runs on one
   thread here). Needs a CPU performance-monitoring unit the kernel exposes (many VMs have none) and
   ``kernel.perf_event_paranoid`` <= 2. Runs at full speed (about a minute).
-* ``callgrind``: valgrind's simulated count, ``--instr-atstart=no``, switched on and dumped between variants with
-  ``callgrind_control``. Needs ``valgrind``; about 50 times slower (several minutes a tree on a loaded 2-core VM).
+* ``callgrind``: valgrind's simulated count, ``--instr-atstart=no``; the counted process zeroes the count right
+  before a variant and dumps it right after, through callgrind's client requests (``CALLGRIND_ZERO_STATS``,
+  ``CALLGRIND_DUMP_STATS_AT`` from ``<valgrind/callgrind.h>``, in a 10-line C library compiled with ``cc`` at the
+  start), so nothing but the variant is counted. (Switching from outside with ``callgrind_control`` also counted
+  the process's polling while it waited for the switch, which varied with the machine's load by up to a few
+  hundredths of a percent of a step.) Needs ``valgrind`` with its headers and a C compiler; about 50 times slower
+  (about 12 minutes a tree on a 2-core VM).
 * ``calls``: not instructions but Python-level calls (:mod:`cProfile`'s count), where neither counter can run in
   reasonable time: load-independent and fast, and where a change to ganlab's own Python shows; blind to what a call
   costs (a kernel and an attribute read count one each). The ``instructions`` in the table are then calls.
@@ -219,8 +224,9 @@ def variants(steps: int, warmup: int, extra: list[str]) -> dict[str, Callable[[]
 def inner(args: argparse.Namespace) -> None:
     """The counted process: ``args.tree``'s ganlab first on the path, build, warm up, count each variant.
 
-    perf: counted here, written to ``<flag dir>/counts.json``. callgrind: each variant runs when the driver says go
-    (flag files), after the driver switched counting on (first) or dumped the previous variant's count."""
+    perf and calls: counted here, written to ``<flag dir>/counts.json``. callgrind: instrumentation switched on
+    after the warm-up, then per variant the count zeroed, the variant run and the count dumped (one
+    ``callgrind.out.<i>`` each, in order), through :data:`MARKS_C`'s library in the flag folder."""
     sys.path.insert(0, str(args.tree))
     runs = variants(args.steps, args.warmup, list(args.set))
     tree = Path(args.tree).resolve()
@@ -234,15 +240,40 @@ def inner(args: argparse.Namespace) -> None:
         counts = {name: count(run) for name, run in runs.items()}
         (flags / "counts.json").write_text(json.dumps(counts))
         return
-    for i, name in enumerate([*VARIANTS, None]):
-        (flags / f"{i}.ready").touch()
-        while not (flags / f"{i}.go").exists():
-            time.sleep(0.005)
-        if name is not None:
-            runs[name]()
+    marks = ctypes.CDLL(str(flags / "marks.so"))
+    marks.start()
+    for name, run in runs.items():
+        marks.zero()
+        run()
+        marks.dump(name.encode())
 
 
 # ------------------------------------------------------------------------------------------------ the driver
+#: callgrind's client requests as C functions for ctypes: a request is a marker instruction sequence that only
+#: valgrind sees (a no-op on the real CPU), so it has to be compiled in.
+MARKS_C = r"""
+#include <valgrind/callgrind.h>
+void start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void zero(void) { CALLGRIND_ZERO_STATS; }
+void dump(const char *name) { CALLGRIND_DUMP_STATS_AT(name); }
+"""
+
+
+def compile_marks(folder: Path) -> Path:
+    """Compile :data:`MARKS_C` into ``folder/marks.so``; SystemExit naming what is missing when it cannot."""
+    (folder / "marks.c").write_text(MARKS_C)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise SystemExit("--counter callgrind: no C compiler (cc) on the PATH to build callgrind's client requests "
+                         "(Debian/Ubuntu: apt-get install gcc)")
+    done = subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(folder / "marks.so"), str(folder / "marks.c")],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit("--counter callgrind: could not compile callgrind's client requests (is valgrind's header "
+                         f"<valgrind/callgrind.h> installed? Debian/Ubuntu: apt-get install valgrind):\n{done.stderr}")
+    return folder / "marks.so"
+
+
 def totals(path: Path) -> int:
     """The ``totals:`` line of a callgrind output file (instructions counted in that dump)."""
     for line in path.read_text(errors="replace").splitlines():
@@ -251,39 +282,24 @@ def totals(path: Path) -> int:
     raise ValueError(f"no totals line in {path}")
 
 
-def _fail(proc: subprocess.Popen) -> SystemExit:
-    out = proc.stdout.read() if proc.stdout is not None else ""
-    return SystemExit(f"the counted process ended early (exit {proc.returncode}):\n{out[-3000:]}")
-
-
 def count_tree(tree: Path, args: argparse.Namespace) -> dict[str, int]:
     """Total instructions of each variant over ``args.steps`` steps, counted in one process on ``tree``'s code."""
     work = Path(tempfile.mkdtemp(prefix="bench_instr_flags_"))
     cmd = [sys.executable, str(HERE / "bench_instructions.py"), "--inner", str(work), "--tree", str(tree),
            "--counter", args.counter, "--steps", str(args.steps), "--warmup", str(args.warmup), "--set", *args.set]
     if args.counter == "callgrind":
+        compile_marks(work)
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={work / 'callgrind.out'}",
                *cmd]
     env = {k: v for k, v in os.environ.items() if k != "GANLAB_CONF"}
     # a fixed string-hash seed: randomised hashing moves dict probing, and so the count, between processes
     env |= {"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONPATH": os.pathsep.join([str(tree), str(HERE)])}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    out, _ = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"the counted process failed (exit {proc.returncode}):\n{out[-3000:]}")
     if args.counter in ("perf", "calls"):
-        out, _ = proc.communicate()
-        if proc.returncode != 0:
-            raise SystemExit(f"the counted process failed (exit {proc.returncode}):\n{out[-3000:]}")
         return json.loads((work / "counts.json").read_text())
-    for i in range(len(VARIANTS) + 1):
-        while not (work / f"{i}.ready").exists():
-            if proc.poll() is not None:
-                raise _fail(proc)
-            time.sleep(0.2)
-        control = ["callgrind_control", "-i", "on", str(proc.pid)] if i == 0 else \
-            ["callgrind_control", "-d", str(proc.pid)]
-        subprocess.run(control, check=True, capture_output=True)
-        (work / f"{i}.go").touch()
-    if proc.wait() != 0:
-        raise _fail(proc)
     return {name: totals(work / f"callgrind.out.{i + 1}") for i, name in enumerate(VARIANTS)}
 
 
@@ -306,7 +322,7 @@ def choose_counter(name: str) -> str:
                          "use --counter callgrind")
     if name == "perf" or (name == "auto" and why is None):
         return "perf"
-    for tool in ("valgrind", "callgrind_control"):
+    for tool in ("valgrind",):
         if shutil.which(tool) is None:
             raise SystemExit(f"--counter callgrind: {tool} is not on the PATH (Debian/Ubuntu: apt-get install "
                              f"valgrind)" + (f"; perf cannot count here either: {why}" if why else ""))
