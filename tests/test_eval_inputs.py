@@ -41,7 +41,16 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     ("metrics.num_smples=10", r"^metrics\.num_smples=10: metrics\.num_smples is not a setting of metrics; did you "
                               r"mean metrics\.num_samples\? metrics takes: embedder, num_samples"),
     ("metrics.nope.deeper=1", r"^metrics\.nope\.deeper=1: metrics\.nope is not a setting of metrics; metrics takes:"),
-    ("sed=1", r"^sed=1: sed is not a setting of the run's config; did you mean seed\? its settings: seed, device"),
+    ("sed=1", r"^sed=1: sed is not a setting of the run's config; its settings: device"),
+    ("seed=1", r"^seed=1: ganlab-eval scores the run as it was trained, and seed is one of the settings that define "
+               r"it \(dataset, model, loss, optim, strategy, seed, trainer\.batch_size, trainer\.n_critic, "
+               r"trainer\.update\), always taken from the checkpoint; for a generator trained with another value, "
+               r"train a new run with ganlab-train seed=1$"),
+    ("model.generator.z_dim=3", r"^model\.generator\.z_dim=3: ganlab-eval scores the run as it was trained, and "
+                                r"model is one of"),
+    ("dataset.std=0.2", r"^dataset\.std=0\.2: ganlab-eval scores the run as it was trained, and dataset is one of"),
+    ("trainer.n_critic=5", r"^trainer\.n_critic=5: ganlab-eval scores the run as it was trained, and "
+                           r"trainer\.n_critic is one of"),
     ("+metrics.extra=1", r"metrics\.extra is not a setting of metrics; metrics takes:"),
     ("metrics.num_samples", r"^metrics\.num_samples: settings are given as key=value, e\.g\. "
                             r"metrics\.num_samples=500$"),

@@ -31,6 +31,7 @@ import ganlab
 from ganlab.config.check import did_you_mean, explain, type_name
 from ganlab.config.groups import adds_entries, check_group_nodes, nested_groups, options
 from ganlab.config.keys import ConfigError
+from ganlab.config.resume import RUN_KEYS
 from ganlab.config.run import check_config
 
 #: The name under which :func:`compose_stored` puts a run's stored config in Hydra's ConfigStore.
@@ -185,6 +186,27 @@ def _switched_groups(parsed: list[Override], command: str) -> list[str]:
     return chosen
 
 
+def _refuse_run_keys(parsed: list[Override], command: str) -> None:
+    """Refuse a ``key=value`` on a setting that defines the run's experiment (:data:`ganlab.config.resume.RUN_KEYS`:
+    the data set, model, loss, optimisers, strategies, seed, batch size, n_critic, update scheme), which the rebuild
+    takes from the checkpoint whatever is typed: accepted, it would be recorded as applied while it was not.
+
+    Raises:
+        ConfigError: naming the override, the run key and how to get a run with that setting.
+    """
+    top_groups = {p.name for p in ganlab.CONFIG_DIR.iterdir() if p.is_dir()}
+    for o in parsed:
+        key = o.key_or_group.lstrip("+~")
+        if "/" in key or key in top_groups:  # a config group: _switched_groups says which can be switched
+            continue
+        run_key = next((k for k in RUN_KEYS if key == k or key.startswith(k + ".")), None)
+        if run_key is not None:
+            raise ConfigError(f"{o.input_line}: {command} scores the run as it was trained, and {run_key} is one of "
+                              f"the settings that define it ({', '.join(RUN_KEYS)}), always taken from the "
+                              f"checkpoint; for a generator trained with another value, train a new run with "
+                              f"ganlab-train {o.input_line}")
+
+
 def compose_stored(stored: DictConfig, overrides: Sequence[str], command: str = "ganlab-eval") -> DictConfig:
     """A run's stored config (its checkpoint's, as ``.hydra/config.yaml`` resolved) with ``overrides`` composed by
     Hydra as on ``ganlab-train``'s command line, then checked as a run's config is
@@ -207,6 +229,7 @@ def compose_stored(stored: DictConfig, overrides: Sequence[str], command: str = 
         if parts[0] == "strategy" and len(parts) > 1 and parts[1] not in used:
             raise ConfigError(f"{o.input_line}: the run did not use strategy {parts[1]}; {command} keeps the run's "
                               f"strategies as trained ({', '.join(used) or 'none'})")
+    _refuse_run_keys(parsed, command)
     node = OmegaConf.to_container(stored, resolve=False)
     assert isinstance(node, dict)
     for group in _switched_groups(parsed, command):
@@ -219,7 +242,8 @@ def compose_stored(stored: DictConfig, overrides: Sequence[str], command: str = 
                 holder.pop(leaf, None)
     node["defaults"] = ["_self_", *({g: None} for g in nested_groups())]
     ConfigStore.instance().store(name=STORED_RUN, node=node)
-    cfg = _compose(STORED_RUN, parsed, [str(k) for k in stored], "the run's config")
+    settings = [str(k) for k in stored if str(k) not in RUN_KEYS]  # what a re-scoring may change
+    cfg = _compose(STORED_RUN, parsed, settings, "the run's config")
     plain = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
     try:
         check_group_nodes(plain)  # first: a group's node made a plain value would trip the other checks

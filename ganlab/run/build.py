@@ -296,7 +296,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                                batch_size=batch_size * spec.samples_per_score)
     check_update_scheme(tcfg.update, strategies, n_critic=spec.n_critic, n_critic_source=n_critic_source,
                         acgan=aux is not None, distributed=dist.active, g_groups=spec.g_groups)
-    if spec.samples_per_score != 1:
+    if spec.samples_per_score != 1 and not finished_ok:  # a re-scoring (ganlab-eval) trains nothing
         log.info("each update draws %d samples (trainer.batch_size %d x %d per D score)", tcfg.batch_size,
                  batch_size, spec.samples_per_score)
     if tcfg.channels_last:
