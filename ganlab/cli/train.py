@@ -140,8 +140,9 @@ def check_arguments(argv: list[str]) -> None:
     try:
         check_top_level(args.overrides, _config_dir())  # before torch is imported: a typo answered at once
         from ganlab.config.check import check_command_line
+        from ganlab.config.run import check_config  # every job's values too: a sweep is refused before its jobs run
 
-        check_command_line(args.overrides, multirun=args.multirun)
+        check_command_line(args.overrides, multirun=args.multirun, check=check_config)
         if args.multirun:
             check_no_sweep_under_torchrun()
     except ConfigError as err:

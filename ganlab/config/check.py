@@ -18,7 +18,7 @@ import inspect
 import itertools
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hydra.utils import get_object
@@ -288,11 +288,14 @@ def _strict_bools(overrides: Sequence[str]) -> None:
             raise ConfigError(wrong_type(key, value.strip(), line))
 
 
-def check_command_line(lines: Sequence[str], multirun: bool = False, config_name: str = "train") -> None:
+def check_command_line(lines: Sequence[str], multirun: bool = False, config_name: str = "train",
+                       check: Callable[[DictConfig], object] | None = None) -> None:
     """Check the keys' first parts (:func:`ganlab.config.keys.check_top_level`), then compose ``config_name`` with
     the command-line overrides ``lines`` as ``ganlab-train`` will (under ``multirun`` every combination of the
     swept config groups and each value of the other sweeps, see :func:`_variants`) and :func:`check_typed` each
-    result; a refusal in a sweep over config groups names the group options of the job it came from.
+    result; a refusal in a sweep over config groups names the group options of the job it came from. ``check``
+    (``ganlab-train`` passes :func:`ganlab.config.run.check_config`) also checks each composed job's values (a
+    negative lr, an out-of-range ``trainer.*``) before any job is launched; its ValueError becomes a ConfigError.
 
     Raises:
         ConfigError: a true/false setting typed otherwise, a composition error explained by :func:`explain`, or
@@ -303,7 +306,7 @@ def check_command_line(lines: Sequence[str], multirun: bool = False, config_name
     variants = _variants(lines, multirun)
     for overrides, swept in variants:
         try:
-            if not _check_one(overrides, config_name):
+            if not _check_one(overrides, config_name, check):
                 return  # Hydra's own message says it
         except ConfigError as err:
             if swept:  # name the swept options the key does not fit
@@ -353,7 +356,7 @@ def check_commas(lines: Sequence[str], multirun: bool) -> None:
                               f"it: {quoted(key, value)}; for that sweep say so: '{key}=choice({value})'")
 
 
-def _check_one(overrides: list[str], config_name: str) -> bool:
+def _check_one(overrides: list[str], config_name: str, check: Callable[[DictConfig], object] | None = None) -> bool:
     """:func:`check_command_line` for one job's overrides; False when Hydra's own message says what is wrong."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
@@ -370,6 +373,13 @@ def _check_one(overrides: list[str], config_name: str) -> bool:
     check_typed(cfg)
     check_target_values(cfg)
     _check_untyped_bools(cfg, overrides)
+    if check is not None:
+        try:
+            check(cfg)
+        except ConfigError:
+            raise
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
     return True
 
 

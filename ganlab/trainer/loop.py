@@ -190,13 +190,15 @@ class Trainer(Checkpointing):
             (scaler.scale(loss) if fp16 else loss).backward()
             losses.append(loss if k == 1 else loss.detach())  # k > 1: no micro-batch's graph is kept alive
         # the whole batch's loss: the sum of the micro-batches' loss / k (the monitor detaches it if it must)
-        return self._apply(net, module, opt, functools.reduce(operator.add, losses))
+        return self._apply(net, module, opt, functools.reduce(operator.add, losses), fp16)
 
-    def _apply(self, net: str, module: nn.Module, opt: torch.optim.Optimizer, total: Tensor) -> UpdateFindings:
+    def _apply(self, net: str, module: nn.Module, opt: torch.optim.Optimizer, total: Tensor,
+               fp16: bool | None = None) -> UpdateFindings:
         """The second half of an update, once the gradients of ``net``'s whole-batch loss ``total`` are in
-        ``.grad``: unscale (fp16), the monitor's findings, clip, step; a stopped update is dropped."""
+        ``.grad``: unscale (fp16), the monitor's findings, clip, step; a stopped update is dropped. ``fp16``:
+        whether ``net``'s GradScaler is on, when the caller has read it."""
         scaler = self.health.scalers[net]
-        fp16 = scaler.is_enabled()
+        fp16 = scaler.is_enabled() if fp16 is None else fp16
         if fp16:
             scaler.unscale_(opt)  # the monitor and the clipping see the true gradients
         found = self.health.inspect(net, module, opt, total)
@@ -298,7 +300,7 @@ class Trainer(Checkpointing):
             labels = code_labels(z_i) if self.num_classes else None
             with self.health.autocast():
                 with torch.no_grad():
-                    fake = self._fakes(self.G, z_i)
+                    fake = self.G(z_i) if self.g_groups == 1 else self._fakes(self.G, z_i)
                 d_real, d_fake, class_terms = self._d_outputs(real_i, fake, labels, accuracy)  # (B/k,) each
                 ctx = StepContext(self.state, real_i, fake, z_i, d_real, d_fake, labels)
                 terms = self._sum_terms(self.loss.d_loss(d_real, d_fake),
@@ -314,11 +316,13 @@ class Trainer(Checkpointing):
             self.last_batch = {"real": ctx.real, "z": ctx.z, "fake": ctx.fake, "d_real": ctx.d_real,
                                "d_fake": ctx.d_fake, "terms": terms}
         if found.apply:
-            whole = self._global(ctx)
+            whole, lazy = self._global(ctx), False
             for s in self.strategies:
                 s.after_d_step(whole)
-            reg, reg_found = self._d_reg_step([c for c, _ in parts])
-            terms, found = terms | reg, reg_found if reg_found is not None else found
+                lazy = lazy or type(s).d_reg_terms is not Strategy.d_reg_terms  # the base's gives no terms
+            if lazy:  # a strategy with a regularisation phase of its own
+                reg, reg_found = self._d_reg_step([c for c, _ in parts])
+                terms, found = terms | reg, reg_found if reg_found is not None else found
         return ctx, terms, found
 
     def _d_reg_step(self, ctxs: list[StepContext]) -> tuple[dict[str, Tensor], UpdateFindings | None]:
@@ -362,7 +366,7 @@ class Trainer(Checkpointing):
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
             with self.health.autocast():
-                fake = self._fakes(self.g_train, z_i)
+                fake = self.g_train(z_i) if self.g_groups == 1 else self._fakes(self.g_train, z_i)
                 ctx = StepContext(self.state, real_i, fake, z_i, labels=code_labels(z_i) if self.num_classes else None)
                 class_terms = self._score_fakes(ctx)  # sets ctx.d_fake
                 terms = self._sum_terms(self.loss.g_loss(ctx.d_fake),
