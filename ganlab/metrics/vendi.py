@@ -9,6 +9,8 @@ to ``n`` (all samples mutually dissimilar); higher means more diverse.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -18,7 +20,7 @@ from ganlab.metrics.blocks import gram as gram_of_columns
 from ganlab.metrics.similarity import normalize_rows
 from ganlab.metrics.workers import WorkerPool
 
-__all__ = ["rbf_blocks", "vendi_from_eigenvalues", "vendi_score"]
+__all__ = ["low_rank_eigenvalues", "rbf_blocks", "vendi_from_eigenvalues", "vendi_score"]
 
 #: Largest N accepted by the RBF kernel, whose N x N float64 Gram matrix must be built
 #: (5,000 samples = 200 MB); subsample larger sets.
@@ -29,6 +31,15 @@ DEFAULT_MAX_RBF_SAMPLES = 5_000
 #: of the dropped part, ``<= n * NEGLIGIBLE_KERNEL / n = 1e-30``, 16 orders of magnitude below the rounding error of
 #: the dense float64 eigendecomposition itself (``~ n eps ||K / n|| ~ 1e-13`` at n = 2,500).
 NEGLIGIBLE_KERNEL = 1e-30
+
+#: Share of the kernel's trace that :func:`low_rank_eigenvalues` may leave out. The spectrum of ``K / n`` then lies
+#: within ``tau = LOW_RANK_TOL`` (in l1 norm, after renormalising) of the one it returns, so the Fannes-Audenaert
+#: inequality bounds the change of the entropy by ``tau ln n + H2(tau)`` nats: at most ``4.1e-12`` relative change of
+#: the Vendi score for any n <= 10^6, the size of the dense float64 eigensolver's own rounding.
+LOW_RANK_TOL = 1e-13
+
+#: Below this many samples a kernel block goes straight to the dense eigensolver (a few ms at most).
+LOW_RANK_MIN_SAMPLES = 256
 
 
 def vendi_from_eigenvalues(eigenvalues: Tensor) -> float:
@@ -79,6 +90,68 @@ def rbf_blocks(gram: Tensor, negligible: float = NEGLIGIBLE_KERNEL) -> list[Tens
         free &= ~group
         groups.append(group.nonzero().flatten())
     return groups
+
+
+def low_rank_eigenvalues(gram: np.ndarray, tol: float = LOW_RANK_TOL) -> np.ndarray | None:
+    """The non-zero eigenvalues of ``L L^T``, where ``L`` (m, r) is the pivoted Cholesky factor of the positive
+    semi-definite float64 ``gram (m, m)`` stopped once the trace left out, ``tr(gram - L L^T)``, is at most
+    ``tol tr(gram)``; None when the kernel's numerical rank is too large for that to pay (then decompose it densely).
+
+    ``S = gram - L L^T`` is positive semi-definite (a Schur complement), so each eigenvalue of ``gram`` is at least the
+    matching one of ``L L^T`` and they differ by ``tr(S)`` in all (Weyl): see :data:`LOW_RANK_TOL` for what that does
+    to the Vendi score. The factor is built left-looking, one pivot (the largest remaining diagonal entry) per step,
+    ``O(m r^2)``; the eigenvalues are those of the ``(r, r)`` ``L^T L``. Smooth kernels on low-dimensional data have
+    fast-falling spectra (an RBF kernel of 1,000 2-d normal samples at bandwidth 0.71 leaves out 1e-13 of its trace
+    after 300 pivots), and near-identical samples (a collapsed generator) give a rank of a few. The attempt stops
+    at ``m / 3`` pivots, or earlier when the remaining trace falls too slowly (extrapolated geometrically from the last
+    doubling of the number of pivots, with a factor 2 of slack: these spectra fall faster than geometrically) to reach
+    ``tol`` by ``2 m / 3``; a full-rank kernel is given up after 16 pivots.
+    """
+    m = len(gram)
+    cap = m // 3
+    if m < LOW_RANK_MIN_SAMPLES:
+        return None
+    factor = np.empty((cap, m))  # L^T, one row per pivot
+    diag = np.diagonal(gram).copy()  # diagonal of the Schur complement S
+    stop = tol * float(diag.sum())
+    check, before = 16, float(diag.sum())
+    for k in range(cap + 1):
+        left = float(diag.sum())
+        if left <= stop:
+            from scipy.linalg import eigvalsh as scipy_eigvalsh
+
+            top = factor[:k]
+            return scipy_eigvalsh(top @ top.T, overwrite_a=True, check_finite=False)
+        if k == cap:
+            return None
+        if k == check:  # the trace left out over the last k / 2 pivots, extrapolated
+            rate = (left / before) ** (1.0 / (k - k // 2))
+            if rate >= 1.0 or k + math.log(stop / left) / math.log(rate) > 2 * cap:
+                return None
+            before, check = left, 2 * check
+        elif k == check // 2:
+            before = left
+        p = int(np.argmax(diag))
+        row = factor[k]
+        if k:
+            np.subtract(gram[p], factor[:k, p] @ factor[:k], out=row)
+        else:
+            np.copyto(row, gram[p])
+        row /= math.sqrt(diag[p])
+        diag -= row * row
+        np.maximum(diag, 0.0, out=diag)  # rounding
+        diag[p] = 0.0
+    return None
+
+
+def _kernel_eigenvalues(gram: Tensor, n: int) -> Tensor:
+    """Eigenvalues of ``gram / n`` for a symmetric positive semi-definite ``gram``: on the CPU (float64) through
+    :func:`low_rank_eigenvalues` when the kernel's numerical rank allows, else the dense float64 eigensolver."""
+    if gram.device.type == "cpu" and gram.dtype == torch.float64 and not gram.requires_grad:
+        lam = low_rank_eigenvalues(gram.numpy())
+        if lam is not None:
+            return torch.from_numpy(lam / n)
+    return eigvalsh(gram / n)
 
 
 def _zero_row_error() -> ValueError:
@@ -256,8 +329,9 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
         gram.fill_diagonal_(1.0)
         groups = rbf_blocks(gram)
         if len(groups) > 1:
-            lam = [eigvalsh(gram[g][:, g] / n) for g in groups]
+            lam = [_kernel_eigenvalues(gram[g][:, g], n) for g in groups]
             return vendi_from_eigenvalues(torch.cat(lam))
+        return vendi_from_eigenvalues(_kernel_eigenvalues(gram, n))
     else:
         raise ValueError(f"unknown kernel {kernel!r}; use 'cosine' or 'rbf'")
     return vendi_from_eigenvalues(eigvalsh(gram / n))
