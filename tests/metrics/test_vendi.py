@@ -93,6 +93,7 @@ def test_rbf_blocks_follow_links_transitively():
     gram = torch.exp(-torch.cdist(x, x) ** 2 / 2)
     assert [g.tolist() for g in rbf_blocks(gram)] == [[0, 1, 2], [3]]
     assert [g.tolist() for g in rbf_blocks(gram, negligible=1e-10)] == [[0], [1], [2], [3]]  # exp(-32) < 1e-10
+    assert [g.tolist() for g in rbf_blocks(gram[:3, :3], negligible=1e-60)] == [[0, 1, 2]]  # the first links all
 
 
 def test_rbf_on_separated_modes_splits_per_mode_and_matches_the_dense_kernel():
