@@ -14,21 +14,23 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "eigh", "eigvalsh", "gram", "pairwise_sq_dists", "rows_per_block",
-           "validate_embeddings"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "all_finite", "eigh", "eigvalsh", "gram", "non_finite_error", "pairwise_sq_dists",
+           "rows_per_block", "validate_embeddings"]
 
 #: Default memory budget: number of pairwise entries (rows x columns) held at once.
 #: 2**22 entries = 16 MiB in float32 (plus the same again for temporaries).
 DEFAULT_BLOCK_SIZE = 1 << 22
 
 
-def validate_embeddings(x: Tensor, name: str = "x", min_rows: int = 1) -> Tensor:
+def validate_embeddings(x: Tensor, name: str = "x", min_rows: int = 1, check_finite: bool = True) -> Tensor:
     """Check that ``x`` is a finite ``(N, D)`` floating tensor with ``N >= min_rows``.
 
     Args:
         x: Candidate embedding matrix, shape ``(N, D)``.
         name: Argument name used in error messages.
         min_rows: Smallest acceptable ``N``.
+        check_finite: False for a caller that checks finiteness itself, fused into a pass over ``x`` it makes anyway
+            (then it raises :func:`non_finite_error`).
 
     Returns:
         ``x`` itself, or ``x.float()`` if it had an integer/bool dtype.
@@ -50,12 +52,17 @@ def validate_embeddings(x: Tensor, name: str = "x", min_rows: int = 1) -> Tensor
         raise ValueError(f"{name} must be real-valued, got dtype {x.dtype}")
     if not x.is_floating_point():
         x = x.float()
-    if not _all_finite(x):
-        raise ValueError(f"{name} contains NaN or Inf values; filter or fix those samples first")
+    if check_finite and not all_finite(x):
+        raise non_finite_error(name)
     return x
 
 
-def _all_finite(x: Tensor) -> bool:
+def non_finite_error(name: str) -> ValueError:
+    """The error of :func:`validate_embeddings` for an input holding NaN or Inf."""
+    return ValueError(f"{name} contains NaN or Inf values; filter or fix those samples first")
+
+
+def all_finite(x: Tensor) -> bool:
     """Whether every entry of a floating ``x`` is finite. On the CPU through NumPy's vectorised ``isfinite``: a
     twentieth of ``torch.isfinite(x).all()``'s time on one thread (0.07 against 1.7 ms at 10,000 x 64 float32)."""
     if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:

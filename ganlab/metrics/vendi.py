@@ -15,7 +15,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, eigvalsh, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import (
+    DEFAULT_BLOCK_SIZE,
+    all_finite,
+    eigvalsh,
+    non_finite_error,
+    rows_per_block,
+    validate_embeddings,
+)
 from ganlab.metrics.blocks import gram as gram_of_columns
 from ganlab.metrics.similarity import normalize_rows
 from ganlab.metrics.workers import WorkerPool
@@ -231,9 +238,10 @@ def _cosine_gram_cpu(xn: np.ndarray, block_size: int) -> Tensor:
 _CENTRE_ROWS = 1024
 
 
-def _centred_gram32(xn: np.ndarray, block_size: int) -> Tensor | None:
+def _centred_gram32(xn: np.ndarray, block_size: int, sq: np.ndarray) -> Tensor | None:
     """``X^T X`` ``(D, D)`` float64 of the row-normalised float32 ``xn (N, D)``, ``N > D``, with float32 products of
-    centred rows; None when a row's float32 squared norm is 0 or its inverse overflows (the float64 path decides).
+    centred rows, given the rows' float32 squared norms ``sq (N,)``; None when one of those is 0 or overflows, or its
+    inverse square root overflows (the float64 path decides).
 
     With ``v`` the mean normalised row of the first :data:`_CENTRE_ROWS` rows (float32) and
     ``y_i = x_i / ||x_i|| - v`` (float32), ``X^T X = Y^T Y + s v^T + v s^T + N v v^T`` with ``s = Y^T 1``, an
@@ -247,10 +255,9 @@ def _centred_gram32(xn: np.ndarray, block_size: int) -> Tensor | None:
     subspace of 512-d; 1.3e-5) and 1e-8 (blobs, d 64-512; 2e-7).
     """
     n, d = xn.shape
-    sq = np.einsum("ij,ij->i", xn, xn)
     with np.errstate(divide="ignore", over="ignore"):
         inv = 1.0 / np.sqrt(sq)
-    if not (sq > 0).all() or not np.isfinite(inv).all():
+    if not (sq > 0).all() or not np.isfinite(sq).all() or not np.isfinite(inv).all():
         return None
     m0 = min(n, _CENTRE_ROWS)
     v = torch.from_numpy(inv[:m0] @ xn[:m0] / np.float32(m0))  # (D,) float32; any v is exact in the identity
@@ -307,14 +314,20 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
             or not positive for ``"rbf"``, ``N > max_rbf_samples`` for ``"rbf"``, or a row is
             all zero for ``"cosine"``.
     """
-    x = validate_embeddings(x, "x")
+    x = validate_embeddings(x, "x", check_finite=False)  # below: on the CPU's cosine path, from the row norms
     n, d = x.shape
     if kernel == "cosine" and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) \
             and not x.requires_grad:
-        gram = _centred_gram32(x.numpy(), block_size) if x.dtype == torch.float32 and n > d else None
+        xn = x.numpy()
+        sq = np.einsum("ij,ij->i", xn, xn)  # a NaN or Inf entry makes its row's squared norm NaN or Inf
+        if not np.isfinite(sq).all() and not all_finite(x):  # one pass over x fewer than a check of its own
+            raise non_finite_error("x")
+        gram = _centred_gram32(xn, block_size, sq) if x.dtype == torch.float32 and n > d else None
         if gram is None:
             gram = _cosine_gram_cpu(x.numpy(), block_size)
         return vendi_from_eigenvalues(eigvalsh(gram / n))
+    if not all_finite(x):
+        raise non_finite_error("x")
     if kernel == "cosine":
         if bool((x.norm(dim=1) == 0).any()):
             raise ValueError("x has all-zero rows, whose cosine similarity is undefined "

@@ -140,3 +140,17 @@ def test_low_rank_eigenvalues_give_up_on_full_rank_kernels_and_take_identical_sa
     assert low_rank_eigenvalues(np.ones((255, 255))) is None  # small blocks go to the dense solver
     same = torch.from_numpy(np.tile(rng.standard_normal((1, 3)), (400, 1)))
     assert vendi_score(same, "rbf", bandwidth=1.0) == 1.0
+
+
+def test_float32_rows_whose_squared_norm_overflows_take_the_float64_products():
+    """A float32 row of norm above 1.8e19 has an infinite float32 squared norm: the float32 products would scale it
+    by 0 (7.891 here); the float64 products give the score of the same values in float64."""
+    x = np.random.default_rng(0).standard_normal((500, 8)).astype(np.float32)
+    x[:250] *= np.float32(1e20)
+    want = vendi_score(torch.from_numpy(x).double())
+    assert vendi_score(torch.from_numpy(x)) == pytest.approx(want, rel=1e-9)
+    for bad in (np.nan, np.inf):
+        y = x.copy()
+        y[3, 2] = bad
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            vendi_score(torch.from_numpy(y))
