@@ -75,7 +75,7 @@ def polynomial_mmd2(x: Tensor, y: Tensor, degree: int = 3, gamma: float | None =
         if numpy_products:
             an = a.numpy()
             prod = an @ an.T if b is a else an @ b.numpy().T
-            k = torch.from_numpy(prod).mul_(g).add_(coef).pow_(degree)
+            torch.from_numpy(prod).mul_(g).add_(coef).pow_(degree)  # in place: prod now holds the kernel values
             # NumPy's float64 sum of the float32 entries: 0.31 against torch's 0.43 ms at 1,000 x 1,000
             return torch.tensor(prod.sum(dtype=np.float64)), torch.tensor(np.trace(prod, dtype=np.float64))
         k = (a @ b.T).mul_(g).add_(coef).pow_(degree)
