@@ -170,13 +170,15 @@ def gram(a: Tensor) -> Tensor:
 def eigvalsh(a: Tensor) -> Tensor:
     """Eigenvalues, ascending, of a symmetric matrix ``a (n, n)`` (its lower triangle is read), on ``a``'s device.
 
-    CPU float64: ``scipy.linalg.eigvalsh`` (see :func:`_numpy_blas`); otherwise ``torch.linalg.eigvalsh``.
+    CPU float64: ``numpy.linalg.eigvalsh`` (LAPACK ``dsyevd``, see :func:`_numpy_blas`): as fast as SciPy's
+    ``dsyevr`` from d 512 on (12.0 against 12.6 ms; 0.5 s at 2,000) and without its 50 us of wrapper at d 64 (0.12
+    against 0.18 ms, one thread); otherwise ``torch.linalg.eigvalsh``.
     """
     if not _numpy_blas(a):
         return torch.linalg.eigvalsh(a)
-    from scipy.linalg import eigvalsh as scipy_eigvalsh
+    import numpy as np
 
-    return torch.from_numpy(scipy_eigvalsh(a.numpy(), lower=True, check_finite=False))
+    return torch.from_numpy(np.linalg.eigvalsh(a.numpy(), UPLO="L"))
 
 
 def eigh(a: Tensor) -> tuple[Tensor, Tensor]:
