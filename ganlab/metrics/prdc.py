@@ -68,11 +68,16 @@ _RADIUS_BAND = 2.5
 _CPU_BLOCK_ENTRIES = 1 << 21
 #: Neighbours kept beyond the largest k when searching the radii; rows whose band reaches
 #: past them are resolved from the whole distance row instead (one more distance row and a
-#: float64 recheck of every neighbour in the band). With 3, at d 2,048 (2,000 + 2,000 normal
-#: samples, k 5) the band of a quarter of the rows reached past them: 4.4 million more
-#: distances and 41,357 rechecked pairs, 1.0 s in all; with 8: 0.6 million, 26,624 pairs,
-#: 0.73 s. Same radii either way; at d 64-128 no row reached past 3 and 8 costs nothing.
-_EXTRA_NEIGHBOURS = 8
+#: float64 recheck of every neighbour in the band). The band grows with D (the error bound is
+#: ``(D + 4) eps``): from :data:`_WIDE_BAND_DIM` features on, :data:`_EXTRA_NEIGHBOURS_WIDE`.
+#: At d 2,048 (2,000 + 2,000 normal samples, k 5) with 3 the band of a quarter of the rows
+#: reached past them: 4.4 million more distances and 41,357 rechecked pairs, 1.0 s in all;
+#: with 8: 0.6 million, 26,624 pairs, 0.73 s (d 1,024: 368 against 404 ms; d 512: 199 against
+#: 203). At d 64 the wider search cost 10 % (21.8 against 19.8 ms), so smaller d keep 3. The
+#: radii are the same either way.
+_EXTRA_NEIGHBOURS = 3
+_EXTRA_NEIGHBOURS_WIDE = 8
+_WIDE_BAND_DIM = 1024
 
 
 def ball_comparisons(boundary: str, key: str = "boundary") -> dict[str, str]:
@@ -209,11 +214,12 @@ def _exact_knn_radii(xc: Tensor, x_sq: Tensor, x0: Tensor, ks: list[int], block_
     the true k-th smallest lies in ``[t - E, t + E]``; neighbours below ``t - 2.5 E`` are
     surely closer, those above ``t + 2.5 E`` surely farther, and the k-th value is the
     matching order statistic of the float64 distances of the ones in between. These are
-    among the ``max(ks) + _EXTRA_NEIGHBOURS`` nearest by the fast distance, except in rows
+    among the ``max(ks) + _EXTRA_NEIGHBOURS`` (or ``_WIDE``) nearest by the fast distance, except in rows
     where the last of those is still within the band: there the whole row is searched.
     """
     n, dev = xc.shape[0], xc.device
-    width = min(ks[-1] + _EXTRA_NEIGHBOURS, n)
+    extra = _EXTRA_NEIGHBOURS_WIDE if xc.shape[1] >= _WIDE_BAND_DIM else _EXTRA_NEIGHBOURS
+    width = min(ks[-1] + extra, n)
     kpos = torch.tensor([k - 1 for k in ks], device=dev)
     out = torch.empty(len(ks), n, dtype=torch.float64, device=dev)
     rows = rows_per_block(n, block_size)

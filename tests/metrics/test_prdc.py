@@ -392,3 +392,13 @@ def test_exact_distances_on_the_cpu_are_the_tensor_routine_bit_for_bit(dim):
     assert torch.equal(got, _exact_sq_dists_torch(a, ia, b, ib, 1 << 22, width))
     assert torch.equal(got, _exact_sq_dists_torch(a, ia, b, ib, 1000, width))  # other batches, same bits
     assert torch.allclose(got, ((a.double()[ia] - b[ib]) ** 2).sum(1), rtol=1e-13)
+
+
+def test_knn_radii_are_exact_at_high_dimension():
+    """From d 1,024 the radii search keeps more neighbours beyond k (its rounding band is wider): still the float64
+    radii, rounded to float32."""
+    x = np.random.default_rng(8).standard_normal((150, 1100)).astype(np.float32)
+    radii = knn_sq_radii(torch.from_numpy(x), [3, 5], block_size=20_000)
+    d2 = cdist(x.astype(np.float64), x.astype(np.float64), "sqeuclidean")
+    for k in (3, 5):
+        np.testing.assert_array_equal(radii[k].numpy(), np.partition(d2, k, axis=1)[:, k].astype(np.float32))
