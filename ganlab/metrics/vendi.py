@@ -359,7 +359,7 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
         if n > max_rbf_samples:
             raise ValueError(f"kernel='rbf' builds an N x N matrix; N={n} exceeds "
                              f"max_rbf_samples={max_rbf_samples}. Subsample x or raise the limit")
-        gram = _rbf_gram(x.to(torch.float64), bandwidth, block_size)
+        gram = _rbf_gram(x.detach().to(torch.float64), bandwidth, block_size)  # a float comes out: no gradient
         groups = rbf_blocks(gram)
         if len(groups) > 1:
             lam = [_kernel_eigenvalues(gram[g][:, g], n) for g in groups]

@@ -154,3 +154,10 @@ def test_float32_rows_whose_squared_norm_overflows_take_the_float64_products():
         y[3, 2] = bad
         with pytest.raises(ValueError, match="NaN or Inf"):
             vendi_score(torch.from_numpy(y))
+
+
+def test_inputs_that_require_gradients_are_scored_as_their_values():
+    """(The cosine kernel then takes the tensor path's float64 products instead of the CPU's centred float32 ones.)"""
+    x = torch.randn(300, 3, generator=torch.Generator().manual_seed(2))
+    for kwargs, rel in (({"kernel": "rbf", "bandwidth": 1.0}, 1e-12), ({"kernel": "cosine"}, 1e-6)):
+        assert vendi_score(x.clone().requires_grad_(), **kwargs) == pytest.approx(vendi_score(x, **kwargs), rel=rel)
