@@ -70,10 +70,10 @@ _CPU_BLOCK_ENTRIES = 1 << 21
 #: past them are resolved from the whole distance row instead (one more distance row and a
 #: float64 recheck of every neighbour in the band). The band grows with D (the error bound is
 #: ``(D + 4) eps``): from :data:`_WIDE_BAND_DIM` features on, :data:`_EXTRA_NEIGHBOURS_WIDE`.
-#: At d 2,048 (2,000 + 2,000 normal samples, k 5) with 3 the band of a quarter of the rows
-#: reached past them: 4.4 million more distances and 41,357 rechecked pairs, 1.0 s in all;
-#: with 8: 0.6 million, 26,624 pairs, 0.73 s (d 1,024: 368 against 404 ms; d 512: 199 against
-#: 203). At d 64 the wider search cost 10 % (21.8 against 19.8 ms), so smaller d keep 3. The
+#: At d 2,048 (2,000 + 2,000 normal samples, k 5) with 3 the band of 2,022 of the 4,000 rows
+#: reached past them: 4.0 million more distances and 41,357 rechecked pairs, 1.0 s in all;
+#: with 8: 111 rows, 0.2 million, 26,624 pairs, 0.73 s (d 1,024: 368 against 404 ms; d 512:
+#: 199 against 203). At d 64 the wider search cost 10 % (21.8 against 19.8 ms), so smaller d keep 3. The
 #: radii are the same either way.
 _EXTRA_NEIGHBOURS = 3
 _EXTRA_NEIGHBOURS_WIDE = 8
