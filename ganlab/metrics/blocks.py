@@ -14,21 +14,23 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "eigh", "eigvalsh", "gram", "pairwise_sq_dists", "rows_per_block",
-           "validate_embeddings"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "all_finite", "eigh", "eigvalsh", "gram", "non_finite_error", "pairwise_sq_dists",
+           "row_sq_norms", "rows_per_block", "validate_embeddings"]
 
 #: Default memory budget: number of pairwise entries (rows x columns) held at once.
 #: 2**22 entries = 16 MiB in float32 (plus the same again for temporaries).
 DEFAULT_BLOCK_SIZE = 1 << 22
 
 
-def validate_embeddings(x: Tensor, name: str = "x", min_rows: int = 1) -> Tensor:
+def validate_embeddings(x: Tensor, name: str = "x", min_rows: int = 1, check_finite: bool = True) -> Tensor:
     """Check that ``x`` is a finite ``(N, D)`` floating tensor with ``N >= min_rows``.
 
     Args:
         x: Candidate embedding matrix, shape ``(N, D)``.
         name: Argument name used in error messages.
         min_rows: Smallest acceptable ``N``.
+        check_finite: False for a caller that checks finiteness itself, fused into a pass over ``x`` it makes anyway
+            (then it raises :func:`non_finite_error`).
 
     Returns:
         ``x`` itself, or ``x.float()`` if it had an integer/bool dtype.
@@ -50,12 +52,17 @@ def validate_embeddings(x: Tensor, name: str = "x", min_rows: int = 1) -> Tensor
         raise ValueError(f"{name} must be real-valued, got dtype {x.dtype}")
     if not x.is_floating_point():
         x = x.float()
-    if not _all_finite(x):
-        raise ValueError(f"{name} contains NaN or Inf values; filter or fix those samples first")
+    if check_finite and not all_finite(x):
+        raise non_finite_error(name)
     return x
 
 
-def _all_finite(x: Tensor) -> bool:
+def non_finite_error(name: str) -> ValueError:
+    """The error of :func:`validate_embeddings` for an input holding NaN or Inf."""
+    return ValueError(f"{name} contains NaN or Inf values; filter or fix those samples first")
+
+
+def all_finite(x: Tensor) -> bool:
     """Whether every entry of a floating ``x`` is finite. On the CPU through NumPy's vectorised ``isfinite``: a
     twentieth of ``torch.isfinite(x).all()``'s time on one thread (0.07 against 1.7 ms at 10,000 x 64 float32)."""
     if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
@@ -63,6 +70,18 @@ def _all_finite(x: Tensor) -> bool:
 
         return bool(np.isfinite(x.numpy()).all())
     return bool(torch.isfinite(x).all())
+
+
+def row_sq_norms(x: Tensor) -> Tensor:
+    """``||x_i||^2`` ``(N,)`` of the rows of ``x (N, D)``, in ``x``'s dtype. On the CPU (float32/float64, no gradient)
+    NumPy's ``einsum``, which sums each row without a temporary: a tenth of ``torch.linalg.vecdot``'s time on one
+    thread (2.0 against 21 ms at 5,000 x 2,048 float32, where torch writes and page-faults the ``N x D`` products)."""
+    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
+        import numpy as np
+
+        xn = x.numpy()
+        return torch.from_numpy(np.einsum("ij,ij->i", xn, xn))
+    return torch.linalg.vecdot(x, x)
 
 
 def rows_per_block(n_cols: int, block_size: int) -> int:
@@ -151,13 +170,15 @@ def gram(a: Tensor) -> Tensor:
 def eigvalsh(a: Tensor) -> Tensor:
     """Eigenvalues, ascending, of a symmetric matrix ``a (n, n)`` (its lower triangle is read), on ``a``'s device.
 
-    CPU float64: ``scipy.linalg.eigvalsh`` (see :func:`_numpy_blas`); otherwise ``torch.linalg.eigvalsh``.
+    CPU float64: ``numpy.linalg.eigvalsh`` (LAPACK ``dsyevd``, see :func:`_numpy_blas`): as fast as SciPy's
+    ``dsyevr`` from d 512 on (12.0 against 12.6 ms; 0.5 s at 2,000) and without its 50 us of wrapper at d 64 (0.12
+    against 0.18 ms, one thread); otherwise ``torch.linalg.eigvalsh``.
     """
     if not _numpy_blas(a):
         return torch.linalg.eigvalsh(a)
-    from scipy.linalg import eigvalsh as scipy_eigvalsh
+    import numpy as np
 
-    return torch.from_numpy(scipy_eigvalsh(a.numpy(), lower=True, check_finite=False))
+    return torch.from_numpy(np.linalg.eigvalsh(a.numpy(), UPLO="L"))
 
 
 def eigh(a: Tensor) -> tuple[Tensor, Tensor]:

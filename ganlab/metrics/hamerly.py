@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import centre_scores, cluster_sums
+from ganlab.metrics.blocks import centre_scores, cluster_sums, row_sq_norms
 from ganlab.metrics.reseed import reseed
 
 
@@ -83,8 +83,7 @@ def half_gaps(centers: Tensor) -> Tensor:
 
 def exact_dists(x: Tensor, centers: Tensor) -> Tensor:
     """``||x_i - c_i||`` ``(m,)`` of paired rows ``x (m, D)``, ``centers (m, D)``, rounded up by ``gamma_{D+3}``."""
-    diff = x - centers
-    return torch.linalg.vecdot(diff, diff).sqrt_().mul_(1 + _gamma(x.shape[1] + 3, x.dtype))
+    return row_sq_norms(x - centers).sqrt_().mul_(1 + _gamma(x.shape[1] + 3, x.dtype))
 
 
 def move_bounds(upper: Tensor, lower: Tensor, labels: Tensor, shift: Tensor) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -64,7 +65,19 @@ def polynomial_mmd2(x: Tensor, y: Tensor, degree: int = 3, gamma: float | None =
     m, d = x.shape
     g = 1.0 / d if gamma is None else float(gamma)
 
+    # On the CPU the products go through NumPy: ``a @ a.T`` is one BLAS ``syrk`` (half a GEMM's arithmetic) for the
+    # two symmetric kernels, and OpenBLAS's GEMM for the third (1,000 x 2,048 float32, one thread: 21 and 40 ms,
+    # against 41 ms for each of torch's three).
+    numpy_products = x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) \
+        and not (x.requires_grad or y.requires_grad)
+
     def kernel_sums(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:  # (sum of all entries, of the diagonal)
+        if numpy_products:
+            an = a.numpy()
+            prod = an @ an.T if b is a else an @ b.numpy().T
+            torch.from_numpy(prod).mul_(g).add_(coef).pow_(degree)  # in place: prod now holds the kernel values
+            # NumPy's float64 sum of the float32 entries: 0.31 against torch's 0.43 ms at 1,000 x 1,000
+            return torch.tensor(prod.sum(dtype=np.float64)), torch.tensor(np.trace(prod, dtype=np.float64))
         k = (a @ b.T).mul_(g).add_(coef).pow_(degree)
         return k.sum(dtype=torch.float64), k.diagonal().sum(dtype=torch.float64)
 

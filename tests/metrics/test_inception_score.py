@@ -69,6 +69,19 @@ def test_hand_worked_values() -> None:
     assert got == pytest.approx(math.exp((kl1 + kl2) / 2))
 
 
+@pytest.mark.parametrize(("n", "classes"), [(500, 1000), (97, 3)])  # 4 row blocks of the CPU path; one
+def test_cpu_blocks_give_the_tensor_path_scores(n: int, classes: int) -> None:
+    """The CPU path (NumPy row blocks summed into the parts of the order-free order) against the tensor path (rows
+    gathered into that order), which a tensor needing gradients takes: the same parts, float64 sums in another
+    order. Some probabilities are exactly 0 (0 log 0 = 0)."""
+    logits = torch.randn(n, classes, generator=torch.Generator().manual_seed(3)) * 4
+    logits[:, 0] = -float("inf")  # class 0 never predicted
+    for probs in (logits.softmax(dim=1), logits.double().softmax(dim=1)):
+        want = inception_score(probs.clone().requires_grad_(), splits=10 if n > 10 else 3)
+        got = inception_score(probs, splits=10 if n > 10 else 3)
+        assert got[0] == pytest.approx(want[0], rel=1e-12) and got[1] == pytest.approx(want[1], rel=1e-9, abs=1e-12)
+
+
 def test_bad_inputs_are_refused() -> None:
     with pytest.raises(ValueError, match="non-negative .*pass logits.softmax"):
         inception_score(torch.randn(20, 3))
@@ -78,6 +91,8 @@ def test_bad_inputs_are_refused() -> None:
         inception_score(torch.eye(5))
     with pytest.raises(ValueError, match="NaN or Inf"):
         inception_score(torch.tensor([[float("nan"), 1.0], [0.0, 1.0]]), splits=1)
+    with pytest.raises(ValueError, match="NaN or Inf"):  # the NaN check comes first, as on the tensor path
+        inception_score(torch.tensor([[-1.0, 1.0], [float("inf"), 1.0]]), splits=1)
     with pytest.raises(ValueError, match="splits must be an integer >= 1"):
         InceptionScoreScorer(splits=0)
 

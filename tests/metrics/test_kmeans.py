@@ -182,3 +182,19 @@ def test_a_pool_of_given_workers_runs_them_with_one_thread_each_and_restores_the
         torch.set_num_threads(before)
     with pytest.raises(ValueError, match="at least 1 worker, got 0"):
         WorkerPool(torch.device("cpu"), workers=0)
+
+
+def test_point_sq_dists_and_row_norms_on_the_cpu() -> None:
+    """The NumPy routes of the CPU (cache-sized blocks; einsum) against float64 sums of the same differences."""
+    from ganlab.metrics.blocks import row_sq_norms
+    from ganlab.metrics.reseed import point_sq_dists
+
+    gen = torch.Generator().manual_seed(0)
+    x, c = torch.randn(700, 33, generator=gen), torch.randn(5, 33, generator=gen)
+    labels = torch.randint(0, 5, (700,), generator=gen)
+    want = ((x.double() - c.double()[labels]) ** 2).sum(1)
+    for block_size in (100, 1 << 22):  # 3 rows a block; one block
+        got = point_sq_dists(x, c, labels, block_size)
+        assert got.dtype == torch.float32 and torch.allclose(got.double(), want, rtol=1e-6)
+    assert torch.allclose(row_sq_norms(x), torch.linalg.vecdot(x, x), rtol=1e-6)
+    assert torch.allclose(row_sq_norms(x.double()), (x.double() ** 2).sum(1), rtol=1e-14)

@@ -376,3 +376,29 @@ def test_scorer_passes_and_reports_its_convention():
     batch = SimpleNamespace(real_embeddings=x, embeddings=x.clone())  # identical sets: density 1 with <, 6/5 with <=
     assert PRDCScorer()(batch)["density"] == pytest.approx(1.0, abs=1e-12)  # type: ignore[arg-type]
     assert PRDCScorer(boundary="inclusive")(batch)["density"] == pytest.approx(1.2, abs=1e-12)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dim", [2048, 100, 1])  # a power of two; zero padding to 128; one column
+def test_exact_distances_on_the_cpu_are_the_tensor_routine_bit_for_bit(dim):
+    """The NumPy route of the CPU (reused cache-sized buffer) sums the same float64 squares in the same pairwise
+    halving as the tensor routine (used on other devices): equal bits, so ties stay ties across routes."""
+    from ganlab.metrics.prdc import _exact_sq_dists, _exact_sq_dists_torch
+
+    gen = torch.Generator().manual_seed(3)
+    a, b = torch.randn(50, dim, generator=gen) * 30, torch.randn(40, dim, generator=gen).double()
+    ia, ib = torch.randint(0, 50, (300,), generator=gen), torch.randint(0, 40, (300,), generator=gen)
+    width = 1 << (dim - 1).bit_length()
+    got = _exact_sq_dists(a, ia, b, ib, 1 << 22)
+    assert torch.equal(got, _exact_sq_dists_torch(a, ia, b, ib, 1 << 22, width))
+    assert torch.equal(got, _exact_sq_dists_torch(a, ia, b, ib, 1000, width))  # other batches, same bits
+    assert torch.allclose(got, ((a.double()[ia] - b[ib]) ** 2).sum(1), rtol=1e-13)
+
+
+def test_knn_radii_are_exact_at_high_dimension():
+    """From d 1,024 the radii search keeps more neighbours beyond k (its rounding band is wider): still the float64
+    radii, rounded to float32."""
+    x = np.random.default_rng(8).standard_normal((150, 1100)).astype(np.float32)
+    radii = knn_sq_radii(torch.from_numpy(x), [3, 5], block_size=20_000)
+    d2 = cdist(x.astype(np.float64), x.astype(np.float64), "sqeuclidean")
+    for k in (3, 5):
+        np.testing.assert_array_equal(radii[k].numpy(), np.partition(d2, k, axis=1)[:, k].astype(np.float32))

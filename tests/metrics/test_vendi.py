@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ganlab.metrics.vendi import rbf_blocks, vendi_from_eigenvalues, vendi_score
+from ganlab.metrics.vendi import low_rank_eigenvalues, rbf_blocks, vendi_from_eigenvalues, vendi_score
 
 
 def _explicit(k: np.ndarray) -> float:
@@ -93,6 +93,7 @@ def test_rbf_blocks_follow_links_transitively():
     gram = torch.exp(-torch.cdist(x, x) ** 2 / 2)
     assert [g.tolist() for g in rbf_blocks(gram)] == [[0, 1, 2], [3]]
     assert [g.tolist() for g in rbf_blocks(gram, negligible=1e-10)] == [[0], [1], [2], [3]]  # exp(-32) < 1e-10
+    assert [g.tolist() for g in rbf_blocks(gram[:3, :3], negligible=1e-60)] == [[0, 1, 2]]  # the first links all
 
 
 def test_rbf_on_separated_modes_splits_per_mode_and_matches_the_dense_kernel():
@@ -109,3 +110,54 @@ def test_rbf_on_separated_modes_splits_per_mode_and_matches_the_dense_kernel():
     want = _explicit(kernel)
     assert vendi_score(torch.from_numpy(x), "rbf", bandwidth=0.06) == pytest.approx(want, rel=1e-12)
     assert 12.0 < want < 20.0  # about 2 per mode: a mode of std 0.02 is not one point at bandwidth 0.06
+
+
+def _rbf(x: np.ndarray, bandwidth: float) -> np.ndarray:
+    return np.exp(-((x[:, None, :] - x[None, :, :]) ** 2).sum(-1) / (2 * bandwidth**2))
+
+
+def test_low_rank_eigenvalues_of_a_smooth_kernel_give_the_dense_score():
+    """1,000 2-d normal samples at bandwidth 0.71: the pivoted Cholesky stops after about 300 pivots, each of its
+    eigenvalues is at most the dense one, the trace left out is below 1e-13 of the whole, and the score is the dense
+    eigenvalues' within the bound of LOW_RANK_TOL (4.1e-12)."""
+    kernel = _rbf(np.random.default_rng(4).standard_normal((1000, 2)), 0.71)
+    lam = low_rank_eigenvalues(kernel)
+    dense = np.linalg.eigvalsh(kernel)
+    assert lam is not None and 200 < len(lam) < 333
+    assert (np.sort(lam)[::-1] <= dense[::-1][:len(lam)] + 1e-12).all()
+    assert 0 <= 1000 - lam.sum() <= 1e-13 * 1000
+    got = vendi_from_eigenvalues(torch.from_numpy(lam))
+    assert got == pytest.approx(_explicit(kernel), rel=4.1e-12)
+    x = torch.from_numpy(np.random.default_rng(4).standard_normal((1000, 2)))
+    assert vendi_score(x, "rbf", bandwidth=0.71, max_rbf_samples=1000) == pytest.approx(_explicit(kernel), rel=4.1e-12)
+
+
+def test_low_rank_eigenvalues_give_up_on_full_rank_kernels_and_take_identical_samples_at_rank_one():
+    rng = np.random.default_rng(6)
+    assert low_rank_eigenvalues(_rbf(rng.standard_normal((600, 8)), 1.41)) is None  # rank 600: dense
+    assert low_rank_eigenvalues(np.eye(300)) is None
+    assert low_rank_eigenvalues(np.ones((300, 300))) == pytest.approx([300.0])
+    assert low_rank_eigenvalues(np.ones((255, 255))) is None  # small blocks go to the dense solver
+    same = torch.from_numpy(np.tile(rng.standard_normal((1, 3)), (400, 1)))
+    assert vendi_score(same, "rbf", bandwidth=1.0) == 1.0
+
+
+def test_float32_rows_whose_squared_norm_overflows_take_the_float64_products():
+    """A float32 row of norm above 1.8e19 has an infinite float32 squared norm: the float32 products would scale it
+    by 0 (7.891 here); the float64 products give the score of the same values in float64."""
+    x = np.random.default_rng(0).standard_normal((500, 8)).astype(np.float32)
+    x[:250] *= np.float32(1e20)
+    want = vendi_score(torch.from_numpy(x).double())
+    assert vendi_score(torch.from_numpy(x)) == pytest.approx(want, rel=1e-9)
+    for bad in (np.nan, np.inf):
+        y = x.copy()
+        y[3, 2] = bad
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            vendi_score(torch.from_numpy(y))
+
+
+def test_inputs_that_require_gradients_are_scored_as_their_values():
+    """(The cosine kernel then takes the tensor path's float64 products instead of the CPU's centred float32 ones.)"""
+    x = torch.randn(300, 3, generator=torch.Generator().manual_seed(2))
+    for kwargs, rel in (({"kernel": "rbf", "bandwidth": 1.0}, 1e-12), ({"kernel": "cosine"}, 1e-6)):
+        assert vendi_score(x.clone().requires_grad_(), **kwargs) == pytest.approx(vendi_score(x, **kwargs), rel=rel)
