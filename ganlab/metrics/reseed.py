@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -45,8 +46,6 @@ def point_sq_dists(x: Tensor, centers: Tensor, labels: Tensor, block_size: int) 
     """
     if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad \
             and not centers.requires_grad:
-        import numpy as np
-
         xn, cn, lab = x.numpy(), centers.numpy(), labels.numpy()
         step = rows_per_block(x.shape[1], min(block_size, _CPU_BLOCK))
         buf = np.empty((min(step, len(xn)), x.shape[1]), dtype=xn.dtype)
