@@ -126,20 +126,26 @@ def test_a_bad_setting_prints_only_its_message_and_leaves_no_run_folder(tmp_path
     assert full.returncode == 1 and "Traceback" in full.stderr  # the traceback on request
 
 
-def test_a_bad_setting_in_a_sweep_is_listed_as_a_config_error(tmp_path, capsys) -> None:
+def test_a_bad_setting_in_a_sweep_is_refused_before_launch_and_a_job_that_cannot_start_is_a_config_error(
+        tmp_path) -> None:
     import os
     import subprocess
     import sys
 
-    sweep_dir = tmp_path / "sweep"
-    cmd = [sys.executable, "-m", "ganlab.cli.train", "-m", "optim.schedule.generator.kind=step", "logger=none",
-           f"hydra.sweep.dir={sweep_dir}"]
-    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                          cwd=tmp_path)
+    def sweep(*overrides: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "ganlab.cli.train", "-m", *overrides, "logger=none",
+               f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+        return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                              cwd=tmp_path)
+
+    refused = sweep("optim.schedule.generator.kind=step,constant")  # the run's checks, before any job
+    assert refused.returncode == 1 and not (tmp_path / "sweep").exists()
+    assert refused.stderr.startswith("ganlab-train: optim.schedule.generator.kind must be one of"), refused.stderr
+    done = sweep(f"trainer.resume={tmp_path / 'nope'}")  # only the job can find that its checkpoint is missing
     assert done.returncode == 1, done.stderr[-2000:]  # the sweep goes on past a job that cannot start, and says so
-    runs, failed = collect_runs(sweep_dir)
+    runs, failed = collect_runs(tmp_path / "sweep")
     assert runs == [] and [f.status for f in failed] == ["config error"]
-    assert "optim.schedule.generator.kind must be one of" in failed[0].error
+    assert "no checkpoint there" in failed[0].error
 
 
 def test_help_is_written_for_a_person(capsys) -> None:

@@ -252,6 +252,17 @@ def test_every_value_of_a_sweep_is_checked() -> None:
     check_command_line(["seed=0,1", "strategy=[],[r1]", "trainer.steps=5,6"], multirun=True)
 
 
+def test_every_job_of_a_sweep_gets_the_run_checks_before_launch() -> None:
+    """``ganlab-train`` passes check_config: a value only the run's checks refuse (a negative lr, steps <= 0) stops
+    the sweep before its first job; the message names the key and the value, and the sweep without it passes."""
+    with pytest.raises(ConfigError, match=r"^optim\.generator\.lr must be positive, got -1\.0$"):
+        check_command_line(["optim.generator.lr=-1,0.0002"], multirun=True, check=check_config)
+    with pytest.raises(ConfigError, match=r"^trainer\.steps must be a positive integer, got 0"):
+        check_command_line(["seed=0,1", "trainer.steps=5,0"], multirun=True, check=check_config)
+    check_command_line(["optim.generator.lr=0.001,0.0002", "trainer.steps=5,6"], multirun=True, check=check_config)
+    check_command_line(["optim.generator.lr=-1,0.0002"], multirun=True)  # without the run's checks: types only
+
+
 def test_frozen_runtime_dataclasses_become_writable_schemas() -> None:
     schema = schema_of(DetectorConfig)
     assert schema is not DetectorConfig and not schema.__dataclass_params__.frozen
