@@ -152,6 +152,20 @@ def test_a_precomputed_result_is_the_evaluation_of_the_same_samples() -> None:
     assert again is not ev._ready[0][-1] and again.scores == want.scores
 
 
+def test_a_baseline_smaller_than_the_generated_samples_is_said(caplog: pytest.LogCaptureFixture) -> None:
+    data = digits(seed=0)  # 1,797 images, 20 % held out: 360 for the baseline
+    held = len(data.holdout)
+    for n, said in ((held + 1, True), (held, False)):
+        caplog.clear()
+        Evaluator(num_samples=n, num_real=100, scorers={"clusters": ClusterScorer()},
+                  embedder=PixelEmbedder()).prepare(data, baseline=False)
+        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert warned == ([f"the data baseline (data/...) scores all {held} held-out samples of digits, fewer than "
+                           f"the {held + 1} generated ones (metrics.num_samples): the scores that depend on the sample "
+                           "size (NDB, reverse KL, PRDC, Vendi, the similarity histogram) are not on the same footing "
+                           f"in the two columns; metrics.num_samples={held} scores as many of each"] if said else [])
+
+
 def test_a_deferred_baseline_is_the_prepared_one() -> None:
     (now, data), later = _ring_evaluator(), _ring_evaluator()[0]
     now.prepare(data)

@@ -182,6 +182,12 @@ class Evaluator:
         self._prepared_for = id(data)
         self._baseline, self._ready = {}, []
         held = data.holdout if data.holdout is not None else data.x
+        if len(held) < self.num_samples and self.dist.main:
+            log.warning("the data baseline (data/...) scores all %d held-out samples of %s, fewer than the %d "
+                        "generated ones (metrics.num_samples): the scores that depend on the sample size (NDB, "
+                        "reverse KL, PRDC, Vendi, the similarity histogram) are not on the same footing in the two "
+                        "columns; metrics.num_samples=%d scores as many of each", len(held), data.name,
+                        self.num_samples, len(held))
         self._baseline_due = (held[: self.num_samples], data)
         if baseline:
             self.prepare_baseline()
