@@ -153,7 +153,7 @@ def test_a_precomputed_result_is_the_evaluation_of_the_same_samples() -> None:
 
 
 def test_a_baseline_smaller_than_the_generated_samples_is_said(caplog: pytest.LogCaptureFixture) -> None:
-    data = digits(seed=0)  # 1,797 images, 20 % held out: 360 for the baseline
+    data = digits(seed=0)  # 1,797 images, 20 % held out: 359 for the baseline
     held = len(data.holdout)
     for n, said in ((held + 1, True), (held, False)):
         caplog.clear()
