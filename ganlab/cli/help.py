@@ -101,7 +101,7 @@ EXAMPLES = [
     ("ganlab-train experiment=fashion_mnist_dcgan", "a preset that sets several groups"),
     ("ganlab-train 'strategy=[minibatch_discrimination,ema]' strategy.ema.beta=0.99", ""),
     ("ganlab-train preflight=true", "a short dry run: pass/fail table, then exit"),
-    ("ganlab-train trainer.resume=runs/ring8/<date>", "continue a run from its last checkpoint"),
+    ("ganlab-train trainer.resume=runs/ring8/<date> trainer.steps=10000", "continue a run to 10,000 steps in all"),
     ("ganlab-train -m 'strategy=[],[wgan_gp]' seed=0,1,2", "a sweep; compare it with ganlab-compare <sweep dir>"),
     ("ganlab-train --cfg job", "print the composed config and exit"),
 ]
