@@ -162,6 +162,11 @@ def _annotation(schema: type, path: str) -> Any:
     return current
 
 
+def _top_groups() -> list[str]:
+    """The config groups at the top of ``conf/`` (``dataset``, ``model``, ``strategy``, ...; not Hydra's own)."""
+    return sorted(p.name for p in ganlab.CONFIG_DIR.iterdir() if p.is_dir() and p.name != "hydra")
+
+
 def _switched_groups(parsed: list[Override], command: str) -> list[str]:
     """The config groups ``parsed`` chooses options of (``metrics/embedder=pixels``), each checked: a group that can
     be switched on a stored config (:func:`ganlab.config.groups.nested_groups`), one option where the option
@@ -171,7 +176,7 @@ def _switched_groups(parsed: list[Override], command: str) -> list[str]:
         ConfigError: another group (``dataset=grid25``, ``dataset/ring8=x``), or a list for a one-option group.
     """
     switchable, chosen = nested_groups(), []
-    top_groups = sorted(p.name for p in ganlab.CONFIG_DIR.iterdir() if p.is_dir() and p.name != "hydra")
+    top_groups = _top_groups()
     for o in parsed:
         key = o.key_or_group.lstrip("+~")
         if key in switchable:
@@ -194,7 +199,7 @@ def _refuse_run_keys(parsed: list[Override], command: str) -> None:
     Raises:
         ConfigError: naming the override, the run key and how to get a run with that setting.
     """
-    top_groups = {p.name for p in ganlab.CONFIG_DIR.iterdir() if p.is_dir()}
+    top_groups = _top_groups()
     for o in parsed:
         key = o.key_or_group.lstrip("+~")
         if "/" in key or key in top_groups:  # a config group: _switched_groups says which can be switched
