@@ -13,6 +13,7 @@ A Hydra main over ``conf/ganlab_study.yaml``; the study is its ``study`` group::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import os
@@ -189,6 +190,11 @@ def study_main(cfg: DictConfig) -> None:
             raise StudyError(f"action={cfg.action}: choose one of {', '.join(ACTIONS)}")
     except StudyError as err:
         _fail(err)
+    finally:  # Hydra made the study's run folder as this command's own; only training writes there
+        runs = OmegaConf.select(cfg, "study.runs", default=None)
+        if cfg.action != "run" and runs:
+            with contextlib.suppress(OSError):  # rmdir removes it only when empty
+                Path(runs).rmdir()
 
 
 def check_study_keys(args: list[str]) -> None:

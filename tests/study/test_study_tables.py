@@ -353,3 +353,15 @@ def test_a_mistyped_study_key_is_refused_with_the_closest_key(key, message, monk
     assert capsys.readouterr().err == f"ganlab-study: {key}: {message}\n"
     cli.check_study_keys(["study.budget.steps=10", "study.tuning.axis.values=[1]", "study.seeds=[1]", "stage=tune",
                           "study.arms.1.overrides=[]", "study.dataset_overrides.ring=[]"])
+
+
+def test_check_leaves_no_folder_behind(tmp_path, monkeypatch, capsys):
+    """Hydra makes the study's run folder as the command's own; ``check`` trains nothing, so it removes it again
+    (only when empty: rmdir)."""
+    from ganlab.study import cli
+
+    runs = tmp_path / "runs" / "smoke"
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "smoke", f"study.runs={runs}"])
+    cli.main()
+    assert "override variants pass ganlab-train's checks" in capsys.readouterr().out
+    assert not runs.exists() and (tmp_path / "runs").is_dir()
