@@ -51,7 +51,7 @@ def test_eval_recomputes_the_final_scores(sweep: Path) -> None:
 
 def test_eval_reports_a_missing_checkpoint(tmp_path: Path) -> None:
     res = cli("ganlab-eval", str(tmp_path / "nope"), cwd=tmp_path)
-    assert res.returncode == 2 and "no checkpoint" in res.stderr
+    assert res.returncode == 2 and "nope: no such file or folder; give a run directory" in res.stderr
 
 
 def test_compare_table_equals_the_jobs_metrics(sweep: Path) -> None:

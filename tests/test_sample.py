@@ -96,8 +96,13 @@ def test_settings_are_checked_before_anything_is_loaded(tmp_path: Path) -> None:
                        (["interpolation.step=4"], "did you mean interpolation.steps[?]")):
         with pytest.raises(ValueError, match=match):
             sample.sample_checkpoint(tmp_path / "no-such-run", bad)  # the settings fail first, not the path
-    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+    with pytest.raises(FileNotFoundError, match=r"no-such-run: no such file or folder; give a run directory "
+                                                r"\(runs/<dataset>/<date>: its checkpoints/last\.pt, else its newest "
+                                                r"intact checkpoints/step_\*\.pt\) or a checkpoint file$"):
         sample.sample_checkpoint(tmp_path / "no-such-run")
+    (tmp_path / "empty-run").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"^no checkpoint at .*empty-run: give a run directory"):
+        sample.sample_checkpoint(tmp_path / "empty-run")
 
 
 def _png_size(path: Path) -> tuple[int, int]:

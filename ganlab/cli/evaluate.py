@@ -73,7 +73,7 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
         ``<run dir>/eval/<checkpoint stem>__<hash of the sorted overrides>/metrics.json`` with overrides.
 
     Raises:
-        FileNotFoundError: no checkpoint at ``path``.
+        FileNotFoundError: ``path`` does not exist or holds no checkpoint.
         ValueError: a bad override (see :func:`ganlab.run.rebuild.check_overrides`) or not a ganlab checkpoint;
             raised before any work.
     """

@@ -246,10 +246,10 @@ def sample_checkpoint(path: str | Path, overrides: list[str] | None = None) -> d
 
     Raises:
         ValueError: a bad override (before anything is loaded), or an unreadable checkpoint.
-        FileNotFoundError: no checkpoint at ``path``.
+        FileNotFoundError: ``path`` does not exist or holds no checkpoint.
     """
     s = load_settings(list(overrides or []))
-    ckpt_path, ckpt = find_run_checkpoint(path, holding="checkpoints/*.pt")
+    ckpt_path, ckpt = find_run_checkpoint(path)
     G, which, data = load_generator(ckpt, resolve_device(s.device), ema=s.ema)
     out = Path(s.out).expanduser() if s.out else \
         layout.run_dir_of(ckpt_path) / layout.SAMPLE_DIR / (ckpt_path.stem + overrides_tag(overrides))

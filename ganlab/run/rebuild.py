@@ -33,23 +33,24 @@ from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
 
 
-def find_run_checkpoint(path: str | Path, holding: str = "checkpoints/last.pt") -> tuple[Path, dict[str, Any]]:
+def find_run_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
     """The checkpoint at ``path`` and its content: a run folder's ``checkpoints/last.pt`` (the G its last evaluation
     scored), else its newest intact checkpoint; or a checkpoint file.
 
-    Args:
-        holding: what the error message asks a run folder to hold (the command's wording).
-
     Raises:
-        FileNotFoundError: no checkpoint at ``path``.
+        FileNotFoundError: ``path`` does not exist, or holds no checkpoint (the message says which).
         ValueError: the file is not a ganlab checkpoint.
     """
-    last = layout.last_checkpoint(Path(path).expanduser())
+    given = Path(path).expanduser()
+    what = ("give a run directory (runs/<dataset>/<date>: its checkpoints/last.pt, else its newest intact "
+            "checkpoints/step_*.pt) or a checkpoint file")
+    if not given.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder; {what}")
+    last = layout.last_checkpoint(given)
     try:
-        return ckpt_io.find_checkpoint(last if last.is_file() else path)
+        return ckpt_io.find_checkpoint(last if last.is_file() else given)
     except FileNotFoundError:
-        raise FileNotFoundError(f"no checkpoint at {path}: give a run directory holding {holding} or a checkpoint "
-                                "file") from None
+        raise FileNotFoundError(f"no checkpoint at {path}: {what}") from None
 
 
 class RebuiltRun(NamedTuple):
