@@ -152,7 +152,8 @@ def test_compare_refuses_unknown_keys(tmp_path: Path, capsys: pytest.CaptureFixt
     _job(tmp_path, "a", modes_covered=3.0, reverse_kl=0.5)
     assert compare_main([str(tmp_path), "--no-files", "--keys", "modes_covred", "reverse_kl"]) == 2
     err = capsys.readouterr().err
-    assert "modes_covred" in err and "available: modes_covered, reverse_kl" in err
+    assert err == ("ganlab-compare: unknown score key(s) modes_covred (did you mean modes_covered?) for --keys; "
+                   "available: modes_covered, reverse_kl (or all)\n")
     assert compare_main([str(tmp_path), "--no-files", "--keys", "modes_covered"]) == 0
 
 

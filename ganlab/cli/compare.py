@@ -22,6 +22,7 @@ bootstrap intervals of the mean. The functions are importable (a notebook reuses
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 from pathlib import Path
@@ -146,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     available = ordered_scores(k for s in summary.values() for k in s)
     unknown = [k for k in keys if k not in available]
     if summary and unknown:
-        print(f"ganlab-compare: unknown score key(s) {', '.join(unknown)} for --keys; available: "
-              f"{', '.join(available)} (or all)", file=sys.stderr)
+        close = {k: difflib.get_close_matches(k, available, n=1, cutoff=0.6) for k in unknown}
+        named = ", ".join(f"{k} (did you mean {close[k][0]}?)" if close[k] else k for k in unknown)
+        print(f"ganlab-compare: unknown score key(s) {named} for --keys; available: {', '.join(available)} (or all)",
+              file=sys.stderr)
         return 2
     for run in one_run_per_seed(runs)[1]:
         print(f"ganlab-compare: left out {run['run_dir']}: seed {run.get('seed')} of {run['label']} again (a seed "
