@@ -243,7 +243,9 @@ def main() -> None:
     studies = shipped_studies()
     searchpath = any(a.lstrip("+").startswith("hydra.searchpath") for a in hydra_args)
     if name is not None and "/" not in name and not searchpath and name not in studies:
-        _fail(StudyError(f"no study {name!r} (conf/study/{name}.yaml); the studies: {', '.join(studies)} "
+        close = difflib.get_close_matches(name, studies, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
+        _fail(StudyError(f"no study {name!r} (conf/study/{name}.yaml); {hint}the studies: {', '.join(studies)} "
                          "(ganlab-study --help)"))
     try:
         check_study_keys(hydra_args)

@@ -332,6 +332,11 @@ def test_an_unknown_study_name_is_refused_with_the_shipped_studies(monkeypatch, 
     assert exit_info.value.code == 1
     assert "no study 'nosuchstudy' (conf/study/nosuchstudy.yaml); the studies: " in err
     assert "fair_table" in err and "smoke" in err
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "fair_tabel"])
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert "no study 'fair_tabel' (conf/study/fair_tabel.yaml); did you mean fair_table? the studies: " \
+        in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("key,message", [
