@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "all_finite", "eigh", "eigvalsh", "gram", "non_finite_error", "pairwise_sq_dists",
-           "row_sq_norms", "rows_per_block", "validate_embeddings"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "all_finite", "eigh", "eigvalsh", "gram", "non_finite_error", "numpy_readable",
+           "pairwise_sq_dists", "row_sq_norms", "rows_per_block", "validate_embeddings"]
 
 #: Default memory budget: number of pairwise entries (rows x columns) held at once.
 #: 2**22 entries = 16 MiB in float32 (plus the same again for temporaries).
@@ -63,10 +63,19 @@ def non_finite_error(name: str) -> ValueError:
     return ValueError(f"{name} contains NaN or Inf values; filter or fix those samples first")
 
 
+def numpy_readable(*tensors: Tensor) -> bool:
+    """Whether NumPy can work on every one of ``tensors`` in place of torch: CPU, float32 or float64, no gradient
+    (``t.numpy()`` then shares its memory). The CPU fast paths of the scores ask this; the others stay in torch."""
+    for t in tensors:
+        if t.device.type != "cpu" or t.dtype not in (torch.float32, torch.float64) or t.requires_grad:
+            return False
+    return True
+
+
 def all_finite(x: Tensor) -> bool:
     """Whether every entry of a floating ``x`` is finite. On the CPU through NumPy's vectorised ``isfinite``: a
     twentieth of ``torch.isfinite(x).all()``'s time on one thread (0.07 against 1.7 ms at 10,000 x 64 float32)."""
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
+    if numpy_readable(x):
         return bool(np.isfinite(x.numpy()).all())
     return bool(torch.isfinite(x).all())
 
@@ -75,7 +84,7 @@ def row_sq_norms(x: Tensor) -> Tensor:
     """``||x_i||^2`` ``(N,)`` of the rows of ``x (N, D)``, in ``x``'s dtype. On the CPU (float32/float64, no gradient)
     NumPy's ``einsum``, which sums each row without a temporary: a tenth of ``torch.linalg.vecdot``'s time on one
     thread (2.0 against 21 ms at 5,000 x 2,048 float32, where torch writes and page-faults the ``N x D`` products)."""
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
+    if numpy_readable(x):
         xn = x.numpy()
         return torch.from_numpy(np.einsum("ij,ij->i", xn, xn))
     return torch.linalg.vecdot(x, x)
@@ -116,8 +125,7 @@ def centre_scores(centers: Tensor, c_sq: Tensor, x: Tensor, out: Tensor | None =
     ``x^T``, then ``c_sq`` is added: 10-20 % faster than torch's MKL ``addmm`` on the AMD EPYC machine of the
     benchmarks for k-means shapes (``100 x 2,048`` against ``2,048 x 2,621``: 15.1 against 18.5 ms, one thread).
     """
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad \
-            and not centers.requires_grad:
+    if numpy_readable(x, centers):
         out = torch.empty(centers.shape[0], x.shape[0], dtype=x.dtype) if out is None else out
         np.matmul(centers.numpy() * -2, x.numpy().T, out=out.numpy())
         return out.add_(c_sq.unsqueeze(1))
@@ -134,7 +142,7 @@ def cluster_sums(x: Tensor, labels: Tensor, k: int) -> Tensor:
     thread, loaded machine); otherwise ``index_add_``.
     """
     n = x.shape[0]
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
+    if numpy_readable(x):
         from scipy.sparse import csc_matrix
 
         xn = x.numpy()

@@ -20,7 +20,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, eigh, eigvalsh, gram, rows_per_block, validate_embeddings
+from ganlab.metrics.blocks import (
+    DEFAULT_BLOCK_SIZE,
+    eigh,
+    eigvalsh,
+    gram,
+    numpy_readable,
+    rows_per_block,
+    validate_embeddings,
+)
 from ganlab.metrics.workers import WorkerPool
 
 __all__ = ["frechet_distance", "frechet_distance_from_stats", "gaussian_stats"]
@@ -51,7 +59,7 @@ def _gaussian_stats(x: Tensor, block_size: int) -> tuple[Tensor, Tensor]:
     one BLAS ``syrk``, half a GEMM's arithmetic, and its small operations cost a fraction of torch's dispatch)."""
     n, d = x.shape
     rows = rows_per_block(d, block_size)
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad:
+    if numpy_readable(x):
         xn = x.numpy()
         if n <= rows:  # one block: a single float64 copy, as numpy.cov
             x64 = xn.astype(np.float64)  # always a copy: the input is never modified

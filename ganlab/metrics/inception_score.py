@@ -31,6 +31,7 @@ from torch import Tensor
 
 from ganlab.data.base import GANData
 from ganlab.metrics.base import EvalBatch, Scorer
+from ganlab.metrics.blocks import numpy_readable
 from ganlab.metrics.order import order_free_permutation
 from ganlab.metrics.registry import register
 
@@ -62,7 +63,7 @@ def inception_score(probs: Tensor, splits: int = 10, seed: int = 0) -> tuple[flo
     n = len(probs)
     if n < splits:
         raise ValueError(f"{n} samples cannot be cut into {splits} splits: give at least {splits} samples")
-    if probs.device.type == "cpu" and probs.dtype in (torch.float32, torch.float64) and not probs.requires_grad:
+    if numpy_readable(probs):
         s = _split_scores_cpu(probs, splits, seed)
         return float(s.mean()), float(s.std())  # NumPy's std: the population one
     p = probs.double()

@@ -31,7 +31,7 @@ from torch import Tensor
 
 from ganlab.data.base import GANData
 from ganlab.metrics.base import EvalBatch, Scorer
-from ganlab.metrics.blocks import validate_embeddings
+from ganlab.metrics.blocks import numpy_readable, validate_embeddings
 from ganlab.metrics.order import canonical_order
 from ganlab.metrics.registry import register
 
@@ -68,8 +68,7 @@ def polynomial_mmd2(x: Tensor, y: Tensor, degree: int = 3, gamma: float | None =
     # On the CPU the products go through NumPy: ``a @ a.T`` is one BLAS ``syrk`` (half a GEMM's arithmetic) for the
     # two symmetric kernels, and OpenBLAS's GEMM for the third (1,000 x 2,048 float32, one thread: 21 and 40 ms,
     # against 41 ms for each of torch's three).
-    numpy_products = x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) \
-        and not (x.requires_grad or y.requires_grad)
+    numpy_products = numpy_readable(x, y)
 
     def kernel_sums(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:  # (sum of all entries, of the diagonal)
         if numpy_products:

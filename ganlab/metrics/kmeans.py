@@ -18,6 +18,7 @@ from torch import Tensor
 
 from ganlab.metrics.blocks import (
     DEFAULT_BLOCK_SIZE,
+    numpy_readable,
     pairwise_sq_dists,
     row_sq_norms,
     rows_per_block,
@@ -187,8 +188,7 @@ def kmeans(x: Tensor, k: int, n_init: int = 3, max_iter: int = 100, tol: float =
     # the CPU by NumPy: the same differences, where torch's fresh N x D result took up to 2.5 times as long (27
     # against 10 ms at 5,000 x 2,048 float32, one thread; page faults); below 2^22 entries torch's is the faster
     # (15 against 27 us at 5,000 x 8).
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad \
-            and x.numel() >= _NUMPY_CENTRE_MIN:
+    if numpy_readable(x) and x.numel() >= _NUMPY_CENTRE_MIN:
         xc = torch.from_numpy(np.subtract(x.numpy(), mean.numpy()))
     else:
         xc = x - mean

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import centre_scores, cluster_sums, rows_per_block
+from ganlab.metrics.blocks import centre_scores, cluster_sums, numpy_readable, rows_per_block
 from ganlab.metrics.hamerly import hamerly_lloyd
 from ganlab.metrics.lloyd_numpy import lloyd_one_block
 from ganlab.metrics.reseed import reseed
@@ -97,8 +97,7 @@ def _estep(x: Tensor, centers: Tensor, c_sq: Tensor, labels: Tensor, buf: Tensor
     how many labels changed, and the new labels ``(n,)`` int64.
     """
     n, k = x.shape[0], centers.shape[0]
-    if k >= _ARGMIN_MIN_K and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) \
-            and not x.requires_grad:
+    if k >= _ARGMIN_MIN_K and numpy_readable(x):
         new = _nearest_by_rows(x, centers, c_sq, buf, rows, low)
         return cluster_sums(x, new, k), torch.bincount(new, minlength=k), int(torch.ne(new, labels).sum()), new
     top = torch.empty(n, dtype=x.dtype, device=x.device)
@@ -128,8 +127,7 @@ def _lloyd(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, 
     if x.device.type == "cpu":
         rows = min(rows, max(_CPU_MIN_ROWS, _CPU_CACHE_ENTRIES // k))
     bounds = 2 <= k < _BOUNDS_MAX_K and n * k * x.shape[1] >= _BOUNDS_MIN_WORK
-    if pool.workers == 1 and n <= rows and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) \
-            and not x.requires_grad:
+    if pool.workers == 1 and n <= rows and numpy_readable(x):
         return lloyd_one_block(x, x_sq, centers, max_iter, tol, block_size, bounds, _BOUNDS_AFTER)
     rank = torch.arange(k, 0, -1, dtype=x.dtype, device=x.device).unsqueeze(1)  # k - j
     labels = torch.full((n,), -1, dtype=torch.long, device=x.device)  # -1: no label yet

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import rows_per_block
+from ganlab.metrics.blocks import numpy_readable, rows_per_block
 
 
 def reseed(x: Tensor, centers: Tensor, labels: Tensor, sums: Tensor, counts: Tensor,
@@ -44,8 +44,7 @@ def point_sq_dists(x: Tensor, centers: Tensor, labels: Tensor, block_size: int) 
     cache-sized buffer and summed by ``einsum``: 5,000 x 2,048 float32 took 30 ms through torch (fresh
     ``N x D`` temporaries, page faults and all), about a quarter of that here.
     """
-    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and not x.requires_grad \
-            and not centers.requires_grad:
+    if numpy_readable(x, centers):
         xn, cn, lab = x.numpy(), centers.numpy(), labels.numpy()
         step = rows_per_block(x.shape[1], min(block_size, _CPU_BLOCK))
         buf = np.empty((min(step, len(xn)), x.shape[1]), dtype=xn.dtype)

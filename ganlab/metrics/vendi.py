@@ -20,6 +20,7 @@ from ganlab.metrics.blocks import (
     all_finite,
     eigvalsh,
     non_finite_error,
+    numpy_readable,
     rows_per_block,
     validate_embeddings,
 )
@@ -319,8 +320,7 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
     """
     x = validate_embeddings(x, "x", check_finite=False)  # below: on the CPU's cosine path, from the row norms
     n, d = x.shape
-    if kernel == "cosine" and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) \
-            and not x.requires_grad:
+    if kernel == "cosine" and numpy_readable(x):
         xn = x.numpy()
         sq = np.einsum("ij,ij->i", xn, xn)  # a NaN or Inf entry makes its row's squared norm NaN or Inf
         if not np.isfinite(sq).all() and not all_finite(x):  # one pass over x fewer than a check of its own
