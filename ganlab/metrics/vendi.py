@@ -21,6 +21,7 @@ from ganlab.metrics.blocks import (
     eigvalsh,
     non_finite_error,
     numpy_readable,
+    row_sq_norms,
     rows_per_block,
     validate_embeddings,
 )
@@ -322,7 +323,7 @@ def vendi_score(x: Tensor, kernel: str = "cosine", bandwidth: float | None = Non
     n, d = x.shape
     if kernel == "cosine" and numpy_readable(x):
         xn = x.numpy()
-        sq = np.einsum("ij,ij->i", xn, xn)  # a NaN or Inf entry makes its row's squared norm NaN or Inf
+        sq = row_sq_norms(x).numpy()  # a NaN or Inf entry makes its row's squared norm NaN or Inf
         if not np.isfinite(sq).all() and not all_finite(x):  # one pass over x fewer than a check of its own
             raise non_finite_error("x")
         gram = _centred_gram32(xn, block_size, sq) if x.dtype == torch.float32 and n > d else None
