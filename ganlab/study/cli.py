@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ganlab import CONFIG_DIR
 from ganlab.cli.help import WIDTH, page, rows
+from ganlab.config.check import did_you_mean
 from ganlab.study import collect as collect_mod
 from ganlab.study.catalog import load_study, shipped_studies
 from ganlab.study.plan import all_jobs, final_jobs, tuning_jobs
@@ -243,9 +244,8 @@ def main() -> None:
     studies = shipped_studies()
     searchpath = any(a.lstrip("+").startswith("hydra.searchpath") for a in hydra_args)
     if name is not None and "/" not in name and not searchpath and name not in studies:
-        close = difflib.get_close_matches(name, studies, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}? " if close else ""
-        _fail(StudyError(f"no study {name!r} (conf/study/{name}.yaml); {hint}the studies: {', '.join(studies)} "
+        hint = did_you_mean(name, studies)
+        _fail(StudyError(f"no study {name!r} (conf/study/{name}.yaml){hint or ';'} the studies: {', '.join(studies)} "
                          "(ganlab-study --help)"))
     try:
         check_study_keys(hydra_args)
