@@ -5,7 +5,8 @@ its rows from the table already written (:func:`recorded_rows`; a cell read and 
 collecting never drops a committed run, and a run recorded there as finished is not trained again.
 
 Columns (:func:`columns`): ``study, arm, dataset, stage, seed, <axis>`` (the tuning axis's value; absent without
-one), ``step, finished`` (whether the run reached the budget), the study's ``scores``, ``data/<score>`` for its
+one), ``step, finished`` (``True`` when the run reached the budget, ``failed`` when it raised while training and
+stopped before it (its folder holds ``failure.json``), else ``False``), the study's ``scores``, ``data/<score>`` for its
 ``data_scores``, and ``commit, wall_s``: the commit and the wall seconds of the job that computed the evaluation
 (one job covers the steps from the checkpoint it resumed to where it stopped: a chunk or more).
 """
@@ -14,16 +15,16 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ganlab.io import atomic_write_text
+from ganlab.io import atomic_write_text, read_jsonl
 from ganlab.run import layout
 from ganlab.study.plan import Job, folder, steps_of
 from ganlab.study.runner import JOBS_FILE, finished_step, newest_checkpoint_step
 from ganlab.study.schema import StudySchema
+from ganlab.study.stats import FAILED
 
 #: The name of the study's table in its results folder.
 TABLE = "evaluations.csv"
@@ -34,17 +35,6 @@ def columns(study: StudySchema) -> list[str]:
     axis = [study.tuning.axis.name] if study.tuning is not None else []
     return ["study", "arm", "dataset", "stage", "seed", *axis, "step", "finished", *study.scores,
             *(f"{layout.DATA_PREFIX}{s}" for s in study.data_scores), "commit", "wall_s"]
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSON-lines file ([] when there is none); a torn line (a killed writer) is skipped."""
-    out = []
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
 
 
 def by_step(path: Path) -> list[dict[str, Any]]:
@@ -59,15 +49,27 @@ def _job_at(chunks: list[dict[str, Any]], step: int) -> dict[str, Any]:
     return next((c for c in reversed(chunks) if c.get("from_step", 0) < step <= c.get("to_step", -1)), {})
 
 
-def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
-    """Every evaluation in the job's ``metrics.jsonl`` as table rows (empty when the folder holds none)."""
+def run_status(study: StudySchema, job: Job) -> bool | str:
+    """The job's ``finished`` cell: True when its folder's run reached the budget, :data:`ganlab.study.stats.FAILED`
+    when it raised while training (``failure.json`` of stage ``train``) and stopped before it, else False."""
     run_dir = folder(study, job)
-    done = (finished_step(run_dir) or 0) >= steps_of(study, job.arm)
+    if (finished_step(run_dir) or 0) >= steps_of(study, job.arm):
+        return True
+    failure = layout.job_failure(run_dir)
+    return FAILED if failure is not None and failure.status == "failed" else False
+
+
+def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
+    """Every evaluation in the job's ``metrics.jsonl`` as table rows (empty when the folder holds none); a run that
+    failed before its first evaluation gets one row at the step it reached, its scores empty, so the table records
+    the failure."""
+    run_dir = folder(study, job)
+    done = run_status(study, job)
     chunks = read_jsonl(run_dir / JOBS_FILE)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
     rows = []
-    for rec in by_step(run_dir / layout.CURVE_FILE):
-        scores = rec.get("scores") or {}
+    for rec in layout.read_evaluations(run_dir):
+        scores = rec["scores"]
         if not scores:
             continue
         chunk = _job_at(chunks, int(rec["step"]))
@@ -75,6 +77,12 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
                      "seed": job.seed, **axis, "step": int(rec["step"]), "finished": done,
                      **{s: scores.get(s) for s in study.scores},
                      **{(d := f"{layout.DATA_PREFIX}{s}"): scores.get(d) for s in study.data_scores},
+                     "commit": chunk.get("commit"), "wall_s": chunk.get("wall_s")})
+    if not rows and done == FAILED:
+        step = newest_checkpoint_step(run_dir) or 0
+        chunk = _job_at(chunks, step) or (chunks[-1] if chunks else {})
+        rows.append({"study": study.name, "arm": job.arm, "dataset": job.dataset, "stage": job.stage,
+                     "seed": job.seed, **axis, "step": step, "finished": done,
                      "commit": chunk.get("commit"), "wall_s": chunk.get("wall_s")})
     return rows
 
@@ -158,14 +166,14 @@ def _number(text: str) -> int | float:
 
 def parse_row(raw: dict[str, str]) -> dict[str, Any]:
     """A text row of a study table with its values parsed: ``study, arm, dataset, stage, commit`` text,
-    ``finished`` bool, empty cells None, numbers as :func:`_number` reads them."""
+    ``finished`` bool (or ``failed``), empty cells None, numbers as :func:`_number` reads them."""
     text = {"study", "arm", "dataset", "stage", "commit"}
     row: dict[str, Any] = {}
     for k, v in raw.items():
         if k in text:
             row[k] = v or None
         elif k == "finished":
-            row[k] = v == "True"
+            row[k] = FAILED if v == FAILED else v == "True"
         else:
             row[k] = None if v == "" else _number(v)
     return row

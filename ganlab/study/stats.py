@@ -47,31 +47,66 @@ def endpoint(runs: dict[int, Rows], score: str, last: int, reduce: str = "window
 def select(study: StudySchema, rows: Rows, arm: str, dataset: str) -> float | None:
     """The tuning stage's choice for (arm, data set): the axis value with the best mean primary endpoint over the
     tuning seeds (better by the score's direction), ties broken by ``tuning.tie_break`` in order; None until every
-    tuning run of the pair has reached the budget.
+    tuning run of the pair has reached the budget or failed.
+
+    A value is never chosen when any of its tuning runs failed (``finished`` = ``failed``: the run raised, e.g. it
+    diverged and the NaN guard stopped it) or holds a NaN, infinite or missing value of the endpoint's score or of a
+    tie-break score at any evaluation: only values whose runs all finished with finite scores compete, whatever the
+    order of the axis values. None when no value is sound.
 
     Example: endpoints (final modes) 7.5 at lr 1e-3 and 8.0 at 3e-3 choose 3e-3; a tie at 8.0 goes to the higher
-    mean HQ fraction with ``tie_break: [hq_fraction, -value]``, then to the lower lr.
+    mean HQ fraction with ``tie_break: [hq_fraction, -value]``, then to the lower lr; 8.0 at 1e-2 with a NaN reverse
+    KL in a tie-break, or a failed seed, loses to both.
     """
-    from ganlab.metrics.directions import higher_is_better
-
     assert study.tuning is not None
-    axis, ep, steps = study.tuning.axis.name, study.endpoint, steps_of(study, arm)
-    keys = {}
+    axis, steps = study.tuning.axis.name, steps_of(study, arm)
+    keys: dict[float, tuple[float, ...]] = {}
     for value in study.tuning.axis.values:
-        runs = runs_of(rows, steps, arm=arm, dataset=dataset, stage="tune", **{axis: float(value)})
+        match = {"arm": arm, "dataset": dataset, "stage": "tune", axis: float(value)}
+        if failed_seeds(rows, **match):
+            continue
+        runs = runs_of(rows, steps, **match)
         if sorted(runs) != sorted(study.tuning.seeds):
             return None
-        key = [_signed(statistics.fmean(endpoint(runs, ep.score, ep.last, ep.reduce).values()),
-                       higher_is_better(ep.score))]
-        for tb in study.tuning.tie_break:
-            name, lower = tb.lstrip("-"), tb.startswith("-")
-            if name == "value":
-                key.append(-float(value) if lower else float(value))
-            else:
-                mean = statistics.fmean(endpoint(runs, name, ep.last, ep.reduce).values())
-                key.append(-mean if lower else _signed(mean, higher_is_better(name)))
-        keys[float(value)] = tuple(key)
-    return max(keys, key=keys.get)
+        if _finite(runs, [study.endpoint.score, *(tb.lstrip("-") for tb in study.tuning.tie_break)]):
+            keys[float(value)] = _rank_key(study, runs, float(value))
+    return max(keys, key=keys.__getitem__) if keys else None
+
+
+def failed_seeds(rows: Rows, **match: Any) -> list[int]:
+    """The seeds of the runs matching ``match`` (column -> value) whose rows say the run failed (``finished`` =
+    ``failed``), sorted."""
+    return sorted({r["seed"] for r in rows if r.get("finished") == FAILED
+                   and all(r.get(k) == v for k, v in match.items())})
+
+
+def _finite(runs: dict[int, Rows], scores: list[str]) -> bool:
+    """Whether every evaluation of ``runs`` holds a finite number for each of ``scores`` (``value``, the axis, is
+    skipped)."""
+    return all(isinstance(r.get(s), (int, float)) and math.isfinite(r[s])
+               for ev in runs.values() for r in ev for s in scores if s != "value")
+
+
+#: The ``finished`` cell of a run that raised while training (it stopped before the budget and will not reach it).
+FAILED = "failed"
+
+
+def _rank_key(study: StudySchema, runs: dict[int, Rows], value: float) -> tuple[float, ...]:
+    """:func:`select`'s ordering key of one axis value: its mean primary endpoint (signed so that larger is
+    better), then one entry per ``tuning.tie_break``."""
+    from ganlab.metrics.directions import higher_is_better
+
+    ep = study.endpoint
+    key = [_signed(statistics.fmean(endpoint(runs, ep.score, ep.last, ep.reduce).values()),
+                   higher_is_better(ep.score))]
+    for tb in study.tuning.tie_break:
+        name, lower = tb.lstrip("-"), tb.startswith("-")
+        if name == "value":
+            key.append(-value if lower else value)
+        else:
+            mean = statistics.fmean(endpoint(runs, name, ep.last, ep.reduce).values())
+            key.append(-mean if lower else _signed(mean, higher_is_better(name)))
+    return tuple(key)
 
 
 def _signed(x: float, higher: bool | None) -> float:
