@@ -16,7 +16,7 @@ from ganlab.config.check import (
     check_typed,
     explain,
 )
-from ganlab.study.plan import all_variants, overrides
+from ganlab.study.plan import all_variants, check_folders, overrides
 from ganlab.study.schema import StudyError, StudySchema, check_study
 
 
@@ -39,7 +39,8 @@ def check_overrides(lines: list[str]) -> None:
 
 
 def check_jobs(study: StudySchema) -> int:
-    """:func:`ganlab.study.schema.check_study`, then :func:`check_overrides` on every distinct job override list
+    """:func:`ganlab.study.schema.check_study` and :func:`ganlab.study.plan.check_folders`, then
+    :func:`check_overrides` on every distinct job override list
     (each arm on each data set at each axis value; runs differ beyond that only in ``seed=<int>``, typed).
 
     Returns:
@@ -52,6 +53,7 @@ def check_jobs(study: StudySchema) -> int:
     import ganlab
 
     check_study(study)
+    check_folders(study)
     variants = all_variants(study)
     from hydra.core.global_hydra import GlobalHydra
 

@@ -31,7 +31,7 @@ from ganlab.cli.help import WIDTH, page, rows
 from ganlab.config.check import did_you_mean
 from ganlab.study import collect as collect_mod
 from ganlab.study.catalog import load_study, shipped_studies
-from ganlab.study.plan import all_jobs, final_jobs, tuning_jobs
+from ganlab.study.plan import all_jobs, check_folders, final_jobs, tuning_jobs
 from ganlab.study.schema import StudyError, StudySchema, register
 
 register()  # conf/study/*.yaml name /schema/study
@@ -172,6 +172,7 @@ def study_main(cfg: DictConfig) -> None:
             run_study(study, cfg)
         elif cfg.action == "collect":
             check_study(study)
+            check_folders(study)
             print(f"ganlab-study: wrote {write_collected(study, recorded_for(study))}")
         elif cfg.action == "report" and study.detection is not None:
             from ganlab.study.detection_report import report_detection

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ganlab.study.schema import StudySchema
+from ganlab.study.schema import StudyError, StudySchema
 
 #: Stages of a study: ``tune`` runs every axis value on the tuning seeds, ``final`` the chosen value on the
 #: reporting seeds (every study without a tuning stage is ``final`` only).
@@ -120,3 +120,27 @@ def all_jobs(study: StudySchema) -> list[Job]:
     for v in study.tuning.axis.values:
         jobs += final_jobs(study, {k: float(v) for k in every})
     return jobs
+
+
+def check_folders(study: StudySchema) -> None:
+    """Refuse a study two of whose jobs would share a run folder (they would resume, skip or overwrite each other's
+    runs): two arms whose names give the same folder name (:func:`slug`, e.g. ``"D lr (x0.5)"`` and ``"D lr x0.5"``),
+    or two axis values equal to 6 significant digits (the folder and the overrides write ``{value:g}``).
+
+    Raises:
+        StudyError: naming both arms (or values), the folder they share and how to fix it.
+    """
+    axis = study.tuning.axis.name if study.tuning is not None else None
+    seen: dict[str, Job] = {}
+    for job in all_jobs(study):
+        path = relative_folder(job, axis)
+        other = seen.setdefault(path, job)
+        if other == job:
+            continue
+        if other.arm != job.arm:
+            raise StudyError(f"study {study.name}: arms {other.arm!r} and {job.arm!r} both write their runs to "
+                             f"{Path(study.runs) / path} (a folder name keeps letters and digits, the rest becomes _): "
+                             "rename one of them so their folder names differ")
+        raise StudyError(f"study {study.name}: tuning.axis.values {other.value!r} and {job.value!r} both write "
+                         f"{axis}{job.value:g} (6 significant digits) into {Path(study.runs) / path} and the "
+                         "overrides: use values that differ within 6 significant digits")

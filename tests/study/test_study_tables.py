@@ -172,6 +172,43 @@ def test_paired_test_pairs_by_seed():
     assert diff == 2 and p == pytest.approx(1 - t / (t * t + 2) ** 0.5)
 
 
+@pytest.mark.parametrize("values", ["[0.001,0.003]", "[0.003,0.001]"])
+def test_selection_never_falls_on_a_failed_or_non_finite_value(values):
+    """Final modes 8 at 3e-3 beat 7.5 at 1e-3, but not when a 3e-3 run holds a NaN or infinite score at any
+    evaluation, or failed (it stopped before the budget): then 1e-3 is chosen, whichever order the axis lists;
+    with both values unsound there is no choice."""
+    s = study("study.tuning.seeds=[100,101]", "study.endpoint.last=1", f"study.tuning.axis.values={values}")
+    arm = "GAN (no strategy)"
+    good = tuning_rows({1e-3: (8, 7), 3e-3: (8, 8)}, {1e-3: 0.5, 3e-3: 0.5})
+    assert stats.select(s, good, arm, "ring8") == 3e-3
+    for score, bad in [("modes_covered", math.nan), ("hq_fraction", math.nan), ("hq_fraction", math.inf),
+                       ("hq_fraction", None)]:
+        rows = [dict(r) for r in good]
+        hit = next(r for r in rows if r["lr"] == 3e-3 and r["seed"] == 101 and r["step"] == 20)
+        hit[score] = bad  # an earlier evaluation: the final endpoint alone would not see it
+        assert stats.select(s, rows, arm, "ring8") == 1e-3, (score, bad)
+    # a 3e-3 run failed at step 20 (no row at the budget): 1e-3 is chosen at once, not waited for
+    failed = [r for r in good if not (r["lr"] == 3e-3 and r["seed"] == 101 and r["step"] == 40)]
+    next(r for r in failed if r["lr"] == 3e-3 and r["seed"] == 101)["finished"] = stats.FAILED
+    assert stats.select(s, failed, arm, "ring8") == 1e-3
+    assert stats.failed_seeds(failed, lr=3e-3) == [101]
+    both = [dict(r, modes_covered=math.nan) if r["lr"] == 1e-3 else r for r in failed]
+    assert stats.select(s, both, arm, "ring8") is None
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["study.arms=[{name: ctrl}, {name: 'D lr (x0.5)'}, {name: 'D lr [x0.5]'}]", "study.control=ctrl"],
+     r"arms 'D lr \(x0.5\)' and 'D lr \[x0.5\]' both write their runs to .*ring8/D_lr__x0_5/lr0.001_s100"),
+    (["study.tuning.axis.values=[0.001,0.0010000001]"],
+     r"tuning.axis.values 0.001 and 0.0010000001 both write lr0.001 .*lr0.001_s100"),
+])
+def test_two_jobs_that_share_a_run_folder_are_refused_before_any_run(overrides, message, tmp_path):
+    s = study(*overrides, f"study.runs={tmp_path / 'runs'}")
+    with pytest.raises(StudyError, match=message):
+        check_jobs(s)
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("overrides,message", [
     (["study.seeds=[100,1]"], r"tuning seeds \[100\] and reporting seeds \[100, 1\] overlap in \[100\]"),
     (["study.control=nobody"], "control arm 'nobody' is not an arm"),
