@@ -1,14 +1,20 @@
-"""Atomic file writes: a crash or interrupt leaves either the old file or the new one, never a partial file."""
+"""Run records on disk: atomic file writes (a crash or interrupt leaves either the old file or the new one, never a
+partial file) and the one writer and reader of every append-only JSON-lines record (``metrics.jsonl``,
+``alerts.jsonl``, ``study_jobs.jsonl``, the corpus files), which survive a writer killed mid-line."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+log = logging.getLogger("ganlab")
 
 
 @contextlib.contextmanager
@@ -77,3 +83,57 @@ def remove_stale_temp_files(folder: str | Path, min_age_s: float = 0.0) -> list[
         except FileNotFoundError:  # its writer finished (renamed it) or another cleaner got there first
             continue
     return removed
+
+
+def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
+    """Append ``record`` to the JSON-lines file ``path`` as one line, in one ``write()`` call, flushed at once.
+
+    A writer killed mid-line (a kill, a full disk, a lost node) leaves a torn last line without its newline: the next
+    record then starts a fresh line, so the torn one stays alone on its line (where :func:`read_jsonl` skips it) and
+    no complete record is glued onto it.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(record) + "\n").encode()
+    with open(path, "a+b") as f:  # a+: every write goes to the end; reading the last byte is allowed
+        if f.seek(0, os.SEEK_END) > 0:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                line = b"\n" + line
+        f.write(line)
+        f.flush()
+
+
+#: The files whose torn lines were reported in this process (a warning once per file).
+_WARNED: set[str] = set()
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The records of the JSON-lines file ``path`` in file order ([] when there is none). A line that is not a
+    complete JSON object (a writer killed mid-line: see :func:`append_jsonl`) is skipped, with one warning per file
+    and process naming the file and the lines; blank lines are skipped silently."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    out, torn = [], []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict):
+            out.append(record)
+        else:
+            torn.append(number)
+    if torn and str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        log.warning("%s: skipped %d torn record(s) at line(s) %s (a writer stopped mid-line); the %d complete "
+                    "record(s) are read", path, len(torn), ", ".join(map(str, torn[:5])), len(out))
+    return out
+
+
+def rewrite_jsonl(path: str | Path, records: list[dict[str, Any]]) -> None:
+    """Replace the JSON-lines file ``path`` by ``records``, one line each, atomically (:func:`atomic_open`)."""
+    atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in records))

@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import statistics
@@ -60,29 +59,7 @@ def read_curve(run_dir: str | Path) -> list[tuple[int, dict[str, float]]]:
 
     A resumed run may repeat a step; the last record of a step wins.
     """
-    path = Path(run_dir) / layout.CURVE_FILE
-    if not path.exists():
-        return []
-    by_step: dict[int, dict[str, float]] = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            record = json.loads(line)
-            by_step[int(record["step"])] = current_names(record["scores"])
-    return sorted(by_step.items())
-
-
-#: Scores renamed since older runs were written: old name -> current name (``collapsed`` is a word of the verdict).
-RENAMED = {"collapsed": "high_similarity_flag"}
-
-
-def current_names(scores: dict[str, float]) -> dict[str, float]:
-    """``scores`` with the names of older runs (:data:`RENAMED`, also behind ``data/`` and ``fixed_z/``) replaced
-    by the current ones, so old and new runs share a column."""
-    def rename(key: str) -> str:
-        prefix, _, name = key.rpartition("/")
-        return f"{prefix}/{RENAMED[name]}" if prefix and name in RENAMED else RENAMED.get(key, key)
-
-    return {rename(k): v for k, v in scores.items()}
+    return [(r["step"], r["scores"]) for r in layout.read_evaluations(run_dir)]
 
 
 def score_curves(runs: list[dict[str, Any]], key: str) -> dict[str, tuple[list[int], list[float]]]:

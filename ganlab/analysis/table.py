@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ganlab.analysis.plots import current_names, one_run_per_seed, row_label
+from ganlab.analysis.plots import one_run_per_seed, row_label
 from ganlab.analysis.stats import bootstrap_ci, welch_t_test
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.registry import DATA_PREFIX, headline
@@ -93,7 +93,7 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
             failed.append(failure)
         else:
             run = {**json.loads((job / layout.METRICS_FILE).read_text()), "run_dir": str(job)}
-            run["scores"] = current_names(run.get("scores", {}))
+            run["scores"] = layout.current_names(run.get("scores", {}))
             extra = sorted(o for o in overrides[job] if o not in common and _tells_apart(o))
             runs.append({**run, "label": row_label(run, extra)})
     return runs, failed

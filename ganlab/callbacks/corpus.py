@@ -21,7 +21,6 @@ it must come after ``collapse_risk`` in the callbacks list (``callbacks=[default
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ganlab.io import append_jsonl
 from ganlab.metrics.evaluator import EvalResult
 from ganlab.metrics.mixture import mixture_scores, mode_counts, reverse_kl_uniform
 from ganlab.models.base import eval_mode
@@ -40,8 +40,7 @@ SIGNALS_FILE = "corpus_signals.jsonl"
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:
-    with open(path, "a") as f:  # one short line; a torn last line is skipped when read
-        f.write(json.dumps(record) + "\n")
+    append_jsonl(path, record)  # one short line; a torn last line is skipped when read
 
 
 class CorpusRecorder(Callback):

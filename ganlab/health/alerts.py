@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
 from pathlib import Path
 from typing import Any
+
+from ganlab.io import append_jsonl, read_jsonl
 
 log = logging.getLogger("ganlab")
 
@@ -50,16 +51,11 @@ class AlertLog:
         log.log(level, "[health/%s] step %d: %s", kind, step, message)
         self.logger.text(f"alerts/{kind}", f"**{severity}** at step {step}: {message}", int(step))
         if self.write:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a") as f:  # a line is written whole by one write() call, then flushed
-                f.write(json.dumps(record) + "\n")
+            append_jsonl(self.path, record)  # a line is written whole by one write() call, then flushed
         self.count[kind] = self.count.get(kind, 0) + 1
         return record
 
 
 def read_alerts(run_dir: str | Path) -> list[dict[str, Any]]:
     """The alerts of a run, oldest first (empty when it has none)."""
-    path = Path(run_dir) / ALERTS_FILE
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(Path(run_dir) / ALERTS_FILE)  # a torn line (a run killed mid-write) is skipped

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ganlab.io import remove_stale_temp_files
+from ganlab.io import read_jsonl, remove_stale_temp_files
 
 log = logging.getLogger("ganlab")
 
@@ -57,6 +57,31 @@ JOB_LOG = "train.log"              # Hydra's log of a ganlab-train job
 DATA_PREFIX = "data/"
 #: A score of the collapse alarm's samples from its fixed latent codes: ``fixed_z/<score>``.
 FIXED_Z_PREFIX = "fixed_z/"
+
+#: Scores renamed since older runs were written: old name -> current name (``collapsed`` is a word of the verdict).
+RENAMED = {"collapsed": "high_similarity_flag"}
+
+
+def current_names(scores: dict[str, float]) -> dict[str, float]:
+    """``scores`` with the names of older runs (:data:`RENAMED`, also behind ``data/`` and ``fixed_z/``) replaced
+    by the current ones, so old and new runs share a column."""
+    def rename(key: str) -> str:
+        prefix, _, name = key.rpartition("/")
+        return f"{prefix}/{RENAMED[name]}" if prefix and name in RENAMED else RENAMED.get(key, key)
+
+    return {rename(k): v for k, v in scores.items()}
+
+
+def read_evaluations(run_dir: str | Path) -> list[dict]:
+    """The run's evaluations from ``metrics.jsonl`` (the one reader every command uses): one record
+    ``{"step", "scores", "health"}`` per step in step order (a step written twice, by a resumed run, keeps its last
+    record), the scores under their current names (:func:`current_names`); a torn line left by a run killed
+    mid-write is skipped with a warning (:func:`ganlab.io.read_jsonl`). [] without the file."""
+    newest = {}
+    for record in read_jsonl(Path(run_dir) / CURVE_FILE):
+        newest[int(record["step"])] = {**record, "scores": current_names(record.get("scores") or {})}
+    return [newest[s] for s in sorted(newest)]
+
 
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
 
@@ -264,6 +289,21 @@ def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool 
     path.write_text(json.dumps(info, indent=2))
     (run_dir / FAILED_MARKER).write_text(f"{info['type']}: {info['message']}\n")
     return path
+
+
+def clear_failure(run_dir: str | Path) -> bool:
+    """Remove ``failure.json`` and ``FAILED`` from ``run_dir`` (a run that starts again there, resumed after a
+    failure or an interrupt, is no longer failed: the markers describe the folder's present state). Returns whether
+    there was a record to remove; the earlier failure stays in the job's log."""
+    found = False
+    for name in (FAILURE_FILE, FAILED_MARKER):
+        path = Path(run_dir) / name
+        if path.is_file():
+            path.unlink()
+            found = True
+    if found:
+        log.info("%s: an earlier attempt's failure record removed (this attempt starts from its checkpoint)", run_dir)
+    return found
 
 
 #: A temporary checkpoint file in the folder of the run being resumed counts as abandoned after this many

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from ganlab.io import read_jsonl
 from ganlab.run import layout
-from ganlab.study.collect import by_step, read_jsonl
+from ganlab.study.collect import by_step
 from ganlab.study.corpus import Row, read_raw, write_corpus
 from ganlab.study.labels import coverage_label
 from ganlab.study.plan import Job, final_jobs, folder, overrides, steps_of
@@ -36,7 +37,7 @@ def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
         return None
     labels = {r["step"]: r for r in by_step(run_dir / "corpus_labels.jsonl")}
     evals = []
-    for rec in by_step(run_dir / layout.CURVE_FILE):
+    for rec in layout.read_evaluations(run_dir):
         if not rec.get("scores"):
             continue
         lab = {k: v for k, v in labels.get(int(rec["step"]), {}).items() if k != "step"}

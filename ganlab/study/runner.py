@@ -23,6 +23,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ganlab.io import append_jsonl
 from ganlab.run import layout
 from ganlab.study.plan import Job, folder, overrides, relative_folder, steps_of
 from ganlab.study.schema import StudySchema
@@ -111,7 +112,6 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
 def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """:func:`train_job`'s work, its folder's lock held."""
     from ganlab import distributed
-    from ganlab.run import layout
     from ganlab.run.session import StartError, train_run
 
     start = (newest_checkpoint_step(run_dir) or 0) if cfg.trainer.get("resume") else 0
@@ -129,8 +129,7 @@ def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         plt.close("all")
     record = {"from_step": start, "to_step": step, "wall_s": round(time.perf_counter() - t0, 3),
               "commit": _commit(), "error": error}
-    with open(run_dir / JOBS_FILE, "a") as f:  # one short line; a torn last line is skipped when read
-        f.write(json.dumps(record) + "\n")
+    append_jsonl(run_dir / JOBS_FILE, record)  # one short line; a torn last line is skipped when read
     return record
 
 

@@ -28,6 +28,7 @@ from ganlab.data.base import Batcher, GANData
 from ganlab.distributed import SINGLE, Dist, wrap
 from ganlab.health import AlertLog, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
 from ganlab.hparams import log_run_summary
+from ganlab.io import append_jsonl, read_jsonl, rewrite_jsonl
 from ganlab.losses import AdversarialLoss
 from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
@@ -679,16 +680,15 @@ class Trainer(Checkpointing):
         path = self.run_dir / layout.CURVE_FILE
         if not self.dist.main or not path.is_file():
             return
-        lines = path.read_text().splitlines()
-        kept = [line for line in lines if line.strip() and json.loads(line)["step"] <= step]
-        if len(kept) != len(lines):
-            ckpt_io.atomic_write_text(path, "".join(line + "\n" for line in kept))
+        records = read_jsonl(path)  # a torn line (a run killed mid-write) is dropped with a warning
+        kept = [r for r in records if r["step"] <= step]
+        if len(kept) != len(records) or len(path.read_text().splitlines()) != len(records):
+            rewrite_jsonl(path, kept)
             log.info("metrics.jsonl: dropped %d evaluation(s) after step %d (the resumed run redoes them)",
-                     len(lines) - len(kept), step)
+                     len(records) - len(kept), step)
 
     def _append_jsonl(self, record: dict[str, Any]) -> None:
-        with open(self.run_dir / layout.CURVE_FILE, "a") as f:
-            f.write(json.dumps(record) + "\n")
+        append_jsonl(self.run_dir / layout.CURVE_FILE, record)
 
     def finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
         """End of training: ``metrics.json`` (the latest scores, the callbacks' summaries such as the verdict, the
