@@ -41,6 +41,7 @@ def train_run(cfg: DictConfig, run_dir: Path, report: Callable[[dict, Path], Non
         raise StartError(str(err)) from err
     if trainer.dist.main:
         layout.remove_interrupted_writes(run_dir, cfg.trainer.get("resume"))
+        layout.clear_failure(run_dir)  # an earlier attempt's failure no longer describes the folder
     log.info("run directory: %s", run_dir)
     with trainer.dist.guard("a collective of the training loop"):  # a hang becomes an error naming the rank
         metrics = trainer.fit()
