@@ -25,8 +25,8 @@ def _label(col: Any) -> str:
     return col.label or col.score
 
 
-def _final_runs(study: StudySchema, rows: Rows, arm: str, dataset: str,
-                chosen: dict[tuple[str, str], float]) -> dict[int, Rows]:
+def final_runs(study: StudySchema, rows: Rows, arm: str, dataset: str,
+               chosen: dict[tuple[str, str], float]) -> dict[int, Rows]:
     """seed -> evaluations of the finished reporting runs of (arm, data set) at its chosen axis value."""
     match: dict[str, Any] = {"arm": arm, "dataset": dataset, "stage": "final"}
     if study.tuning is not None:
@@ -52,7 +52,7 @@ def _head(col: Any) -> str:
     return _label(col) if col.last == 1 else f"{_label(col)}, last {col.last} evaluations"
 
 
-def _values(runs: dict[int, Rows], score: str, col: Any) -> dict[int, float]:
+def column_values(runs: dict[int, Rows], score: str, col: Any) -> dict[int, float]:
     """seed -> the run's value of ``score`` reduced as ``col`` says; runs with no value there (an empty cell of
     the CSV, e.g. a score this arm's runs do not have) are left out."""
     has = {s: ev for s, ev in runs.items()
@@ -80,25 +80,25 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
             head.append(f"seeds with all {study.reach.replace('_', ' ')}")
     cells, tests = [], []  # tests: (row index, cell index, diff, p, fmt, scale)
     for d in study.datasets:
-        control = _final_runs(study, rows, study.control, d, chosen)
+        control = final_runs(study, rows, study.control, d, chosen)
         control_arm = arm_of(study, study.control)
         for a in study.arms:
-            runs = _final_runs(study, rows, a.name, d, chosen)
+            runs = final_runs(study, rows, a.name, d, chosen)
             if not runs:
                 continue
             line = [d, a.name, *([f"{chosen[(a.name, d)]:g}"] if study.tuning else []), str(len(runs))]
             base_line = [d, "data baseline", *([""] if study.tuning else []), str(len(runs))]
             for i, c in enumerate(cols):
-                mine = _values(runs, arm_score(a, c.score), c)
+                mine = column_values(runs, arm_score(a, c.score), c)
                 line.append(stats.summary(list(mine.values()), c.fmt, c.scale, c.spread, c.spread_fmt))
-                data = _values(runs, arm_score(a, f"{DATA_PREFIX}{c.score}"), c) if study.baseline_rows else {}
+                data = column_values(runs, arm_score(a, f"{DATA_PREFIX}{c.score}"), c) if study.baseline_rows else {}
                 base_line.append(stats.summary(list(data.values()), c.fmt, c.scale, c.spread, c.spread_fmt))
                 if tested[i]:
                     base_line.append("-")
                     if a.name == study.control or not control:
                         line.append("-")
                     else:
-                        base = _values(control, arm_score(control_arm, c.score), c)
+                        base = column_values(control, arm_score(control_arm, c.score), c)
                         if study.tests.test == "paired":
                             both = sorted(set(mine) & set(base))
                             x, y = [mine[s] for s in both], [base[s] for s in both]
@@ -134,7 +134,7 @@ def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str]
     data set; a note instead when a cell has fewer than two finished seeds."""
     f, ep = study.factorial, study.endpoint
     assert f is not None
-    cells = [list(stats.endpoint(_final_runs(study, rows, a, dataset, chosen), ep.score, ep.last, ep.reduce).values())
+    cells = [list(stats.endpoint(final_runs(study, rows, a, dataset, chosen), ep.score, ep.last, ep.reduce).values())
              for a in f.cells]
     effects = stats.factorial(cells)
     title = f"2 x 2 effect on {_head(ep)} ({dataset})"
@@ -206,6 +206,10 @@ def table_text(study: StudySchema, rows: Rows) -> tuple[str, dict[tuple[str, str
         text += (f"\nTuning stage (seeds {', '.join(map(str, study.tuning.seeds))}; chosen: the best mean "
                  f"{_label(study.endpoint)}, ties broken by {', '.join(study.tuning.tie_break)}):\n\n"
                  + tuning_table(study, rows))
+    if study.power is not None:
+        from ganlab.study.power import power_table
+
+        text += "\n" + power_table(study, rows, chosen)
     return text, chosen
 
 
@@ -227,7 +231,7 @@ def plot(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], p
             for i, a in enumerate(study.arms):
                 key = arm_score(a, score)
                 runs = {s: [r for r in ev if r.get(key) is not None]
-                        for s, ev in _final_runs(study, rows, a.name, d, chosen).items()}
+                        for s, ev in final_runs(study, rows, a.name, d, chosen).items()}
                 runs = {s: ev for s, ev in runs.items() if ev}
                 for ev in runs.values():
                     ax.plot([r["step"] for r in ev], [scale[score] * r[key] for r in ev], color=f"C{i}", alpha=0.2,

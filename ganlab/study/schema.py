@@ -215,6 +215,19 @@ class DetectionSchema:
 
 
 @dataclasses.dataclass
+class PowerSchema:
+    """What the table could detect (:mod:`ganlab.study.power`): under the table, per arm and data set, the smallest
+    difference of the primary endpoint that Welch's test detects with probability ``level`` at Holm's first
+    threshold, from the rows' own standard deviations; and, where ``published`` gives the difference a paper
+    reports on a data set (the endpoint's units, before the column's ``scale``; e.g. PacGAN's ring: 7.9 - 6.3 = 1.6
+    modes), the seeds per arm that difference would need. ``source``: where the published differences come from."""
+
+    level: float = 0.8
+    published: Dict[str, float] = dataclasses.field(default_factory=dict)
+    source: str = ""
+
+
+@dataclasses.dataclass
 class StudySchema:
     """A study: arms x data sets, an optional tuning stage, reporting seeds, one budget, the endpoint and the tests.
 
@@ -260,6 +273,8 @@ class StudySchema:
     baseline_rows: bool = False
     #: a labelled collapse corpus: collected as runs/evals/signals CSVs and reported as the detection table
     detection: Optional[DetectionSchema] = None
+    #: under the table, the smallest difference each test could detect and the seeds a published one would need
+    power: Optional[PowerSchema] = None
 
 
 def arm_score(arm: ArmSchema, score: str) -> str:
@@ -280,6 +295,24 @@ class StudyError(ValueError):
 
 def _duplicates(items: list) -> list:
     return sorted({x for x in items if items.count(x) > 1}, key=str)
+
+
+def check_power(study: StudySchema) -> None:
+    """``power``: a level in (alpha, 1), published differences for data sets of the study, Welch's test.
+
+    Raises:
+        StudyError: naming the first problem and how to fix it.
+    """
+    pw = study.power
+    if not study.tests.alpha < pw.level < 1:
+        raise StudyError(f"study {study.name}: power.level must lie between tests.alpha ({study.tests.alpha:g}) and "
+                         f"1 (got {pw.level:g}); 0.8 is the usual choice")
+    if extra := sorted(set(pw.published) - set(study.datasets)):
+        raise StudyError(f"study {study.name}: power.published names {extra}, which are not among datasets "
+                         f"{list(study.datasets)}")
+    if study.tests.test != "welch":
+        raise StudyError(f"study {study.name}: power is computed for Welch's test only (tests.test is "
+                         f"{study.tests.test!r}); remove power: or use tests.test: welch")
 
 
 def check_study(study: StudySchema) -> None:
@@ -330,6 +363,8 @@ def check_study(study: StudySchema) -> None:
     if study.tests.test not in TESTS or study.tests.correction not in ("holm", "none"):
         raise StudyError(f"study {study.name}: tests.test must be one of {TESTS} (got {study.tests.test!r}) and "
                          f"tests.correction holm or none (got {study.tests.correction!r})")
+    if study.power is not None:
+        check_power(study)
     if extra := sorted(set(study.dataset_overrides) - set(study.datasets)):
         raise StudyError(f"study {study.name}: dataset_overrides names {extra}, which are not among datasets "
                          f"{list(study.datasets)}")
