@@ -113,10 +113,9 @@ def limit_native_threads(n: int) -> None:
     """
     if n < 1:
         raise ValueError(f"threads={n}: need at least one thread (threads=1, threads=N or threads=auto)")
-    from threadpoolctl import threadpool_limits
-
     import numpy  # noqa: F401  (load NumPy's BLAS, so that its pool is found and limited now)
     import scipy.linalg  # noqa: F401  (SciPy's own BLAS/LAPACK, used by the k-means and Frechet scores)
+    from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=n)
 
