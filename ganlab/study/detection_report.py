@@ -5,7 +5,8 @@ alone (no training), written to ``<results>/``:
 * ``table.md``: detection, false alarms, AUROC and lead times against the corpus label (``runs.csv``), the fit's
   own classifiers (:func:`ganlab.study.detection_table.corpus_table`);
 * ``table_<label>.md`` per label of ``detection.labels``: the shipped detector, risk and diversity drop
-  (``conf/monitor/default.yaml``) against that label, each number with its bootstrap interval;
+  (``conf/monitor/default.yaml``) against that label, each rate with its Wilson score interval and each lead time
+  and AUROC with its percentile bootstrap interval (:mod:`ganlab.study.bootstrap`);
 * ``labels_<label>.md``: how that label and the corpus label agree, per data set.
 
 Then every generated block that embeds one of them is refreshed (:mod:`ganlab.study.blocks`).
@@ -19,7 +20,7 @@ from typing import Any
 
 from ganlab.study import detection as det
 from ganlab.study import detection_table as dt
-from ganlab.study.bootstrap import interval, resamples
+from ganlab.study.bootstrap import interval, resamples, wilson
 from ganlab.study.corpus import Corpus, Row, read_corpus
 from ganlab.study.labels import balance_label
 from ganlab.study.plan import slug
@@ -37,18 +38,15 @@ def relabel(rows: list[Row], corpus: Corpus, label: LabelSchema) -> list[Row]:
     return out
 
 
-def _pct(est: float, lo: float, hi: float) -> str:
-    return "–" if math.isnan(est) else f"{100 * est:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]"
-
-
-def _count(rows: list[Row], key: dt.Key, collapsed: bool) -> str:
+def _rate_cell(rows: list[Row], key: dt.Key, collapsed: bool, level: float) -> str:
+    """``k/n (rate % [low, high])``: the runs of that label ``key`` flagged, with the Wilson score interval at
+    ``level`` (:func:`ganlab.study.bootstrap.wilson`); ``–`` when no run has that label."""
     xs = dt.flagged(rows, key, collapsed)
-    return f"{sum(xs)}/{len(xs)}" if xs else "0/0"
-
-
-def _rate(rows: list[Row], key: dt.Key, collapsed: bool) -> float:
-    xs = dt.flagged(rows, key, collapsed)
-    return sum(xs) / len(xs) if xs else math.nan
+    if not xs:
+        return "–"
+    k, n = sum(xs), len(xs)
+    lo, hi = wilson(k, n, level)
+    return f"{k}/{n} ({100 * k / n:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}])"
 
 
 def _cell(rows: list[Row], resampled: list[list[Row]], statistic: Any, level: float) -> tuple[float, float, float]:
@@ -59,8 +57,9 @@ def _cell(rows: list[Row], resampled: list[list[Row]], statistic: Any, level: fl
 
 def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ...], warmup: int, boot: Any) -> str:
     """The shipped classifiers against ``rows``' label: per row group (:func:`ganlab.study.detection_table.groups`)
-    detection and false-alarm rates, median lead times and the risk's AUROC, each with its percentile interval
-    over the bootstrap resamples of ``boot`` (a group's resample: the resampled runs that belong to it)."""
+    detection and false-alarm rates with their Wilson score intervals at ``boot.level``, and median lead times and
+    the risk's AUROC with their percentile intervals over the bootstrap resamples of ``boot`` (a group's resample:
+    the resampled runs that belong to it)."""
     draws = resamples([r["dataset"] for r in rows] if boot.stratified else [0] * len(rows), boot.resamples, boot.seed)
     for i, r in enumerate(rows):
         r["risk"], r["index"] = dt.run_risk(r, warmup), i
@@ -81,9 +80,7 @@ def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ..
             if kind == "risk":
                 a, alo, ahi = _cell(mine, resampled, lambda rs: dt.auroc(rs, warmup), boot.level)
                 cells.append("–" if math.isnan(a) else f"{a:.2f} [{alo:.2f}, {ahi:.2f}]")
-            for collapsed in (True, False):
-                found = _cell(mine, resampled, lambda rs, k=key, c=collapsed: _rate(rs, k, c), boot.level)
-                cells.append("–" if math.isnan(found[0]) else f"{_count(mine, key, collapsed)} ({_pct(*found)})")
+            cells += [_rate_cell(mine, key, collapsed, boot.level) for collapsed in (True, False)]
             est, lo, hi = _cell(mine, resampled, lambda rs, k=lead_key: dt.median_lead(rs, k), boot.level)
             n = len(dt.leads(mine, lead_key))
             cells.append("–" if math.isnan(est) else f"{est:+.0f} [{lo:+.0f}, {hi:+.0f}] (n={n})")
