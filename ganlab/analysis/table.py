@@ -31,6 +31,7 @@ from typing import Any
 
 from ganlab.analysis.plots import one_run_per_seed, row_label
 from ganlab.analysis.stats import bootstrap_ci, welch_t_test
+from ganlab.io import md_row, md_rule
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.registry import DATA_PREFIX, headline
 from ganlab.run import layout
@@ -264,8 +265,8 @@ def markdown_table(summary: Summary, keys: list[str] | None = None, ci: Interval
     """A markdown table of ``mean ± std`` (and ``[low, high]`` with ``ci``, from :func:`intervals`) per row and
     score, a significant best in bold (:func:`best_rows`), then the legend. Default keys: :func:`headline_keys`."""
     keys = keys or headline_keys(summary)
-    lines = ["| " + " | ".join(_header(keys)) + " |", "|---|---|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(row) + " |" for row in _rows(summary, keys, "**{}**", ci)]
+    lines = [md_row(_header(keys)), md_rule(len(keys) + 2)]
+    lines += [md_row(row) for row in _rows(summary, keys, "**{}**", ci)]
     return "\n".join([*lines, "", legend("**bold**", ci is not None)])
 
 

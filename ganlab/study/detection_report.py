@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ganlab.io import md_row, md_rule
 from ganlab.study import detection as det
 from ganlab.study import detection_table as dt
 from ganlab.study.bootstrap import interval, resamples, wilson
@@ -69,7 +70,7 @@ def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ..
             f"risk warnings on collapsed [{level}]", f"risk false alarms [{level}]", f"median lead: risk [{level}]",
             f"diversity-drop warnings on collapsed [{level}]", f"diversity-drop false alarms [{level}]",
             f"median lead: diversity drop [{level}]"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [md_row(head), md_rule(len(head))]
     for name, mine in dt.groups(rows, sets, fit_on, warmup):
         member = {r["index"] for r in mine}
         resampled = [[rows[i] for i in idx if i in member] for idx in draws]  # the group's runs in each resample
@@ -84,7 +85,7 @@ def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ..
             est, lo, hi = _cell(mine, resampled, lambda rs, k=lead_key: dt.median_lead(rs, k), boot.level)
             n = len(dt.leads(mine, lead_key))
             cells.append("–" if math.isnan(est) else f"{est:+.0f} [{lo:+.0f}, {hi:+.0f}] (n={n})")
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(md_row(cells))
     return "\n".join(lines) + "\n"
 
 
@@ -93,7 +94,7 @@ def agreement_table(old: list[Row], new: list[Row], sets: tuple[str, ...], name:
     neither, and (of those collapsed under both) how many share their drop step."""
     head = ["data set", "runs", "collapsed under both", "corpus label only", f"{name} only", "healthy under both",
             "same drop step (of both)"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [md_row(head), md_rule(len(head))]
     for s in (*sets, "all"):
         pairs = [(o, n) for o, n in zip(old, new) if s in ("all", o["dataset"])]
         both = [(o, n) for o, n in pairs if o["collapsed"] == 1 and n["collapsed"] == 1]
@@ -102,7 +103,7 @@ def agreement_table(old: list[Row], new: list[Row], sets: tuple[str, ...], name:
                  str(sum(o["collapsed"] != 1 and n["collapsed"] == 1 for o, n in pairs)),
                  str(sum(o["collapsed"] != 1 and n["collapsed"] != 1 for o, n in pairs)),
                  f"{sum(o['drop_step'] == n['drop_step'] for o, n in both)}/{len(both)}"]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(md_row(cells))
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ganlab.io import atomic_write_text
+from ganlab.io import atomic_write_text, md_row, md_rule
 from ganlab.run.layout import DATA_PREFIX
 from ganlab.study import stats
 from ganlab.study.plan import arm_of, steps_of
@@ -118,14 +118,14 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
     adjusted = stats.holm([t[3] for t in tests])
     for (r, c, diff, p, fmt, scale), adj in zip(tests, adjusted):
         cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm, study.tests.p_fmt)
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(c) + " |" for c in cells)]
+    lines = [md_row(head), md_rule(len(head)), *(md_row(c) for c in cells)]
     text = "\n".join(lines) + "\n\n" + tests_note(study, len([t for t in tests if not math.isnan(t[3])]))
     for d in study.datasets if study.factorial is not None else []:
         text += "\n\n" + factorial_table(study, rows, chosen, d)
     if study.published is not None:
         pub = study.published
-        text += ("\n\n" + (f"{pub.title}\n\n" if pub.title else "") + "| " + " | ".join(pub.header) + " |\n"
-                 + "|" + "---|" * len(pub.header) + "\n" + "\n".join("| " + " | ".join(r) + " |" for r in pub.rows))
+        text += ("\n\n" + (f"{pub.title}\n\n" if pub.title else "") + md_row(pub.header) + "\n"
+                 + md_rule(len(pub.header)) + "\n" + "\n".join(md_row(r) for r in pub.rows))
     return text
 
 
@@ -140,10 +140,10 @@ def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str]
     title = f"2 x 2 effect on {_head(ep)} ({dataset})"
     if effects is None:
         return f"{title}: a cell has fewer than two finished seeds, no estimate."
-    lines = [f"| {title} | estimate (95 % CI) | p |", "|---|---|---|"]
+    lines = [md_row([title, "estimate (95 % CI)", "p"]), md_rule(3)]
     for name, (est, lo, hi, p) in zip((f.a, f.b, f.interaction), effects):
         g, pf = "+" + ep.fmt, study.tests.p_fmt
-        lines.append(f"| {name} | {format(est, g)} [{format(lo, g)}, {format(hi, g)}] | {format(p, pf)} |")
+        lines.append(md_row([name, f"{format(est, g)} [{format(lo, g)}, {format(hi, g)}]", format(p, pf)]))
     return "\n".join(lines) + ("\n\nThe 2 x 2 effects are not part of the multiplicity correction above." if
                                 study.tests.correction != "none" else "")
 
@@ -181,8 +181,8 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
     shown: list[Any] = [ep, *(next((c for c in study.columns if c.score == t.lstrip("-") and c.last == 1),
                                    ColumnSchema(score=t.lstrip("-"), fmt=".3g")) for t in extra)]
     names = ", ".join(_label(c) for c in shown)
-    head = "| data | arm | " + " | ".join(f"{axis} {v:g}: {names}" for v in study.tuning.axis.values) + " |"
-    lines = [head, "|---|---|" + "---|" * len(study.tuning.axis.values)]
+    head = md_row(["data", "arm", *(f"{axis} {v:g}: {names}" for v in study.tuning.axis.values)])
+    lines = [head, md_rule(2 + len(study.tuning.axis.values))]
     for d in study.datasets:
         for a in study.arms:
             row = []
@@ -194,7 +194,7 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
                 vals = [format(c.scale * m, c.fmt) for c, m in zip(shown, means)]
                 row.append(f"{', '.join(vals)} ({len(runs)} seed{'s' * (len(runs) != 1)})" if runs else "-")
             if any(c != "-" for c in row):
-                lines.append(f"| {d} | {a.name} | " + " | ".join(row) + " |")
+                lines.append(md_row([d, a.name, *row]))
     return "\n".join(lines) + "\n"
 
 
