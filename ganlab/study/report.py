@@ -79,6 +79,7 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
         if i == 0 and study.reach:
             head.append(f"seeds with all {study.reach.replace('_', ' ')}")
     cells, tests = [], []  # tests: (row index, cell index, diff, p, fmt, scale)
+    untested: list[tuple[str, str, str]] = []  # (cause, arm on data set, column) of each one without a p value
     for d in study.datasets:
         control = _final_runs(study, rows, study.control, d, chosen)
         control_arm = arm_of(study, study.control)
@@ -106,6 +107,8 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
                             x, y = list(mine.values()), list(base.values())
                         diff, p = stats.compare(x, y, study.tests.test)
                         tests.append((len(cells), len(line), diff, p, c.fmt, c.scale))
+                        if (why := stats.no_test_reason(x, y, study.tests.test)) is not None:
+                            untested.append((why, f"{a.name} on {d}", _label(c)))
                         line.append("")
                 if i == 0 and study.reach:
                     data_reach = f"{DATA_PREFIX}{study.reach}"
@@ -119,7 +122,8 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
     for (r, c, diff, p, fmt, scale), adj in zip(tests, adjusted):
         cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm, study.tests.p_fmt)
     lines = [md_row(head), md_rule(len(head)), *(md_row(c) for c in cells)]
-    text = "\n".join(lines) + "\n\n" + tests_note(study, len([t for t in tests if not math.isnan(t[3])]))
+    text = ("\n".join(lines) + "\n\n"
+            + tests_note(study, len([t for t in tests if not math.isnan(t[3])]), _untested(untested, sum(tested))))
     for d in study.datasets if study.factorial is not None else []:
         text += "\n\n" + factorial_table(study, rows, chosen, d)
     if study.published is not None:
@@ -148,8 +152,22 @@ def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str]
                                 study.tests.correction != "none" else "")
 
 
-def tests_note(study: StudySchema, n: int) -> str:
-    """The sentence under the table that states the test and the multiplicity correction."""
+def _untested(untested: list[tuple[str, str, str]], columns: int) -> dict[str, list[str]]:
+    """Cause -> the comparisons it leaves without a p value: ``<arm> on <data set>`` when the cause holds for all
+    ``columns`` tested columns of that row, else ``<arm> on <data set> (<column>)``."""
+    out: dict[str, list[str]] = {}
+    for why, row, col in untested:
+        every = sum(w == why and r == row for w, r, _ in untested) == columns
+        name = row if every else f"{row} ({col})"
+        if name not in out.setdefault(why, []):
+            out[why].append(name)
+    return out
+
+
+def tests_note(study: StudySchema, n: int, untested: dict[str, list[str]] | None = None) -> str:
+    """The sentence under the table that states the test, the multiplicity correction and its family size ``n``
+    (the comparisons with a p value), and per cause the comparisons of ``untested`` it leaves with no p value
+    (``p -`` in the table; out of the family)."""
     test = ("Welch's unequal-variance t-test" if study.tests.test == "welch" else "the paired t-test over shared seeds")
     corr = (f"Holm's step-down correction over the {n} tests of this table (family-wise alpha "
             f"{study.tests.alpha:g}: a difference counts when its Holm p is <= {study.tests.alpha:g})"
@@ -163,8 +181,10 @@ def tests_note(study: StudySchema, n: int) -> str:
     tests = (f"Tests: {test} (two-sided) of each arm against {study.control} per data set; {corr}."
              if study.tests.test != "none" else "No tests: the arms are shown side by side, not compared.")
     if study.tests.test != "none" and n == 0:
-        tests = (f"Tests: {test} of each arm against {study.control}, but none could be computed (an arm or the "
-                 "control has fewer than two finished seeds on every data set).")
+        tests = f"Tests: {test} of each arm against {study.control}, but none could be computed."
+    if study.tests.test != "none" and untested:
+        tests += " Not tested (p -, not in the correction's family): " + "; ".join(
+            f"{', '.join(names)}, {why}" for why, names in untested.items()) + "."
     baseline = (" Each arm's row is followed by the data baseline of every column (held-out real data scored and "
                 "grouped as that arm's samples), over the same seeds." if study.baseline_rows else "")
     return (f"Cells: {cells} over the reporting seeds that reached step {study.budget.steps} (seeds "
