@@ -83,3 +83,18 @@ def test_study_note_without_any_test_names_zero_variance_not_missing_seeds():
     chosen = {(a, "ring8"): 1e-3 for a in ("ctrl", "B")}
     note = main_table(s, rows({"ctrl": [8, 8], "B": [8, 8]}), chosen).splitlines()[5]
     assert "none could be computed" in note and "fewer than two" not in note and ZERO_VARIANCE in note
+
+
+def test_factorial_of_constant_cells_names_zero_variance():
+    """Cells [8, 8], [8, 8], [6, 6], [7, 7] (base, B on, A on, both): means 8, 8, 6, 7; A = (6 + 7 - 8 - 8) / 2 =
+    -1.5, B = (8 + 7 - 8 - 6) / 2 = +0.5, AB = (7 - 6) - (8 - 8) = +1; pooled variance 0: no standard error."""
+    from ganlab.study.report import factorial_table
+    from ganlab.study.schema import FactorialSchema
+
+    s = study("study.arms=[{name: ctrl}, {name: B}, {name: A}, {name: AB}]")
+    s.factorial = FactorialSchema(cells=["ctrl", "B", "A", "AB"], a="A", b="B", interaction="AB")
+    chosen = {(a, "ring8"): 1e-3 for a in ("ctrl", "B", "A", "AB")}
+    text = factorial_table(s, rows({"ctrl": [8, 8], "B": [8, 8], "A": [6, 6], "AB": [7, 7]}), chosen, "ring8")
+    assert text.endswith(": A -1.5, B +0.5, AB +1.0; every cell is constant over its seeds (zero within-cell "
+                         "variance), so no standard error, interval or test.")
+    assert "fewer than two" not in text and "nan" not in text

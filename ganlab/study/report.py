@@ -135,7 +135,8 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
 
 def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], dataset: str) -> str:
     """Markdown: the 2 x 2 design's effects on the primary endpoint (:func:`ganlab.study.stats.factorial`) on one
-    data set; a note instead when a cell has fewer than two finished seeds."""
+    data set; a note instead, naming the cause, when a cell has fewer than two finished seeds or every cell is
+    constant over its seeds (zero within-cell variance: no standard error, so no interval and no test)."""
     f, ep = study.factorial, study.endpoint
     assert f is not None
     cells = [list(stats.endpoint(_final_runs(study, rows, a, dataset, chosen), ep.score, ep.last, ep.reduce).values())
@@ -144,6 +145,10 @@ def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str]
     title = f"2 x 2 effect on {_head(ep)} ({dataset})"
     if effects is None:
         return f"{title}: a cell has fewer than two finished seeds, no estimate."
+    if all(math.isnan(p) for *_, p in effects):
+        est = ", ".join(f"{n} {format(e, '+' + ep.fmt)}" for n, (e, *_) in zip((f.a, f.b, f.interaction), effects))
+        return (f"{title}: {est}; every cell is constant over its seeds (zero within-cell variance), so no "
+                "standard error, interval or test.")
     lines = [md_row([title, "estimate (95 % CI)", "p"]), md_rule(3)]
     for name, (est, lo, hi, p) in zip((f.a, f.b, f.interaction), effects):
         g, pf = "+" + ep.fmt, study.tests.p_fmt
