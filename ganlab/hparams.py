@@ -1,10 +1,14 @@
 """TensorBoard's HParams rows and custom-scalars layout for one finished run.
 
 Each job of a sweep writes, into its *own* event files (never a sub-run folder, unlike
-``SummaryWriter.add_hparams``), one HParams session: a fixed set of hyperparameters (strategy, data set,
-seed, model, loss, lrs, ...) and its final scores as metrics (the last value of each ``diversity/<score>``
-tag). The hyperparameter names are the same for every run, so whichever run's experiment summary TensorBoard
-picks, every row has every column. A custom-scalars layout puts one score of every run in one chart.
+``SummaryWriter.add_hparams``), one HParams session: a fixed set of summary hyperparameters (strategy, data set,
+seed, model, loss, effective lrs, ...), then every leaf of the run's resolved config under its dotted path
+(``model.generator.hidden``; lists as their text, ``[128, 128, 128]``), so two runs that differ in any key,
+however nested, differ in a column; and its final scores as metrics (the last value of each ``diversity/<score>``
+tag). Runs of one config share its leaves, so whichever run's experiment summary TensorBoard picks, every row
+has every column. The summary keys of :data:`DIFFERS` and the sweep's swept keys (:data:`SWEPT_KEYS_ENV`) are
+flagged as varying, so the HParams table lists them first. A custom-scalars layout puts one score of every run in
+one chart.
 
 Example:
     >>> hp = run_hparams({"model": {"generator": {"_target_": "ganlab.models.MLPGenerator", "z_dim": 16}}},
@@ -15,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ganlab.metrics.directions import ordered_scores
@@ -29,6 +34,15 @@ DIFFERS = ("strategy", "seed", "dataset")
 #: The hyperparameters every run reports, in the column order of the HParams table.
 HPARAM_KEYS = ("strategy", "dataset", "seed", "model", "loss", "steps", "batch_size", "n_critic", "lr_G", "lr_D",
                "z_dim")
+
+
+#: The environment variable holding the swept keys of the sweep under way (``model,seed``), set by
+#: ``ganlab-train -m`` when the sweep starts (:class:`ganlab.cli.sweep.SweepSummary`): a launcher's worker
+#: processes (joblib, submitit) inherit it, name their jobs from it and flag those keys as varying in HParams.
+SWEPT_KEYS_ENV = "GANLAB_SWEPT_KEYS"
+
+#: Config keys left out of the HParams row: Hydra's instantiation flags, never a setting of the run.
+_SKIPPED_LEAVES = ("_convert_", "_partial_", "_recursive_")
 
 
 def strategy_label(names: list[str]) -> str:
@@ -72,8 +86,37 @@ def run_hparams(config: dict[str, Any], metrics: dict[str, Any], n_critic: int |
         "lr_D": lr_d,
         "z_dim": (model.get("generator") or {}).get("z_dim"),
     }
+    for key, value in config_leaves(config).items():
+        row.setdefault(key, value)  # a summary key (seed) keeps its effective value
     return {k: (v if isinstance(v, (int, float, str)) and not isinstance(v, bool) else str(v))
             for k, v in row.items()}
+
+
+def config_leaves(config: Any, prefix: str = "") -> dict[str, Any]:
+    """Every leaf of the nested dict ``config`` under its dotted path (``{"model": {"generator": {"hidden":
+    [64, 64]}}}`` -> ``{"model.generator.hidden": [64, 64]}``); lists and tuples are leaves (HParams has no list
+    type: :func:`run_hparams` writes their text), Hydra's ``_convert_``/``_partial_``/``_recursive_`` flags are left
+    out. An empty dict is a leaf (``{}``), so a key that holds nothing still shows."""
+    out: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        if str(key) in _SKIPPED_LEAVES:
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(config_leaves(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def varied_keys(hparams: dict[str, Any], swept: str | None = None) -> tuple[str, ...]:
+    """The HParams keys flagged as varying: :data:`DIFFERS`, and every key that is or lies under a swept key
+    (``swept``: comma-separated, default the :data:`SWEPT_KEYS_ENV` environment variable; ``model`` flags
+    ``model.generator.hidden`` and the rest of the model group)."""
+    keys = [k for k in (swept if swept is not None else os.environ.get(SWEPT_KEYS_ENV, "")).split(",") if k]
+    keys = [k.lstrip("+~").replace("/", ".") for k in keys]
+    return tuple(dict.fromkeys([*DIFFERS, *(h for h in hparams if any(h == k or h.startswith(k + ".")
+                                                                       for k in keys))]))
 
 
 def metric_tags(scores: dict[str, float]) -> list[str]:
@@ -103,13 +146,13 @@ HEALTH_CHARTS: dict[str, list[Any]] = {
 
 
 def hparams_summaries(hparams: dict[str, str | int | float], tags: list[str],
-                      differs: tuple[str, ...] = DIFFERS) -> list[Any]:
+                      differs: tuple[str, ...] | None = None) -> list[Any]:
     """The three HParams summaries (experiment, session start, session end) for one run's own event file.
 
     ``tags`` are the scalar tags shown as metrics (their last value).
 
-    ``torch.utils.tensorboard.summary.hparams`` makes them; the hyperparameters named in ``differs`` are
-    flagged as varying, so TensorBoard's HParams table shows them among its first five columns. Integers
+    ``torch.utils.tensorboard.summary.hparams`` makes them; the hyperparameters named in ``differs`` (default
+    :func:`varied_keys`) are flagged as varying, so TensorBoard's HParams table shows them first. Integers
     (``seed``, ``steps``, ``batch_size``, ``n_critic``, ``z_dim``) are written as text: HParams has no integer
     type, and its table prints every number with 5 significant digits (``toPrecision(5)``: seed 0 as
     ``0.0000``, batch size 64 as ``64.000``). Floats (learning rates) stay numbers.
@@ -121,8 +164,9 @@ def hparams_summaries(hparams: dict[str, str | int | float], tags: list[str],
     exp, ssi, sei = torch_hparams(shown, dict.fromkeys(tags, 0.0))
     plugin_data = exp.value[0].metadata.plugin_data
     content = HParamsPluginData.FromString(plugin_data.content)
+    flagged = set(varied_keys(hparams) if differs is None else differs)
     for info in content.experiment.hparam_infos:
-        info.differs = info.name in differs
+        info.differs = info.name in flagged
     plugin_data.content = content.SerializeToString()
     return [exp, ssi, sei]
 

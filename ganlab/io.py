@@ -1,6 +1,7 @@
 """Run records on disk: atomic file writes (a crash or interrupt leaves either the old file or the new one, never a
 partial file) and the one writer and reader of every append-only JSON-lines record (``metrics.jsonl``,
-``alerts.jsonl``, ``study_jobs.jsonl``, the corpus files), which survive a writer killed mid-line."""
+``alerts.jsonl``, ``study_jobs.jsonl``, the corpus files), which survive a writer killed mid-line; and the one
+writer of a Markdown table row (:func:`md_row`), which keeps a ``|`` inside a label from splitting its cell."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -137,3 +139,21 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 def rewrite_jsonl(path: str | Path, records: list[dict[str, Any]]) -> None:
     """Replace the JSON-lines file ``path`` by ``records``, one line each, atomically (:func:`atomic_open`)."""
     atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in records))
+
+
+def md_cell(value: Any) -> str:
+    """``value`` as the text of one Markdown table cell: a ``|`` not already escaped becomes ``\\|`` (GitHub-
+    flavoured Markdown and Python-Markdown's tables read it as a literal bar, not a cell border) and a line break
+    becomes ``<br>`` (a row is one line)."""
+    text = re.sub(r"(?<!\\)\|", r"\\|", str(value))
+    return re.sub(r"\r\n|\r|\n", "<br>", text)
+
+
+def md_row(cells: Any) -> str:
+    """One Markdown table row, ``| a | b |``, from an iterable of cell values (each through :func:`md_cell`)."""
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
+def md_rule(columns: int) -> str:
+    """The rule under a Markdown table's header row for ``columns`` columns: ``|---|---|``."""
+    return "|" + "---|" * columns

@@ -18,11 +18,13 @@ from ganlab import CONFIG_DIR
 from ganlab.hparams import (
     DIFFERS,
     HPARAM_KEYS,
+    SWEPT_KEYS_ENV,
     hparams_summaries,
     metric_tags,
     run_hparams,
     scores_layout,
     strategy_label,
+    varied_keys,
 )
 from ganlab.run.build import build_trainer
 
@@ -41,7 +43,7 @@ def test_hparams_row_has_every_key_and_no_none() -> None:
     cfg = compose_cfg(["strategy=[rollback,d_lr_damping]"])
     row = run_hparams(OmegaConf.to_container(cfg, resolve=True), {"dataset": "ring8", "seed": 3,
                                                                   "strategies": ["rollback", "d_lr_damping"]})
-    assert tuple(row) == HPARAM_KEYS and all(isinstance(v, (str, int, float)) for v in row.values())
+    assert tuple(row)[:len(HPARAM_KEYS)] == HPARAM_KEYS and all(isinstance(v, (str, int, float)) for v in row.values())
     assert row["strategy"] == "rollback+d_lr_damping" and row["seed"] == 3 and row["model"] == "MLP"
     assert row["loss"] == "NonSaturating" and row["lr_D"] == pytest.approx(2e-4) and row["z_dim"] == 16
     assert strategy_label([]) == "plain"
@@ -67,7 +69,8 @@ def test_layout_and_metric_tags_skip_the_data_baseline() -> None:
     assert charts["reverse_kl"] == ["Multiline", ["^diversity/reverse_kl$"]] and len(charts) == 3
 
 
-def test_run_writes_hparams_into_its_own_event_file(run_dir: Path) -> None:
+def test_run_writes_hparams_into_its_own_event_file(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SWEPT_KEYS_ENV, raising=False)  # not a sweep: only DIFFERS is flagged
     cfg = compose_cfg(["strategy=[wgan_gp]", "logger=tensorboard", "seed=2"])
     metrics = build_trainer(cfg, run_dir).fit()
     events = list(run_dir.rglob("events.out.tfevents.*"))
@@ -81,7 +84,7 @@ def test_run_writes_hparams_into_its_own_event_file(run_dir: Path) -> None:
     assert start.hparams["lr_G"].number_value == pytest.approx(1e-4)  # WGAN-GP's Adam settings
     experiment = hp_metadata.parse_experiment_plugin_data(content[hp_metadata.EXPERIMENT_TAG])
     assert [m.name.tag for m in experiment.metric_infos] == metric_tags(metrics["scores"])
-    assert [h.name for h in experiment.hparam_infos] == list(HPARAM_KEYS)
+    assert [h.name for h in experiment.hparam_infos][:len(HPARAM_KEYS)] == list(HPARAM_KEYS)
     assert {h.name for h in experiment.hparam_infos if h.differs} == set(DIFFERS)  # shown first in the table
     assert start.hparams["loss"].string_value == "Wasserstein"  # the loss in use, not the configured one
     final = acc.Scalars("diversity/reverse_kl")[-1]  # the HParams metric is the last value of this tag
@@ -90,3 +93,37 @@ def test_run_writes_hparams_into_its_own_event_file(run_dir: Path) -> None:
     assert {c.title for c in layout.category[0].chart} == {t.removeprefix("diversity/")
                                                             for t in metric_tags(metrics["scores"])}
     assert json.loads((run_dir / "metrics.json").read_text())["strategies"] == ["wgan_gp"]
+
+
+def test_two_runs_differing_only_in_a_nested_list_key_differ_in_hparams(tmp_path: Path) -> None:
+    """``model.generator.hidden=[64,64]`` against the default [128, 128, 128]: the HParams rows differ in that key
+    (as its text) and in no other, also as read back from the event files by TensorBoard's reader."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rows = {}
+    for name, extra in (("narrow", ["model.generator.hidden=[64,64]"]), ("default", [])):
+        cfg = OmegaConf.to_container(compose_cfg(extra), resolve=True)
+        row = run_hparams(cfg, {"dataset": "ring8", "seed": 0, "strategies": []})
+        writer = SummaryWriter(str(tmp_path / name))
+        for summary in hparams_summaries(row, ["diversity/reverse_kl"]):
+            writer.file_writer.add_summary(summary)
+        writer.close()
+        acc = EventAccumulator(str(tmp_path / name))
+        acc.Reload()
+        content = acc.PluginTagToContent(hp_metadata.PLUGIN_NAME)
+        rows[name] = hp_metadata.parse_session_start_info_plugin_data(content[hp_metadata.SESSION_START_INFO_TAG])
+    narrow, default = rows["narrow"].hparams, rows["default"].hparams
+    assert set(narrow) == set(default) and len(narrow) > len(HPARAM_KEYS)
+    assert [k for k in narrow if narrow[k] != default[k]] == ["model.generator.hidden"]
+    assert narrow["model.generator.hidden"].string_value == "[64, 64]"
+    assert default["model.generator.hidden"].string_value == "[128, 128, 128]"
+    assert "model.generator._convert_" not in narrow  # Hydra's flags are no setting
+
+
+def test_swept_keys_and_the_keys_under_them_are_flagged_as_varying() -> None:
+    row = {"strategy": "plain", "seed": "0", "dataset": "ring8", "model.generator.hidden": "[64]",
+           "optim.generator.lr": 1e-3, "optim.discriminator.lr": 1e-3, "modelx": "a"}
+    assert varied_keys(row, "model,optim.generator.lr") == (*DIFFERS, "model.generator.hidden", "optim.generator.lr")
+    exp = HParamsPluginData.FromString(hparams_summaries(row, [], varied_keys(row, "model"))[0].value[0]
+                                       .metadata.plugin_data.content)
+    assert {h.name for h in exp.experiment.hparam_infos if h.differs} == {*DIFFERS, "model.generator.hidden"}

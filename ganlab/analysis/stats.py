@@ -60,6 +60,29 @@ def t_two_sided_p(t: float, df: float) -> float:
     return regularized_beta(df / (df + t * t), df / 2.0, 0.5)
 
 
+#: The cause :func:`no_t_test_reason` gives for two samples constant at one value.
+ZERO_VARIANCE = "both constant at the same value (zero variance over the seeds, t = 0/0)"
+
+
+def no_t_test_reason(mean1: float, std1: float, n1: int, mean2: float, std2: float, n2: int) -> str | None:
+    """Why two samples (their means, sample standard deviations, sizes) have no two-sample t-test, None when they
+    have one: the one rule of ``ganlab-compare`` (:func:`ganlab.analysis.table.best_tests`) and ``ganlab-study``
+    (:func:`ganlab.study.stats.compare`).
+
+    * fewer than two values on a side: no variance to test against;
+    * both samples constant at the same value (both std exactly 0, equal means; ``statistics.stdev`` of equal
+      values is exactly 0): t = 0/0 is undefined (``scipy.stats.ttest_ind`` gives NaN). The comparison gets no p
+      value and is not counted in a multiplicity correction's family.
+
+    Both constant at different values is a test: t = ±inf, p = 0 (as scipy).
+    """
+    if n1 < 2 or n2 < 2:
+        return "fewer than two seeds on a side (no variance to test against)"
+    if std1 == 0.0 and std2 == 0.0 and mean1 == mean2:
+        return ZERO_VARIANCE
+    return None
+
+
 def welch_t_test(mean1: float, std1: float, n1: int, mean2: float, std2: float, n2: int) -> tuple[float, float, float]:
     """Welch's unequal-variance t-test of two means from their sample means, sample standard deviations and
     sizes (Welch 1947, "The generalization of 'Student's' problem when several different population variances
@@ -69,8 +92,8 @@ def welch_t_test(mean1: float, std1: float, n1: int, mean2: float, std2: float, 
         df = (s1²/n1 + s2²/n2)² / ((s1²/n1)² / (n1 - 1) + (s2²/n2)² / (n2 - 1))    (Welch-Satterthwaite)
         p = P(|T_df| >= |t|), two-sided
 
-    When both standard deviations are 0 the seeds agree exactly: different means give t = ±inf and p = 0,
-    equal means t = 0 and p = 1 (scipy gives NaN there).
+    When both standard deviations are 0 the seeds agree exactly: different means give t = ±inf and p = 0; equal
+    means have no test (:func:`no_t_test_reason`): t, df and p are NaN, as scipy's.
 
     Returns:
         ``(t, df, p)``.
@@ -81,9 +104,9 @@ def welch_t_test(mean1: float, std1: float, n1: int, mean2: float, std2: float, 
     if n1 < 2 or n2 < 2:
         raise ValueError(f"Welch's t-test needs at least 2 values a side, got {n1} and {n2}")
     v1, v2 = std1 * std1 / n1, std2 * std2 / n2
+    if no_t_test_reason(mean1, std1, n1, mean2, std2, n2) is not None:
+        return math.nan, math.nan, math.nan
     if v1 + v2 == 0.0:
-        if mean1 == mean2:
-            return 0.0, math.nan, 1.0
         return math.copysign(math.inf, mean1 - mean2), math.nan, 0.0
     t = (mean1 - mean2) / math.sqrt(v1 + v2)
     df = (v1 + v2) ** 2 / (v1 * v1 / (n1 - 1) + v2 * v2 / (n2 - 1))

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.analysis.plots import one_run_per_seed, row_label
-from ganlab.analysis.stats import bootstrap_ci, welch_t_test
+from ganlab.analysis.stats import ZERO_VARIANCE, bootstrap_ci, no_t_test_reason, welch_t_test
+from ganlab.io import md_row, md_rule
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.registry import DATA_PREFIX, headline
 from ganlab.run import layout
@@ -177,13 +178,15 @@ def ranked(summary: Summary, key: str) -> list[tuple[tuple[float, float, int], s
 def best_tests(summary: Summary, keys: list[str]) -> dict[str, tuple[str, str, float]]:
     """Score -> ``(best row, runner-up row, p)``: the best and second-best mean in the score's direction (NaN
     skipped) compared by Welch's t-test (:func:`ganlab.analysis.stats.welch_t_test`, two-sided). Scores without a
-    direction, with fewer than two rows or a row of fewer than 2 seeds are left out; tied means get p = 1."""
+    direction, with fewer than two rows, a row of fewer than 2 seeds, or both rows constant at one value
+    (:func:`ganlab.analysis.stats.no_t_test_reason`, the rule ``ganlab-study`` uses too) are left out; tied means
+    with a spread get Welch's p = 1."""
     tests: dict[str, tuple[str, str, float]] = {}
     for k in keys:
         if no_test_reason(summary, k) is not None:
             continue
         (first, label), (second, runner_up) = ranked(summary, k)[:2]
-        tests[k] = (label, runner_up, welch_t_test(*first, *second)[2] if first[0] != second[0] else 1.0)
+        tests[k] = (label, runner_up, welch_t_test(*first, *second)[2])
     return tests
 
 
@@ -213,8 +216,8 @@ def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> st
 
 def no_test_reason(summary: Summary, key: str) -> str | None:
     """Why :func:`best_tests` has no test of score ``key`` (the one place its conditions are written): the score has
-    no better direction, fewer than two rows have a value, or the best or runner-up row (named) has one seed; None
-    when the test exists."""
+    no better direction, fewer than two rows have a value, the best or runner-up row (named) has one seed, or both
+    are constant at one value (:func:`ganlab.analysis.stats.no_t_test_reason`); None when the test exists."""
     direction = higher_is_better(key)
     if direction is None:
         return "the score has no better direction"
@@ -222,7 +225,12 @@ def no_test_reason(summary: Summary, key: str) -> str | None:
     if len(cells) < 2:
         return f"{len(cells)} row{'' if len(cells) == 1 else 's'} with a value; a test needs two"
     single = [lab for (_, _, n), lab in cells[:2] if n < 2]
-    return f"{' and '.join(single)}: one seed, no spread to test against (train more seeds)" if single else None
+    if single:
+        return f"{' and '.join(single)}: one seed, no spread to test against (train more seeds)"
+    (first, best), (second, runner_up) = cells[:2]
+    if no_t_test_reason(*first, *second) == ZERO_VARIANCE:
+        return f"{best} and {runner_up} are {ZERO_VARIANCE}"
+    return None
 
 
 def legend(mark: str, ci: bool = False) -> str:
@@ -264,8 +272,8 @@ def markdown_table(summary: Summary, keys: list[str] | None = None, ci: Interval
     """A markdown table of ``mean ± std`` (and ``[low, high]`` with ``ci``, from :func:`intervals`) per row and
     score, a significant best in bold (:func:`best_rows`), then the legend. Default keys: :func:`headline_keys`."""
     keys = keys or headline_keys(summary)
-    lines = ["| " + " | ".join(_header(keys)) + " |", "|---|---|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(row) + " |" for row in _rows(summary, keys, "**{}**", ci)]
+    lines = [md_row(_header(keys)), md_rule(len(keys) + 2)]
+    lines += [md_row(row) for row in _rows(summary, keys, "**{}**", ci)]
     return "\n".join([*lines, "", legend("**bold**", ci is not None)])
 
 

@@ -29,15 +29,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ganlab.analysis.table import collect_runs, markdown_table, summarise
-from ganlab.hparams import strategy_label
+from ganlab.hparams import SWEPT_KEYS_ENV, strategy_label
 
 log = logging.getLogger("ganlab")
-
-
-
-#: The environment variable holding the swept keys of the sweep under way (``model,seed``), set when the sweep
-#: starts: a launcher's worker processes (joblib, submitit) inherit it and name their jobs alike.
-SWEPT_KEYS_ENV = "GANLAB_SWEPT_KEYS"
 
 
 def _key_value(overrides: Any, key: str) -> str | None:

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
+from ganlab.io import md_row, md_rule
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.evaluator import EvalResult, Evaluator, generated_range, model_range
@@ -158,7 +159,7 @@ def scores_table(scores: dict[str, float], stored: dict[str, float] | None = Non
     """
     arrows = {True: "↑", False: "↓", None: ""}
     head = ["score", "", "generated", "data (held-out)"] + (["at training"] if stored is not None else [])
-    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    lines = [md_row(head), md_rule(len(head))]
 
     def fmt(value: float | None) -> str:
         return "" if value is None else f"{float(value):.4g}"
@@ -167,6 +168,6 @@ def scores_table(scores: dict[str, float], stored: dict[str, float] | None = Non
         row = [key, arrows[higher_is_better(key)], fmt(scores[key]), fmt(scores.get(f"{DATA_PREFIX}{key}"))]
         if stored is not None:
             row.append(fmt(stored.get(key)))
-        lines.append("| " + " | ".join(row) + " |")
+        lines.append(md_row(row))
     return "\n".join(lines)
 

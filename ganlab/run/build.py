@@ -87,13 +87,37 @@ def resolve_device(device: str) -> torch.device:
 
 def set_threads(threads: Any, shape: tuple[int, ...], batch_size: int, device: torch.device) -> None:
     """``threads``: ``auto`` (:func:`ganlab.trainer.speed.auto_threads`, logged with its reason), an integer, or
-    None (torch's default). On CUDA, ``auto`` leaves torch's default (the CPU only feeds the GPU)."""
+    None (torch's default). On CUDA, ``auto`` leaves torch's default (the CPU only feeds the GPU).
+
+    The number limits torch's intra-op pool and, through :func:`limit_native_threads`, every BLAS and OpenMP pool
+    NumPy, SciPy and scikit-learn use (the scores' KID, Vendi, k-means and PRDC run there), for the rest of the
+    process."""
+    n: int | None = None
     if threads == "auto" and device.type == "cpu":
         n, why = speed.auto_threads(shape, batch_size, os.cpu_count())
         log.info("threads: %d (auto, from the experiment: %s; threads=N to override)", n, why)
-        torch.set_num_threads(n)
     elif threads not in (None, "auto"):
-        torch.set_num_threads(int(threads))
+        n = int(threads)
+    if n is not None:
+        torch.set_num_threads(n)
+        limit_native_threads(n)
+
+
+def limit_native_threads(n: int) -> None:
+    """Limit every BLAS (OpenBLAS, MKL, BLIS) and OpenMP thread pool loaded in this process to ``n`` threads, for
+    the rest of the process (``threadpoolctl.threadpool_limits(limits=n)``, kept, not used as a context): without
+    it NumPy's and SciPy's BLAS take every core whatever ``threads`` says.
+
+    Raises:
+        ValueError: ``n`` < 1.
+    """
+    if n < 1:
+        raise ValueError(f"threads={n}: need at least one thread (threads=1, threads=N or threads=auto)")
+    import numpy  # noqa: F401  (load NumPy's BLAS, so that its pool is found and limited now)
+    import scipy.linalg  # noqa: F401  (SciPy's own BLAS/LAPACK, used by the k-means and Frechet scores)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n)
 
 
 def _warn_if_schedule_retimed(ckpt: dict[str, Any], steps: int, schedules: dict[str, LRSchedule]) -> None:

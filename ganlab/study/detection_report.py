@@ -5,7 +5,8 @@ alone (no training), written to ``<results>/``:
 * ``table.md``: detection, false alarms, AUROC and lead times against the corpus label (``runs.csv``), the fit's
   own classifiers (:func:`ganlab.study.detection_table.corpus_table`);
 * ``table_<label>.md`` per label of ``detection.labels``: the shipped detector, risk and diversity drop
-  (``conf/monitor/default.yaml``) against that label, each number with its bootstrap interval;
+  (``conf/monitor/default.yaml``) against that label, each rate with its Wilson score interval and each lead time
+  and AUROC with its percentile bootstrap interval (:mod:`ganlab.study.bootstrap`);
 * ``labels_<label>.md``: how that label and the corpus label agree, per data set.
 
 Then every generated block that embeds one of them is refreshed (:mod:`ganlab.study.blocks`).
@@ -17,9 +18,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ganlab.io import md_row, md_rule
 from ganlab.study import detection as det
 from ganlab.study import detection_table as dt
-from ganlab.study.bootstrap import interval, resamples
+from ganlab.study.bootstrap import interval, resamples, wilson
 from ganlab.study.corpus import Corpus, Row, read_corpus
 from ganlab.study.labels import balance_label
 from ganlab.study.plan import slug
@@ -37,18 +39,15 @@ def relabel(rows: list[Row], corpus: Corpus, label: LabelSchema) -> list[Row]:
     return out
 
 
-def _pct(est: float, lo: float, hi: float) -> str:
-    return "–" if math.isnan(est) else f"{100 * est:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]"
-
-
-def _count(rows: list[Row], key: dt.Key, collapsed: bool) -> str:
+def _rate_cell(rows: list[Row], key: dt.Key, collapsed: bool, level: float) -> str:
+    """``k/n (rate % [low, high])``: the runs of that label ``key`` flagged, with the Wilson score interval at
+    ``level`` (:func:`ganlab.study.bootstrap.wilson`); ``–`` when no run has that label."""
     xs = dt.flagged(rows, key, collapsed)
-    return f"{sum(xs)}/{len(xs)}" if xs else "0/0"
-
-
-def _rate(rows: list[Row], key: dt.Key, collapsed: bool) -> float:
-    xs = dt.flagged(rows, key, collapsed)
-    return sum(xs) / len(xs) if xs else math.nan
+    if not xs:
+        return "–"
+    k, n = sum(xs), len(xs)
+    lo, hi = wilson(k, n, level)
+    return f"{k}/{n} ({100 * k / n:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}])"
 
 
 def _cell(rows: list[Row], resampled: list[list[Row]], statistic: Any, level: float) -> tuple[float, float, float]:
@@ -59,8 +58,9 @@ def _cell(rows: list[Row], resampled: list[list[Row]], statistic: Any, level: fl
 
 def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ...], warmup: int, boot: Any) -> str:
     """The shipped classifiers against ``rows``' label: per row group (:func:`ganlab.study.detection_table.groups`)
-    detection and false-alarm rates, median lead times and the risk's AUROC, each with its percentile interval
-    over the bootstrap resamples of ``boot`` (a group's resample: the resampled runs that belong to it)."""
+    detection and false-alarm rates with their Wilson score intervals at ``boot.level``, and median lead times and
+    the risk's AUROC with their percentile intervals over the bootstrap resamples of ``boot`` (a group's resample:
+    the resampled runs that belong to it)."""
     draws = resamples([r["dataset"] for r in rows] if boot.stratified else [0] * len(rows), boot.resamples, boot.seed)
     for i, r in enumerate(rows):
         r["risk"], r["index"] = dt.run_risk(r, warmup), i
@@ -70,7 +70,7 @@ def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ..
             f"risk warnings on collapsed [{level}]", f"risk false alarms [{level}]", f"median lead: risk [{level}]",
             f"diversity-drop warnings on collapsed [{level}]", f"diversity-drop false alarms [{level}]",
             f"median lead: diversity drop [{level}]"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [md_row(head), md_rule(len(head))]
     for name, mine in dt.groups(rows, sets, fit_on, warmup):
         member = {r["index"] for r in mine}
         resampled = [[rows[i] for i in idx if i in member] for idx in draws]  # the group's runs in each resample
@@ -81,13 +81,11 @@ def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ..
             if kind == "risk":
                 a, alo, ahi = _cell(mine, resampled, lambda rs: dt.auroc(rs, warmup), boot.level)
                 cells.append("–" if math.isnan(a) else f"{a:.2f} [{alo:.2f}, {ahi:.2f}]")
-            for collapsed in (True, False):
-                found = _cell(mine, resampled, lambda rs, k=key, c=collapsed: _rate(rs, k, c), boot.level)
-                cells.append("–" if math.isnan(found[0]) else f"{_count(mine, key, collapsed)} ({_pct(*found)})")
+            cells += [_rate_cell(mine, key, collapsed, boot.level) for collapsed in (True, False)]
             est, lo, hi = _cell(mine, resampled, lambda rs, k=lead_key: dt.median_lead(rs, k), boot.level)
             n = len(dt.leads(mine, lead_key))
             cells.append("–" if math.isnan(est) else f"{est:+.0f} [{lo:+.0f}, {hi:+.0f}] (n={n})")
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(md_row(cells))
     return "\n".join(lines) + "\n"
 
 
@@ -96,7 +94,7 @@ def agreement_table(old: list[Row], new: list[Row], sets: tuple[str, ...], name:
     neither, and (of those collapsed under both) how many share their drop step."""
     head = ["data set", "runs", "collapsed under both", "corpus label only", f"{name} only", "healthy under both",
             "same drop step (of both)"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [md_row(head), md_rule(len(head))]
     for s in (*sets, "all"):
         pairs = [(o, n) for o, n in zip(old, new) if s in ("all", o["dataset"])]
         both = [(o, n) for o, n in pairs if o["collapsed"] == 1 and n["collapsed"] == 1]
@@ -105,7 +103,7 @@ def agreement_table(old: list[Row], new: list[Row], sets: tuple[str, ...], name:
                  str(sum(o["collapsed"] != 1 and n["collapsed"] == 1 for o, n in pairs)),
                  str(sum(o["collapsed"] != 1 and n["collapsed"] != 1 for o, n in pairs)),
                  f"{sum(o['drop_step'] == n['drop_step'] for o, n in both)}/{len(both)}"]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(md_row(cells))
     return "\n".join(lines) + "\n"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ganlab.io import md_row, md_rule
 from ganlab.study.corpus import Row
 from ganlab.study.detection import max_risk
 
@@ -95,7 +96,7 @@ def corpus_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ...]
             "risk warnings on collapsed", "risk false alarms", "median lead: risk", "median lead: detector",
             f"median lead: detector, evals >= {warmup} (as shipped)", "median lead: first of both",
             "diversity-drop warnings on collapsed", "diversity-drop false alarms", "median lead: diversity drop"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [md_row(head), md_rule(len(head))]
     for name, rs in groups(rows, sets, fit_on, warmup):
         bad = sum(r["collapsed"] == 1 for r in rs)
         a = auroc(rs, warmup)
@@ -107,7 +108,7 @@ def corpus_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ...]
                   lead_cell(rs, first("any_all")), lead_cell(rs, first("any_w")),
                   lead_cell(rs, first("warn", "any_all")), rate_cell(flagged(rs, first("drop"), True)),
                   rate_cell(flagged(rs, first("drop"), False)), lead_cell(rs, first("drop"))]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(md_row(cells))
     return "\n".join(lines) + "\n"
 
 
@@ -116,6 +117,6 @@ def fit_table(fit: Any, fraction: float, warmup: int, fit_on: tuple[str, ...]) -
     on = ", ".join(fit_on)
     lines = [f"Risk fit on {on}: {fit.rows} monitored steps >= {warmup} ({fit.positives} positive), threshold "
              f"{fit.threshold:.2f}, bias {fit.bias:+.3f}; diversity_drop {fraction:.2f}", "",
-             f"| signal | weight | {on} mean | {on} std |", "|---|---|---|---|"]
-    lines += [f"| {k} | {w:+.3f} | {fit.mean[k]:.4g} | {fit.scale[k]:.4g} |" for k, w in fit.weights.items()]
+             md_row(["signal", "weight", f"{on} mean", f"{on} std"]), md_rule(4)]
+    lines += [md_row([k, f"{w:+.3f}", f"{fit.mean[k]:.4g}", f"{fit.scale[k]:.4g}"]) for k, w in fit.weights.items()]
     return "\n".join(lines) + "\n"

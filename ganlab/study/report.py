@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ganlab.io import atomic_write_text
+from ganlab.io import atomic_write_text, md_row, md_rule
 from ganlab.run.layout import DATA_PREFIX
 from ganlab.study import stats
 from ganlab.study.plan import arm_of, steps_of
@@ -79,6 +79,7 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
         if i == 0 and study.reach:
             head.append(f"seeds with all {study.reach.replace('_', ' ')}")
     cells, tests = [], []  # tests: (row index, cell index, diff, p, fmt, scale)
+    untested: list[tuple[str, str, str]] = []  # (cause, arm on data set, column) of each one without a p value
     for d in study.datasets:
         control = final_runs(study, rows, study.control, d, chosen)
         control_arm = arm_of(study, study.control)
@@ -106,6 +107,8 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
                             x, y = list(mine.values()), list(base.values())
                         diff, p = stats.compare(x, y, study.tests.test)
                         tests.append((len(cells), len(line), diff, p, c.fmt, c.scale))
+                        if (why := stats.no_test_reason(x, y, study.tests.test)) is not None:
+                            untested.append((why, f"{a.name} on {d}", _label(c)))
                         line.append("")
                 if i == 0 and study.reach:
                     data_reach = f"{DATA_PREFIX}{study.reach}"
@@ -118,20 +121,22 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
     adjusted = stats.holm([t[3] for t in tests])
     for (r, c, diff, p, fmt, scale), adj in zip(tests, adjusted):
         cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm, study.tests.p_fmt)
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(c) + " |" for c in cells)]
-    text = "\n".join(lines) + "\n\n" + tests_note(study, len([t for t in tests if not math.isnan(t[3])]))
+    lines = [md_row(head), md_rule(len(head)), *(md_row(c) for c in cells)]
+    text = ("\n".join(lines) + "\n\n"
+            + tests_note(study, len([t for t in tests if not math.isnan(t[3])]), _untested(untested, sum(tested))))
     for d in study.datasets if study.factorial is not None else []:
         text += "\n\n" + factorial_table(study, rows, chosen, d)
     if study.published is not None:
         pub = study.published
-        text += ("\n\n" + (f"{pub.title}\n\n" if pub.title else "") + "| " + " | ".join(pub.header) + " |\n"
-                 + "|" + "---|" * len(pub.header) + "\n" + "\n".join("| " + " | ".join(r) + " |" for r in pub.rows))
+        text += ("\n\n" + (f"{pub.title}\n\n" if pub.title else "") + md_row(pub.header) + "\n"
+                 + md_rule(len(pub.header)) + "\n" + "\n".join(md_row(r) for r in pub.rows))
     return text
 
 
 def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], dataset: str) -> str:
     """Markdown: the 2 x 2 design's effects on the primary endpoint (:func:`ganlab.study.stats.factorial`) on one
-    data set; a note instead when a cell has fewer than two finished seeds."""
+    data set; a note instead, naming the cause, when a cell has fewer than two finished seeds or every cell is
+    constant over its seeds (zero within-cell variance: no standard error, so no interval and no test)."""
     f, ep = study.factorial, study.endpoint
     assert f is not None
     cells = [list(stats.endpoint(final_runs(study, rows, a, dataset, chosen), ep.score, ep.last, ep.reduce).values())
@@ -140,16 +145,34 @@ def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str]
     title = f"2 x 2 effect on {_head(ep)} ({dataset})"
     if effects is None:
         return f"{title}: a cell has fewer than two finished seeds, no estimate."
-    lines = [f"| {title} | estimate (95 % CI) | p |", "|---|---|---|"]
+    if all(math.isnan(p) for *_, p in effects):
+        est = ", ".join(f"{n} {format(e, '+' + ep.fmt)}" for n, (e, *_) in zip((f.a, f.b, f.interaction), effects))
+        return (f"{title}: {est}; every cell is constant over its seeds (zero within-cell variance), so no "
+                "standard error, interval or test.")
+    lines = [md_row([title, "estimate (95 % CI)", "p"]), md_rule(3)]
     for name, (est, lo, hi, p) in zip((f.a, f.b, f.interaction), effects):
         g, pf = "+" + ep.fmt, study.tests.p_fmt
-        lines.append(f"| {name} | {format(est, g)} [{format(lo, g)}, {format(hi, g)}] | {format(p, pf)} |")
+        lines.append(md_row([name, f"{format(est, g)} [{format(lo, g)}, {format(hi, g)}]", format(p, pf)]))
     return "\n".join(lines) + ("\n\nThe 2 x 2 effects are not part of the multiplicity correction above." if
                                 study.tests.correction != "none" else "")
 
 
-def tests_note(study: StudySchema, n: int) -> str:
-    """The sentence under the table that states the test and the multiplicity correction."""
+def _untested(untested: list[tuple[str, str, str]], columns: int) -> dict[str, list[str]]:
+    """Cause -> the comparisons it leaves without a p value: ``<arm> on <data set>`` when the cause holds for all
+    ``columns`` tested columns of that row, else ``<arm> on <data set> (<column>)``."""
+    out: dict[str, list[str]] = {}
+    for why, row, col in untested:
+        every = sum(w == why and r == row for w, r, _ in untested) == columns
+        name = row if every else f"{row} ({col})"
+        if name not in out.setdefault(why, []):
+            out[why].append(name)
+    return out
+
+
+def tests_note(study: StudySchema, n: int, untested: dict[str, list[str]] | None = None) -> str:
+    """The sentence under the table that states the test, the multiplicity correction and its family size ``n``
+    (the comparisons with a p value), and per cause the comparisons of ``untested`` it leaves with no p value
+    (``p -`` in the table; out of the family)."""
     test = ("Welch's unequal-variance t-test" if study.tests.test == "welch" else "the paired t-test over shared seeds")
     corr = (f"Holm's step-down correction over the {n} tests of this table (family-wise alpha "
             f"{study.tests.alpha:g}: a difference counts when its Holm p is <= {study.tests.alpha:g})"
@@ -163,8 +186,10 @@ def tests_note(study: StudySchema, n: int) -> str:
     tests = (f"Tests: {test} (two-sided) of each arm against {study.control} per data set; {corr}."
              if study.tests.test != "none" else "No tests: the arms are shown side by side, not compared.")
     if study.tests.test != "none" and n == 0:
-        tests = (f"Tests: {test} of each arm against {study.control}, but none could be computed (an arm or the "
-                 "control has fewer than two finished seeds on every data set).")
+        tests = f"Tests: {test} of each arm against {study.control}, but none could be computed."
+    if study.tests.test != "none" and untested:
+        tests += " Not tested (p -, not in the correction's family): " + "; ".join(
+            f"{', '.join(names)}, {why}" for why, names in untested.items()) + "."
     baseline = (" Each arm's row is followed by the data baseline of every column (held-out real data scored and "
                 "grouped as that arm's samples), over the same seeds." if study.baseline_rows else "")
     return (f"Cells: {cells} over the reporting seeds that reached step {study.budget.steps} (seeds "
@@ -181,8 +206,8 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
     shown: list[Any] = [ep, *(next((c for c in study.columns if c.score == t.lstrip("-") and c.last == 1),
                                    ColumnSchema(score=t.lstrip("-"), fmt=".3g")) for t in extra)]
     names = ", ".join(_label(c) for c in shown)
-    head = "| data | arm | " + " | ".join(f"{axis} {v:g}: {names}" for v in study.tuning.axis.values) + " |"
-    lines = [head, "|---|---|" + "---|" * len(study.tuning.axis.values)]
+    head = md_row(["data", "arm", *(f"{axis} {v:g}: {names}" for v in study.tuning.axis.values)])
+    lines = [head, md_rule(2 + len(study.tuning.axis.values))]
     for d in study.datasets:
         for a in study.arms:
             row = []
@@ -194,7 +219,7 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
                 vals = [format(c.scale * m, c.fmt) for c, m in zip(shown, means)]
                 row.append(f"{', '.join(vals)} ({len(runs)} seed{'s' * (len(runs) != 1)})" if runs else "-")
             if any(c != "-" for c in row):
-                lines.append(f"| {d} | {a.name} | " + " | ".join(row) + " |")
+                lines.append(md_row([d, a.name, *row]))
     return "\n".join(lines) + "\n"
 
 

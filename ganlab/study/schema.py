@@ -186,8 +186,10 @@ class LabelSchema:
 
 @dataclasses.dataclass
 class BootstrapSchema:
-    """Percentile bootstrap over runs: ``resamples`` resamples of the runs with replacement, within each data set
-    (``stratified``), from ``numpy.random.default_rng(seed)``; ``level``: the two-sided interval's coverage."""
+    """Percentile bootstrap over runs, for the continuous statistics (median lead times, AUROC): ``resamples``
+    resamples of the runs with replacement, within each data set (``stratified``), from
+    ``numpy.random.default_rng(seed)``; ``level``: the two-sided coverage of every interval of the table, the rates'
+    Wilson score intervals included."""
 
     resamples: int = 2000
     seed: int = 0
@@ -203,7 +205,8 @@ class DetectionSchema:
     ``warmup``: the label's and the detectors' first judged step; ``horizon``: steps before a drop step whose
     monitored steps are positives in the risk's fit; ``fit_on``: the data sets the risk and the diversity drop are
     fitted on; ``image_sets``: the data sets that are images (the others are 2-D points); ``labels``: further
-    labels the shipped detectors are measured against, with bootstrap intervals (``bootstrap``)."""
+    labels the shipped detectors are measured against, with intervals (``bootstrap``: Wilson for rates, the
+    bootstrap for lead times and AUROC)."""
 
     corpus: str = MISSING
     warmup: int = 1000

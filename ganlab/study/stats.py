@@ -123,14 +123,36 @@ def choices(study: StudySchema, rows: Rows) -> dict[tuple[str, str], float]:
     return out
 
 
+#: The cause :func:`no_test_reason` gives for a paired test whose every pair is equal.
+PAIRS_EQUAL = "equal in every seed pair (the differences are all 0, t = 0/0)"
+
+
+def no_test_reason(x: Sequence[float], control: Sequence[float], test: str) -> str | None:
+    """Why ``x`` and ``control`` get no p value from ``test``, None when they get one: for ``welch``, the rule
+    ``ganlab-compare`` uses too (:func:`ganlab.analysis.stats.no_t_test_reason`: fewer than two values on a side,
+    or both constant at the same value); for ``paired`` (a one-sample t-test of the differences x[i] - control[i]),
+    fewer than two pairs, or every difference 0 (t = 0/0)."""
+    from ganlab.analysis.stats import no_t_test_reason
+
+    def summary(v: Sequence[float]) -> tuple[float, float, int]:
+        return (statistics.fmean(v) if v else math.nan, statistics.stdev(v) if len(v) > 1 else math.nan, len(v))
+
+    if test != "paired":
+        return no_t_test_reason(*summary(x), *summary(control))
+    d = [a - b for a, b in zip(x, control)]
+    if len(d) < 2:
+        return "fewer than two shared seeds (no variance to test against)"
+    return PAIRS_EQUAL if all(v == 0 for v in d) else None
+
+
 def compare(x: Sequence[float], control: Sequence[float], test: str) -> tuple[float, float]:
     """The difference of means (x minus control) and the two-sided p value of ``test``: ``welch``
     (scipy.stats.ttest_ind, equal_var=False) or ``paired`` (scipy.stats.ttest_rel; x[i] pairs control[i]).
-    NaN p when a test is undefined (fewer than two values, or both samples constant and equal)."""
+    NaN p when :func:`no_test_reason` names a reason (the cause a table states)."""
     from scipy import stats
 
     diff = statistics.fmean(x) - statistics.fmean(control)
-    if min(len(x), len(control)) < 2:
+    if no_test_reason(x, control, test) is not None:
         return diff, math.nan
     with warnings.catch_warnings():  # a constant arm (all seeds at 8 of 8 modes) is a valid sample, not a warning
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from ganlab.study import detection as det
 from ganlab.study import detection_table as dt
-from ganlab.study.bootstrap import bootstrap, interval, resamples
+from ganlab.study.bootstrap import bootstrap, interval, resamples, wilson
 from ganlab.study.corpus import read_corpus
 from ganlab.study.labels import balance_bad, balance_label, coverage_label, run_label
 
@@ -124,6 +124,29 @@ def test_interval_leaves_out_undefined_resamples():
     """NaN values (a statistic undefined in a resample) are dropped; the percentile of 1..5 at 50 % is [2, 4]."""
     assert interval([1, 2, math.nan, 3, 4, 5], level=0.5) == (2.0, 4.0, 5)
     assert math.isnan(interval([math.nan])[0])
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 20), (8, 8), (5, 10), (12, 52), (0, 1)])
+def test_rate_interval_is_wilsons_and_not_a_point(k, n):
+    """A rate's interval is Wilson's score interval (SciPy's as the reference), never the point [0, 0] or [1, 1]
+    that the percentile bootstrap gives 0/n and n/n."""
+    from scipy.stats import binomtest
+
+    ref = binomtest(k, n).proportion_ci(0.95, method="wilson")
+    lo, hi = wilson(k, n, 0.95)
+    assert lo == pytest.approx(ref.low, abs=1e-12) and hi == pytest.approx(ref.high, abs=1e-12)
+    assert 0 <= lo <= k / n <= hi <= 1 and hi - lo > 0.1  # n <= 52 runs cannot pin a rate closer than that
+    # the interval the page quoted before: every resample of all-alike runs is all-alike
+    boot = bootstrap([1.0] * k + [0.0] * (n - k), np.mean, resamples([0] * n, 200, 0))
+    assert (boot[1] == boot[2]) == (k in (0, n))
+
+
+def test_wilson_by_hand_and_refuses_bad_counts():
+    # 8/8 at 95 %: z = 1.959964, low = n / (n + z^2) = 8 / 11.841459 = 0.675592 (the k = n case of the formula)
+    assert wilson(8, 8) == (pytest.approx(8 / (8 + 1.959963984540054 ** 2), abs=1e-12), 1.0)
+    for k, n in ((3, 2), (-1, 5), (0, 0)):
+        with pytest.raises(ValueError, match="n >= 1, 0 <= k <= n"):
+            wilson(k, n)
 
 
 def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs(corpus):
