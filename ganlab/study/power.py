@@ -156,6 +156,7 @@ def power_table(study, rows, chosen) -> str:
     with probability ``power.level`` at Holm's first threshold alpha / m and at alpha, and, where ``power.published``
     gives a paper's difference for the data set, the seeds per arm it would need at alpha / m. ``-`` where an arm
     or the control has fewer than two seeds, or both are constant."""
+    from ganlab.io import md_row, md_rule
     from ganlab.study.plan import arm_of
     from ganlab.study.report import column_values, final_runs
     from ganlab.study.schema import arm_score
@@ -168,7 +169,7 @@ def power_table(study, rows, chosen) -> str:
             f"detectable at alpha / m = {first:.2g}", f"detectable at alpha = {alpha:g}"]
     if pw.published:
         head.append("published diff: seeds per arm needed (alpha / m)")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [md_row(head), md_rule(len(head))]
     for d in study.datasets:
         control = final_runs(study, rows, study.control, d, chosen)
         y = list(column_values(control, arm_score(arm_of(study, study.control), ep.score), ep).values())
@@ -179,7 +180,7 @@ def power_table(study, rows, chosen) -> str:
             row = [d, a.name, f"{len(x)}, {len(y)}"]
             sds = [statistics.stdev(v) if len(v) > 1 else math.nan for v in (x, y)]
             if min(len(x), len(y)) < 2 or sds == [0.0, 0.0]:
-                lines.append("| " + " | ".join(row + ["-"] * (len(head) - 3)) + " |")
+                lines.append(md_row(row + ["-"] * (len(head) - 3)))
                 continue
             row += [f"{fmt(sds[0])}, {fmt(sds[1])}", format(ep.scale * (statistics.fmean(x) - statistics.fmean(y)),
                                                             "+" + ep.fmt)]
@@ -188,7 +189,7 @@ def power_table(study, rows, chosen) -> str:
                 delta = pw.published.get(d)
                 need = seeds_needed(delta, sds[0], sds[1], first, pw.level) if delta is not None else None
                 row.append("-" if delta is None else f"{fmt(delta)}: {need if need is not None else '> 10,000'}")
-            lines.append("| " + " | ".join(row) + " |")
+            lines.append(md_row(row))
     source = f" Published differences: {pw.source}." if pw.published and pw.source else ""
     return ("\n".join(lines) + "\n\n" + f"Power: the smallest true difference of {ep.label or ep.score} that Welch's "
             f"two-sided test detects with probability {pw.level:g}, from each row's sample standard deviations and "
