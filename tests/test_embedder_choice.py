@@ -156,8 +156,8 @@ def test_a_run_is_rescored_with_another_embedder(digits_run: Path, capsys: pytes
     assert pixels["overrides"] == ["metrics/embedder=pixels"]
     identity = evaluate.evaluate_checkpoint(digits_run, ["metrics/embedder=identity"])
     # Both embed an image as its flattened pixels, along two code paths (pixels converts through image_inputs): equal
-    # embeddings, but the float64 Frechet distance of 64-d statistics agreed only to its 9th digit on an AVX-512 CPU
-    # (buffers aligned otherwise take other vector kernels): 1e-6 relative, far above that, far below any real change.
+    # embeddings, but two evaluations need not take the same vector kernels on every CPU (a Frechet distance in its
+    # 9th digit was reported from an AVX-512 CPU): 1e-6 relative, far above that, far below any real change.
     assert pixels["scores"] == pytest.approx(identity["scores"], rel=1e-6, abs=1e-12)
     assert "data/classifier_accuracy" in default["scores"] and "data/classifier_accuracy" not in pixels["scores"]
     assert pixels["scores"]["fd"] != pytest.approx(default["scores"]["fd"])
