@@ -163,3 +163,22 @@ def test_help_is_written_for_a_person(capsys) -> None:
         assert {p.stem for p in (Path(CONFIG_DIR) / group).glob("*.yaml")} <= words, group
     assert "seed [0]: seeds data generation" in text and "--hydra-help" in text
     assert "schema" not in text and len(text.splitlines()) < 80
+
+
+def test_a_run_refused_at_its_start_leaves_no_new_folder(tmp_path) -> None:
+    """The checkpoint to resume is found missing inside the job, after Hydra made runs/<data set>/<time>/: the
+    folders this call made go, a folder that was there before (empty or not) stays."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "runs" / "mine").mkdir(parents=True)  # was there before: stays, although empty
+    cmd = [sys.executable, "-m", "ganlab.cli.train", "logger=none", f"trainer.resume={tmp_path / 'nope'}"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"} | {"OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1 and "no checkpoint there" in done.stderr, done.stderr[-2000:]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["runs", "runs/mine"]
+    (tmp_path / "runs" / "mine").rmdir()
+    (tmp_path / "runs").rmdir()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1 and list(tmp_path.iterdir()) == []  # runs/ itself was made by this call

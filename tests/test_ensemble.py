@@ -9,7 +9,8 @@ backward and the maxout layer's forward reduce in other orders too. Why only 10 
 at that level while the computation is smooth, but a maxout unit whose two best pieces tie to within an ulp picks
 another piece in the two runs (PacGAN's pair, seed 6 at batch 16: at step 14 the gap jumps from 1e-7 to 6e-5
 and grows from there, as any two GAN runs that differ slightly do). Whole runs are compared by their scores in
-tests/benchmarks/bench_ensemble.py. WGAN-GP's members come out bitwise equal here, and the test holds them to that.
+tests/benchmarks/bench_ensemble.py. WGAN-GP's members come out bitwise equal on an AVX2 CPU but 1.5e-8 apart on an
+AVX-512 one (the kernels' summation order is the CPU's): no member is held bitwise to its single run.
 """
 
 from __future__ import annotations
@@ -58,15 +59,15 @@ def _weights(trainer) -> dict[str, torch.Tensor]:
             if v.is_floating_point()}
 
 
-@pytest.mark.parametrize(("overrides", "bitwise"), [
-    ([], False),
-    (["model=pacgan_mlp", "strategy=[pacgan]"], False),
-    (["strategy=[minibatch_stddev]"], False),
-    (["strategy=[r1]"], False),
-    (["strategy=[wgan_gp]"], True),
-    (["strategy=[ema]", "strategy.ema.beta=0.5"], False),
+@pytest.mark.parametrize("overrides", [
+    [],
+    ["model=pacgan_mlp", "strategy=[pacgan]"],
+    ["strategy=[minibatch_stddev]"],
+    ["strategy=[r1]"],
+    ["strategy=[wgan_gp]"],
+    ["strategy=[ema]", "strategy.ema.beta=0.5"],
 ], ids=["plain", "pacgan", "minibatch_stddev", "r1", "wgan_gp", "ema"])
-def test_member_k_matches_the_single_run_with_seed_k(overrides: list[str], bitwise: bool, tmp_path: Path) -> None:
+def test_member_k_matches_the_single_run_with_seed_k(overrides: list[str], tmp_path: Path) -> None:
     ens = build_ensemble(compose_cfg(BASE + overrides + [f"trainer.ensemble={SIZE}", "seed=4"]), tmp_path / "ens")
     _steps_ensemble(ens, N_STEPS)
     single = build_trainer(compose_cfg(BASE + overrides + ["seed=5"]), tmp_path / "single")
@@ -76,7 +77,7 @@ def test_member_k_matches_the_single_run_with_seed_k(overrides: list[str], bitwi
     ours, ref = _weights(ens.sync_member(1)), _weights(single)  # member 1: seed 5
     assert ours.keys() == ref.keys() and len(ref) >= 6
     worst = max((ours[n] - ref[n]).abs().max().item() for n in ref)
-    assert worst == 0.0 if bitwise else worst <= ATOL, worst
+    assert worst <= ATOL, worst
     moved = max((ref[n] - initial[n]).abs().max().item() for n in ref)
     assert moved > 50 * ATOL  # the runs trained: the agreement is not that of untouched weights
     other = _weights(ens.sync_member(0))  # seed 4 is another run
@@ -104,14 +105,17 @@ def test_fit_writes_each_seeds_run_folder_as_a_single_run_does(tmp_path: Path) -
     ref = single.fit()
     member = json.loads((tmp_path / "ens" / "seed_4" / "metrics.json").read_text())
     assert member["seed"] == 4 and member["step"] == 4
-    assert member["scores"] == ref["scores"]  # bitwise-equal weights under WGAN-GP: the same scores
-    assert summary["scores"]["4"] == ref["scores"] and summary["seeds"] == [3, 4]
+    # The member's weights are its single run's to within float32 rounding (1 ulp per step from the kernels' summation
+    # order, see the module docstring), not bitwise on every CPU: its scores agree to within that rounding carried
+    # through 4 steps and the scorers' float32 sums over 100 samples (~100 eps = 1e-5 relative); counts stay equal.
+    assert member["scores"] == pytest.approx(ref["scores"], rel=1e-4, abs=1e-6)
+    assert summary["scores"]["4"] == member["scores"] and summary["seeds"] == [3, 4]  # one run: the same record
     lines = (tmp_path / "ens" / "seed_4" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [2, 4]
     ckpt = torch.load(tmp_path / "ens" / "seed_4" / "checkpoints" / "last.pt", weights_only=True)
     assert ckpt["config"]["seed"] == 4 and ckpt["config"]["trainer"]["ensemble"] is None  # resumes as a single run
-    for name, t in single.G.state_dict().items():
-        assert torch.equal(ckpt["generator"][name], t)
+    for name, t in single.G.state_dict().items():  # ATOL: as in test_member_k_matches_the_single_run_with_seed_k
+        torch.testing.assert_close(ckpt["generator"][name], t, rtol=0, atol=ATOL)
 
 
 def test_stacked_forward_is_each_members_forward() -> None:

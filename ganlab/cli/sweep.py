@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -205,6 +206,29 @@ class SweepSummary(Callback):
 
 #: The summary callback of the sweep under way in this process (None outside a sweep).
 _ACTIVE: SweepSummary | None = None
+
+
+_NEW_FOLDERS: list[Path] = []  # hydra.run.dir and its parents that did not exist before this call (deepest first)
+
+
+class NewRunFolders(Callback):
+    """Hydra callback (``hydra.callbacks.new_run_folders``): before Hydra makes ``hydra.run.dir``, note which of
+    its folders do not exist yet (e.g. ``runs/<data set>/`` on a first run), so that a run refused at its start
+    removes the empty folders this call made and no others (:func:`remove_new_folders`, called by
+    ``ganlab.cli.train``)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: object) -> None:
+        HydraConfig.instance().set_config(config)  # as Hydra's run_job does next: ${hydra:...} in the folder's name
+        run_dir = Path(str(config.hydra.run.dir)).absolute()  # ${now:} is cached: the folder Hydra will make
+        _NEW_FOLDERS[:] = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
+
+
+def remove_new_folders() -> None:
+    """Remove the folders :class:`NewRunFolders` noted, deepest first, each only while it is empty (a folder another
+    run wrote into meanwhile stays)."""
+    for folder in _NEW_FOLDERS:
+        with contextlib.suppress(OSError):  # not empty, or gone already
+            folder.rmdir()
 
 
 def sweep_interrupted() -> None:

@@ -79,7 +79,8 @@ def _log_finished(metrics: dict, run_dir: Path) -> None:
 
 def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
     """A run that could not start. Single run: print the message (the traceback too with HYDRA_FULL_ERROR=1),
-    remove the run folder Hydra made when it holds nothing else, exit 1. Multirun: mark the job's folder
+    remove the run folder Hydra made when it holds nothing else, and its parents this call made while they are
+    empty, exit 1. Multirun: mark the job's folder
     (``failure.json`` with ``"stage": "start"``, listed by ganlab-compare as a config error) and go on."""
     from ganlab.cli import sweep
     from ganlab.run import layout
@@ -92,6 +93,7 @@ def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
     _report(err)
     if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {layout.HYDRA_DIR, layout.JOB_LOG}:
         shutil.rmtree(run_dir, ignore_errors=True)
+        sweep.remove_new_folders()  # runs/<data set>/ too when this call made it
     sys.exit(1)
 
 

@@ -236,9 +236,11 @@ class StudySchema:
 
     ``common``: train overrides every run gets (the model, batch size, cheap scorers, ...). ``runs``: the folder
     holding one run folder per job (the source of truth). ``results``: where the study's table of every evaluation
-    (``evaluations.csv``), ``table.md``, ``curves.png`` and the results page go. ``scores``: the scores written to
-    the CSV at every evaluation; ``data_scores``: those whose held-out baseline (``data/<score>``) goes there too.
-    ``reach``: a score whose per-seed final value is counted when it equals the data's (e.g. seeds with all modes).
+    (``evaluations.csv``), ``table.md``, ``curves.png`` and the results page go (default ``<runs>/results``, so a
+    user's study stays out of the docs' Results menu; the shipped studies set ``docs/results/<name>``). ``scores``:
+    the scores written to the CSV at every evaluation; ``data_scores``: those whose held-out baseline
+    (``data/<score>``) goes there too. ``reach``: a score whose per-seed final value is counted when it equals the
+    data's (e.g. seeds with all modes).
     ``suffix``: appended to the report's file names, so a variant (other axis values, say) reports beside its
     parent study from the same ``evaluations.csv``. ``baseline_rows``: under each arm's row, a row of the data's
     held-out baseline of every column (``data/<score>``, read as the arm reads its scores).
@@ -266,7 +268,8 @@ class StudySchema:
     data_scores: List[str] = dataclasses.field(default_factory=lambda: ["modes_covered"])
     reach: Optional[str] = "modes_covered"
     runs: str = "runs/study/${.name}"
-    results: str = "docs/results/${.name}"
+    #: under the run folder unless the study says otherwise: the shipped studies set ``docs/results/<name>``
+    results: str = "${.runs}/results"
     #: appended to the report's file names (``table<suffix>.md``, ...): a variant reported beside its parent
     suffix: str = ""
     #: arm name -> reporting seeds the report leaves out of that arm's row, tests, factorial and curves (e.g. the
