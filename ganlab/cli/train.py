@@ -63,9 +63,14 @@ def run(cfg: DictConfig) -> dict:
     Raises:
         StartError: the run could not be built.
     """
-    from ganlab.run.session import train_run
+    from ganlab import distributed
+    from ganlab.run.session import claim_folder, train_run
 
-    return train_run(cfg, Path(HydraConfig.get().runtime.output_dir), report=_log_finished)
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    if not distributed.current().main:  # the other ranks write into rank 0's folder, which rank 0 holds
+        return train_run(cfg, run_dir, report=_log_finished)
+    with claim_folder(run_dir, cfg.trainer.get("resume")):  # before any work: the folder is this run's alone
+        return train_run(cfg, run_dir, report=_log_finished)
 
 
 def _log_finished(metrics: dict, run_dir: Path) -> None:
@@ -80,18 +85,27 @@ def _log_finished(metrics: dict, run_dir: Path) -> None:
 def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
     """A run that could not start. Single run: print the message (the traceback too with HYDRA_FULL_ERROR=1),
     remove the run folder Hydra made when it holds nothing else, and its parents this call made while they are
-    empty, exit 1. Multirun: mark the job's folder
-    (``failure.json`` with ``"stage": "start"``, listed by ganlab-compare as a config error) and go on."""
+    empty, exit 1. Multirun: mark the job's folder (``failure.json`` with ``"stage": "start"``, listed by
+    ganlab-compare as a config error) and go on. A folder another run holds
+    (:class:`~ganlab.run.session.RunFolderTaken`) is left as it is: the message, then exit 1 (a sweep's job: the
+    worst objective)."""
     from ganlab.cli import sweep
     from ganlab.run import layout
+    from ganlab.run.session import RunFolderTaken
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    if isinstance(err, RunFolderTaken):  # another run's folder: write nothing there, remove nothing
+        _report(err)
+        if sweep.is_multirun():
+            return sweep.failed_objective() if cfg.get("objective") else None
+        sys.exit(1)
     if sweep.is_multirun():
         layout.record_failure(run_dir, err.__cause__ or err, log_traceback=False, stage="start")
         log.error("job could not start: %s", err)
         return sweep.failed_objective() if cfg.get("objective") else None
     _report(err)
-    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {layout.HYDRA_DIR, layout.JOB_LOG}:
+    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {layout.HYDRA_DIR, layout.JOB_LOG,
+                                                                  layout.LOCK_FILE}:
         shutil.rmtree(run_dir, ignore_errors=True)
         sweep.remove_new_folders()  # runs/<data set>/ too when this call made it
     sys.exit(1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ganlab.callbacks.detector import DetectorConfig
 from ganlab.callbacks.risk import RiskConfig
@@ -15,6 +15,7 @@ from ganlab.config.check import check_target_values, check_typed, is_conditional
 from ganlab.config.groups import check_group_nodes
 from ganlab.health import MonitorConfig
 from ganlab.lr import NETWORKS, LRSchedule
+from ganlab.metrics.directions import require_direction
 from ganlab.models.conditional import AuxiliaryClassLoss, check_head
 from ganlab.trainer.config import TrainerConfig
 
@@ -55,7 +56,8 @@ def check_config(cfg: DictConfig) -> RunSettings:
     (:func:`ganlab.config.check.check_typed`) and the untyped nodes' values against their ``_target_``
     (:func:`~ganlab.config.check.check_target_values`), positive learning rates, ``trainer.*``
     (:meth:`TrainerConfig.validate`), ``threads``, ``monitor.*``, the lr schedules, the conditional D head
-    (:func:`conditional_model`), the config groups' nodes, ``seed``.
+    (:func:`conditional_model`), the config groups' nodes, the scores a best is kept of
+    (:func:`check_score_directions`), ``seed``.
 
     Raises:
         ValueError: naming the key that is wrong and how to fix it.
@@ -76,11 +78,31 @@ def check_config(cfg: DictConfig) -> RunSettings:
     schedules = lr_schedules(cfg)
     conditional, weight = conditional_model(cfg)  # model.conditional, model.conditional_head and its weight
     check_group_nodes(cfg)  # metrics.embedder=classifier (a dot) made the node a string
+    check_score_directions(cfg)
     seed = cfg.get("seed")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}")
     return RunSettings(trainer=trainer, monitor=monitor, schedules=schedules, conditional=conditional,
                        class_loss_weight=weight, threads=threads, device=str(cfg.get("device", "auto")), seed=seed)
+
+
+#: The settings that name scores a rule keeps the best of, or compares in their direction: the triggered rollback's
+#: watched scores and the objective a sweeper optimises.
+SCORE_SETTINGS = ("strategy.rollback.coverage_keys", "strategy.rollback.similarity_key", "objective")
+
+
+def check_score_directions(cfg: DictConfig) -> None:
+    """Every score a setting of :data:`SCORE_SETTINGS` names has a direction in the score registry
+    (:func:`ganlab.metrics.directions.require_direction`), so no rule keeps the worst value as its best.
+
+    Raises:
+        ValueError: naming the setting, the score and the scores with a direction.
+    """
+    for setting in SCORE_SETTINGS:
+        value = OmegaConf.select(cfg, setting, default=None)
+        names = list(value) if isinstance(value, ListConfig) else [] if value is None else [value]
+        for name in names:
+            require_direction(str(name), setting)
 
 
 def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:

@@ -61,3 +61,26 @@ def ordered_scores(names: Iterable[str]) -> list[str]:
     others alphabetically (the column order of ``ganlab-compare`` and the inspection tables)."""
     rank = {k: i for i, k in enumerate(k for k, d in score_directions().items() if d is not None)}
     return sorted(set(names), key=lambda k: (rank.get(k, len(rank)), k))
+
+
+def orderable_scores() -> list[str]:
+    """The score names with a direction (higher or lower is better), in table order: those a rule keeping a best
+    (rollback's snapshot, a sweep's objective, a study's choice) can use."""
+    return [k for k, d in score_directions().items() if d is not None]
+
+
+def require_direction(name: str, setting: str) -> bool:
+    """The direction of the score ``name`` named by the setting ``setting``: True when higher is better, False when
+    lower is. For the checks that run before any work, so a rule never keeps the worst value as its best.
+
+    Raises:
+        ValueError: ``name`` has no direction (neither is better, e.g. ``vendi``) or is no score; naming the setting,
+            the score and the scores with a direction (:func:`orderable_scores`).
+    """
+    direction = higher_is_better(name)
+    if direction is None:
+        known = "a score with no direction (neither higher nor lower is better)" \
+            if base_name(name) in score_directions() else "not a score ganlab computes"
+        raise ValueError(f"{setting}: {name!r} is {known}, so no best of it can be kept; name a score with a "
+                         f"direction: {', '.join(orderable_scores())}")
+    return direction

@@ -90,6 +90,10 @@ class Family:
         if missing:
             raise ValueError(f"score family {self.name!r}: coverage scores {missing} are not among its scores "
                              f"{list(self.higher_is_better)}")
+        lower = [k for k in self.coverage if self.higher_is_better[k] is not True]
+        if lower:  # the collapse detector keeps each coverage score's highest value as its best
+            raise ValueError(f"score family {self.name!r}: coverage scores {lower} must be higher-is-better (the "
+                             "collapse detector judges a fall from their highest value)")
 
 
 _FAMILIES: dict[str, Family] = {}

@@ -28,6 +28,7 @@ from ganlab.config.run import RunSettings, check_config, repeated_strategies
 from ganlab.data.base import GANData
 from ganlab.distributed import seed_everything
 from ganlab.lr import NETWORKS, LRSchedule
+from ganlab.metrics.directions import higher_is_better
 from ganlab.models.conditional import AuxiliaryClassLoss
 from ganlab.strategies.base import GANSpec, Part, Strategy, check_compatible, check_conditional, check_distributed
 from ganlab.strategies.common import check_per_sample_critic
@@ -298,7 +299,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
                    loss=make(cfg.loss), g_optim=optimiser(cfg.optim.generator),
                    d_optim=optimiser(cfg.optim.discriminator), n_critic=settings.trainer.n_critic,
                    data_shape=shape, build_discriminator=build_d,
-                   batch_size=batch_size, accumulate=settings.trainer.accumulate)
+                   batch_size=batch_size, accumulate=settings.trainer.accumulate, score_direction=higher_is_better)
     configured_loss, n_critic_source = type(spec.loss), "trainer.n_critic"
     for s in strategies:
         n_critic = spec.n_critic

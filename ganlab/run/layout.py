@@ -28,6 +28,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -51,6 +52,7 @@ FAILURE_FILE = "failure.json"      # {"type", "message", "stage", "traceback", "
 FAILED_MARKER = "FAILED"           # a one-line flag file ("Type: message") for shell scripts: ls */FAILED
 NAN_DUMPS_DIR = "nan_dumps"        # the batch and weights of each non-finite update (ganlab.health.recovery)
 JOB_LOG = "train.log"              # Hydra's log of a ganlab-train job
+LOCK_FILE = ".lock"                # held (fcntl.flock) by the ganlab-train process writing the folder
 
 # the prefixes of the score keys in metrics.json and metrics.jsonl (ganlab.metrics.registry re-exports them)
 #: A score computed on held-out real data (the data baseline): ``data/<score>``.
@@ -330,3 +332,33 @@ def remove_interrupted_writes(run_dir: Path, resume: str | None) -> list[Path]:
         log.info("removed %d temporary file(s) left by interrupted checkpoint writes: %s", len(removed),
                  ", ".join(str(p) for p in removed))
     return removed
+
+
+def run_records(run_dir: str | Path) -> list[str]:
+    """The records of a run already in ``run_dir``: the names among ``metrics.jsonl``, ``metrics.json`` and a
+    non-empty ``checkpoints/`` that exist there ([] for a fresh folder or one holding only Hydra's files)."""
+    run_dir = Path(run_dir)
+    found = [name for name in (CURVE_FILE, METRICS_FILE) if (run_dir / name).is_file()]
+    ckpt = run_dir / CHECKPOINT_DIR
+    if ckpt.is_dir() and any(ckpt.iterdir()):
+        found.append(f"{CHECKPOINT_DIR}/")
+    return found
+
+
+def lock_folder(run_dir: str | Path) -> Any:
+    """An exclusive lock on ``run_dir`` (:data:`LOCK_FILE`, ``fcntl.flock``): the open lock file, to keep open
+    while the run writes there (the OS releases it when the process ends, crashed or not), or None when another
+    process holds it. Without ``fcntl`` (Windows) no lock is taken and the open file is returned."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(run_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open for the run's whole length
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return handle
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle

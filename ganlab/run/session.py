@@ -20,6 +20,48 @@ class StartError(Exception):
     while the run is built); its message says what was wrong and how to fix it."""
 
 
+class RunFolderTaken(StartError):
+    """The run folder is another run's: another process holds its lock, or it holds a run's records and this run
+    does not continue that one. Nothing was written there."""
+
+
+def resumes(run_dir: Path, resume: str | None) -> bool:
+    """Whether ``trainer.resume`` (a run folder or a checkpoint in its ``checkpoints/``) continues ``run_dir``."""
+    if not resume:
+        return False
+    given = Path(resume).expanduser()
+    source = given if given.is_dir() else given.parent.parent
+    return source.resolve() == run_dir.resolve()
+
+
+def claim_folder(run_dir: Path, resume: str | None):  # -> the open lock file
+    """Take ``run_dir`` for this run before any work: its exclusive lock (:func:`ganlab.run.layout.lock_folder`),
+    and a refusal when it already holds another run's records (:func:`ganlab.run.layout.run_records`) unless
+    ``resume`` continues that run.
+
+    Returns:
+        The open lock file: keep it open while the run writes there (closing it releases the lock).
+
+    Raises:
+        RunFolderTaken: naming the folder, why, and how to go on (another folder, or ``trainer.resume``).
+    """
+    from ganlab.run import layout
+
+    lock = layout.lock_folder(run_dir)
+    if lock is None:
+        raise RunFolderTaken(f"run folder {run_dir} is in use: another ganlab-train process holds its lock "
+                             f"({layout.LOCK_FILE}); two runs never write one folder. Start this run in another "
+                             "folder (hydra.run.dir=<new folder>), or wait for that run to end")
+    records = layout.run_records(run_dir)
+    if records and not resumes(run_dir, resume):
+        lock.close()
+        raise RunFolderTaken(f"run folder {run_dir} already holds a run's records ({', '.join(records)}); a new run "
+                             "never writes into another's folder. Start in a new folder (hydra.run.dir=<new folder>, "
+                             f"or leave hydra.run.dir out), or continue that run: trainer.resume={run_dir} "
+                             f"hydra.run.dir={run_dir}")
+    return lock
+
+
 def train_run(cfg: DictConfig, run_dir: Path, report: Callable[[dict, Path], None] | None = None) -> dict:
     """Train ``cfg`` into ``run_dir`` (an ensemble when ``trainer.ensemble`` is set) and return ``metrics.json``'s
     content (an ensemble: :func:`train_ensemble`'s); ``report(metrics, run_dir)`` is called on rank 0 when a single

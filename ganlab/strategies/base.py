@@ -78,6 +78,9 @@ class GANSpec:
         g_groups: G's forward passes per batch of codes in training (default 1). With g > 1 the codes are cut into
             g interleaved groups (codes j, j + g, j + 2g, ...) and G is applied to each, so its batch-norm statistics
             are per group; PacGAN's code applies G once per pack column this way (``strategy.pacgan.g_per_column``).
+        score_direction: the direction of a score by its logged name, True when higher is better, False when lower
+            is, None when neither or unknown (:func:`ganlab.metrics.directions.higher_is_better`, set by
+            :func:`ganlab.run.build.build_trainer`); a strategy that keeps a best score reads it. None: not given.
     """
 
     generator: nn.Module
@@ -92,6 +95,7 @@ class GANSpec:
     batch_size: int | None = None
     accumulate: int = 1
     g_groups: int = 1
+    score_direction: Callable[[str], bool | None] | None = None
 
     @property
     def scores_per_pass(self) -> int | None:

@@ -4,13 +4,19 @@
 k * period G is restored to it ("go back ``lag`` steps every ``period`` steps").
 
 ``mode: triggered``: G is snapshotted at the *best* evaluation so far, healthy or not (so a run collapsed
-from its first evaluation still has its least collapsed G to go back to). An evaluation's quality is the sum
-of its coverage keys (``modes_covered``, ``clusters_covered``) plus 1 - ``high_similarity_fraction``; the
-snapshot's quality, and the best coverage the drop rule compares with, decay by ``best_decay`` per
-evaluation, so a peak the run cannot regain stops being the target. When an evaluation shows a collapse
-signal and the snapshot is better than G now, G is restored to it, at most once per ``cooldown`` steps.
-Collapse signals, whichever keys the scores have: a coverage key at least ``min_drop`` below its (decayed)
-best, ``high_similarity_fraction`` above ``similarity_threshold`` (not on 2-D points, where cosine similarity is
+from its first evaluation still has its least collapsed G to go back to). Every watched score is read in its own
+direction, from the score registry (:func:`ganlab.metrics.directions.higher_is_better`, handed over in
+``configure`` as ``GANSpec.score_direction``; a score without one is refused there and by the config check):
+an evaluation's quality is the sum of its coverage keys (``modes_covered``, ``clusters_covered``; a
+lower-is-better key such as ``reverse_kl`` counts negated) plus 1 - ``high_similarity_fraction`` (a
+higher-is-better similarity key counts as itself); the snapshot's quality, and the best value of each coverage
+key the drop rule compares with, decay by ``best_decay`` per evaluation (they get worse by that factor: x
+``best_decay`` for a positive higher-is-better value, / ``best_decay`` for a positive lower-is-better one), so a
+peak the run cannot regain stops being the target. When an evaluation shows a collapse signal and the snapshot
+is better than G now, G is restored to it, at most once per ``cooldown`` steps. Collapse signals, whichever
+keys the scores have: a coverage key at least ``min_drop`` worse than its (decayed) best (below it, or above it
+for a lower-is-better key), ``high_similarity_fraction`` worse than ``similarity_threshold`` (above it) (not on
+2-D points, where cosine similarity is
 blind; it is left out of the quality there too), or the loop's ``collapse_alarm`` = 1 (the
 collapse detector, :mod:`ganlab.callbacks.detector`, or the fixed-z alarm). Restoring G's optimiser state
 brings back its moments, never its learning rate (the run's lr rule, :mod:`ganlab.lr`, sets it at every step).
@@ -26,6 +32,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ganlab.strategies.base import GANSpec, Mode, Strategy, TrainState
+
+
+def worse(value: float, decay: float) -> float:
+    """A higher-is-better ``value`` made worse by the factor ``decay`` in (0, 1]: ``value * decay`` when >= 0,
+    ``value / decay`` when negative (e.g. 8 -> 7.2 and -1 -> -1.11 at 0.9); +-inf stay."""
+    return value * decay if value >= 0 else value / decay
 
 
 def take_snapshot(state: TrainState) -> dict[str, Any]:
@@ -51,9 +63,13 @@ class Rollback(Strategy):
         mode: ``periodic`` or ``triggered``.
         period: periodic mode: roll back every this many G steps (> lag).
         lag: periodic mode: how many steps back the restored snapshot is (>= 1).
-        coverage_keys: score keys counting covered modes/clusters (higher is better).
-        min_drop: triggered mode: fire when a coverage key falls this much below its best (> 0).
-        similarity_key: score key of the fraction of near-duplicate samples (higher is worse).
+        coverage_keys: score keys whose fall from their best signals collapse, each in its direction (covered
+            modes/clusters: higher is better; ``reverse_kl``: lower is).
+        min_drop: triggered mode: fire when a coverage key gets this much worse than its best (> 0).
+        similarity_key: score key of the fraction of near-duplicate samples (lower is better).
+
+    Until :meth:`configure` hands over the score registry's directions, the coverage keys count as higher-is-better
+    and the similarity key as lower-is-better.
         similarity_threshold: triggered mode: fire when the similarity score exceeds this.
         cooldown: triggered mode: G steps after a rollback during which no other one happens (>= 0).
         alarm_key: triggered mode: a score that signals collapse when >= 1 (the collapse alarm's); null = ignore.
@@ -85,6 +101,7 @@ class Rollback(Strategy):
         self.similarity_threshold, self.cooldown = float(similarity_threshold), int(cooldown)
         self.alarm_key, self.best_decay = alarm_key, float(best_decay)
         self.points = False  # 2-D points (set in configure): cosine similarity says nothing there
+        self.higher = {k: True for k in self.coverage_keys} | {similarity_key: False}  # set again in configure
         self.snapshot: dict[str, Any] | None = None
         self.snapshot_quality: float | None = None  # triggered mode: the (decayed) quality of the snapshot
         self.best: dict[str, float] = {}
@@ -94,8 +111,22 @@ class Rollback(Strategy):
     def configure(self, spec: GANSpec) -> None:
         """Samples that are vectors (2-D mixtures) turn the similarity rule and term off: cosine similarity cannot
         tell a collapsed G from the real data there (the collapse detector's distance rules, through
-        ``collapse_alarm``, still count)."""
+        ``collapse_alarm``, still count). The watched scores' directions come from ``spec.score_direction``.
+
+        Raises:
+            ValueError: a coverage or similarity key without a direction (naming it).
+        """
         self.points = len(spec.data_shape) == 1
+        lookup = getattr(spec, "score_direction", None)
+        if lookup is None:
+            return
+        keys = [("strategy.rollback.coverage_keys", k) for k in self.coverage_keys]
+        for setting, key in [*keys, ("strategy.rollback.similarity_key", self.similarity_key)]:
+            direction = lookup(key)
+            if direction is None:
+                raise ValueError(f"{setting}: {key!r} has no direction (neither higher nor lower is better, or no "
+                                 "such score), so rollback cannot keep its best: name a score with a direction")
+            self.higher[key] = bool(direction)
 
     def after_step(self, state: TrainState) -> dict[str, float]:
         if self.mode != "periodic":
@@ -109,30 +140,36 @@ class Rollback(Strategy):
     def collapse_reason(self, scores: dict[str, float]) -> str | None:
         """Why ``scores`` signal a collapse (a sentence), or None; updates the best coverage seen."""
         reasons = []
+        decay = self.best_decay if self.mode == "triggered" else 1.0
         for key in (k for k in self.coverage_keys if k in scores):
-            best = self.best.get(key, float("-inf")) * (self.best_decay if self.mode == "triggered" else 1.0)
-            if scores[key] <= best - self.min_drop:
-                reasons.append(f"{key} fell to {scores[key]:g} from its best {best:.3g}")
-            self.best[key] = max(best, float(scores[key]))
+            sign, value = (1.0 if self.higher[key] else -1.0), float(scores[key])
+            best = sign * worse(sign * self.best.get(key, sign * float("-inf")), decay)
+            if sign * value <= sign * best - self.min_drop:
+                reasons.append(f"{key} {'fell' if sign > 0 else 'rose'} to {value:g} from its best {best:.3g}")
+            self.best[key] = sign * max(sign * best, sign * value)
         sim = None if self.points else scores.get(self.similarity_key)
-        if sim is not None and sim > self.similarity_threshold:
-            reasons.append(f"{self.similarity_key}={sim:.3g} > {self.similarity_threshold:g}")
+        high = self.higher[self.similarity_key]
+        if sim is not None and (sim < self.similarity_threshold if high else sim > self.similarity_threshold):
+            reasons.append(f"{self.similarity_key}={sim:.3g} {'<' if high else '>'} {self.similarity_threshold:g}")
         if self.alarm_key is not None and scores.get(self.alarm_key, 0.0) >= 1.0:
             reasons.append(f"{self.alarm_key}=1 (the collapse detector or the fixed-z alarm, see alerts.jsonl)")
         return "; ".join(reasons) or None
 
     def quality(self, scores: dict[str, float]) -> float:
-        """Sum of the coverage keys present, plus 1 - the similarity score when present (higher is better)."""
-        q = sum(float(scores[k]) for k in self.coverage_keys if k in scores)
-        use_sim = self.similarity_key in scores and not self.points
-        return q + (1.0 - float(scores[self.similarity_key]) if use_sim else 0.0)
+        """Sum of the coverage keys present (a lower-is-better one negated), plus 1 - the similarity score when
+        present (the score itself when higher is better); higher is better."""
+        q = sum(float(scores[k]) * (1.0 if self.higher[k] else -1.0) for k in self.coverage_keys if k in scores)
+        if self.similarity_key not in scores or self.points:
+            return q
+        sim = float(scores[self.similarity_key])
+        return q + (sim if self.higher[self.similarity_key] else 1.0 - sim)
 
     def after_eval(self, state: TrainState, scores: dict[str, float]) -> dict[str, float]:
         if self.mode != "triggered":
             return {}
         reason, quality = self.collapse_reason(scores), self.quality(scores)
         if self.snapshot_quality is not None:
-            self.snapshot_quality *= self.best_decay
+            self.snapshot_quality = worse(self.snapshot_quality, self.best_decay)
         if self.snapshot is None or quality >= self.snapshot_quality:  # the best G so far: remember it
             self.snapshot, self.snapshot_quality = take_snapshot(state), quality
             if reason is None:

@@ -323,9 +323,9 @@ def check_power(study: StudySchema) -> None:
 
 def check_study(study: StudySchema) -> None:
     """What the types cannot check: unique arm names and data sets, the control among the arms, reporting seeds
-    disjoint from the tuning seeds, positive budget with ``steps`` a multiple of ``eval_every`` and ``chunk``, a
-    ``{value}`` in every axis override, known tests and correction, windows >= 1, ``exclude_seeds`` naming arms and
-    reporting seeds.
+    disjoint from the tuning seeds and no override pinning a seed key (:func:`check_seed_overrides`), positive
+    budget with ``steps`` a multiple of ``eval_every`` and ``chunk``, a ``{value}`` in every axis override, known
+    tests and correction, windows >= 1, ``exclude_seeds`` naming arms and reporting seeds.
 
     Raises:
         StudyError: naming the first problem and how to fix it.
@@ -348,6 +348,7 @@ def check_study(study: StudySchema) -> None:
         raise StudyError(f"study {study.name}: budget.steps ({b.steps}) must be a positive multiple of "
                          f"budget.eval_every ({b.eval_every}) and of budget.chunk ({b.chunk}), so that the last "
                          "step is evaluated and checkpointed")
+    check_seed_overrides(study)
     if study.tuning is not None:
         t = study.tuning
         if overlap := sorted(set(t.seeds) & set(study.seeds)):
@@ -410,6 +411,51 @@ def check_study(study: StudySchema) -> None:
                 raise StudyError(f"study {study.name}: table score {name!r} is not collected; add "
                                  f"{base!r} to {'data_scores' if name.startswith(DATA_PREFIX) else 'scores'} "
                                  f"(now {list(study.scores)}, data_scores {list(study.data_scores)})")
+
+
+#: What an override may set a seed key to: the job's own seed (``seed=`` is added by :func:`ganlab.study.plan.overrides`
+#: from the job's tuning or reporting seed), by interpolation, e.g. ``dataset.seed=${seed}``.
+JOB_SEED = "${seed}"
+
+
+def _override_routes(study: StudySchema) -> list[tuple[str, list[str]]]:
+    """Every override list a job may get besides its seed and budget, each with where it comes from."""
+    routes = [("common", list(study.common))]
+    routes += [(f"dataset_overrides.{d}", list(o)) for d, o in study.dataset_overrides.items()]
+    if study.tuning is not None:
+        routes.append(("tuning.axis.overrides", list(study.tuning.axis.overrides)))
+    for arm in study.arms:
+        routes.append((f"arm {arm.name!r} overrides", list(arm.overrides)))
+        if arm.axis_overrides is not None:
+            routes.append((f"arm {arm.name!r} axis_overrides", list(arm.axis_overrides)))
+    return routes
+
+
+def check_seed_overrides(study: StudySchema) -> None:
+    """Refuse every route by which a run would draw another job's random numbers: an override of a key ending in
+    ``seed`` (``seed``, ``dataset.seed``, ``strategy.ema.bn_seed``, ...) to anything but the job's own seed
+    (:data:`JOB_SEED`), which would make reporting runs reuse the tuning runs' data or draws (or every run share
+    one seed); and ``trainer.ensemble`` (one job trains seeds seed, ..., seed+S-1: other jobs' seeds).
+
+    Raises:
+        StudyError: naming the route (``common``, the arm, ...), the override and how to fix it.
+    """
+    for where, lines in _override_routes(study):
+        for line in lines:
+            key, _, value = line.partition("=")
+            key = key.lstrip("+~").split("@", 1)[0].strip()
+            leaf = key.rsplit(".", 1)[-1].rsplit("/", 1)[-1]
+            if leaf.lower().endswith("seed") and value.strip() != JOB_SEED:
+                raise StudyError(f"study {study.name}, {where}: {line!r} sets a seed key ({key}); every run's seeds "
+                                 "come from its job's seed (tuning seeds, then reporting seeds, disjoint), and a "
+                                 "fixed value would let the reporting runs reuse the tuning runs' data and draws: "
+                                 f"remove it (its default follows the job's seed or is one value for every run), "
+                                 f"or derive it from the job's seed: {key}=\\{JOB_SEED} in the study file (the "
+                                 "backslash leaves the interpolation to ganlab-train)")
+            if key == "trainer.ensemble" and value.strip() not in ("null", "1", ""):
+                raise StudyError(f"study {study.name}, {where}: {line!r}: an ensemble trains seeds seed, seed+1, "
+                                 "... in one job, which may be other jobs' (tuning or reporting) seeds; a study runs "
+                                 "one seed a job: remove it")
 
 
 def check_detection(study: StudySchema) -> None:

@@ -107,6 +107,8 @@ def test_registrations_that_would_drift_are_refused(monkeypatch: pytest.MonkeyPa
         register("spread", rank=1, headline={"points": ("spread",)})(EnergyLikeScorer)
     with pytest.raises(ValueError, match=r"coverage scores \['modes'\] are not among its scores"):
         register("spread", rank=1, coverage=("modes",))(EnergyLikeScorer)
+    with pytest.raises(ValueError, match=r"coverage scores \['spread_std'\] must be higher-is-better"):
+        register("spread", rank=1, coverage=("spread_std",))(EnergyLikeScorer)  # the detector keeps the highest
     assert family_of(EnergyLikeScorer) is None
 
 

@@ -140,3 +140,64 @@ def test_on_points_cosine_similarity_is_ignored() -> None:
     assert (images.quality(scores), points.quality(scores)) == (8.0, 8.0)  # 8 + (1 - 1) and 8
     low = {"high_similarity_fraction": 0.25}
     assert images.quality(low) == 0.75 and points.quality(low) == 0.0
+
+
+def _configured(**settings) -> Rollback:
+    """A triggered rollback given the score registry's directions, as the run's build gives them."""
+    from types import SimpleNamespace
+
+    from ganlab.metrics.directions import higher_is_better
+
+    rb = Rollback(mode="triggered", cooldown=0, **settings)
+    rb.configure(SimpleNamespace(data_shape=(2,), score_direction=higher_is_better))
+    return rb
+
+
+def test_a_lower_is_better_score_keeps_its_lowest_as_best_and_rolls_back_when_it_rises() -> None:
+    """reverse_kl (lower is better), min_drop 0.5, best_decay 0.9. Step 1: KL 2.0, the first snapshot (quality -2).
+    Step 2: KL 1.0, quality -1 >= -2 / 0.9 = -2.22: the new snapshot; the best 2 / 0.9 = 2.22 -> min(2.22, 1) = 1;
+    no rollback. Step 3: KL 3.0 (collapse), quality -3 < -1 / 0.9 = -1.11: not a snapshot; 3 >= 1 / 0.9 + 0.5 =
+    1.61: rolled back to the snapshot of step 2, the lowest KL."""
+    events: list[tuple[str, str]] = []
+    state, rb = _state(events), _configured(coverage_keys=("reverse_kl",), min_drop=0.5)
+    _train_step(state)
+    assert rb.after_eval(state, {"reverse_kl": 2.0}) == {}
+    _train_step(state)
+    assert rb.after_eval(state, {"reverse_kl": 1.0}) == {}
+    lowest = copy.deepcopy(state.generator.state_dict())
+    assert rb.snapshot["step"] == 2 and rb.best == {"reverse_kl": 1.0} and rb.snapshot_quality == -1.0
+    _train_step(state)
+    out = rb.after_eval(state, {"reverse_kl": 3.0})
+    assert out == {"rolled_back": 1.0, "snapshot_step": 2.0, "count": 1.0}
+    assert all(torch.equal(v, lowest[k]) for k, v in state.generator.state_dict().items())
+    assert "reverse_kl rose to 3 from its best 1.11" in events[-1][1]
+    assert rb.best == {"reverse_kl": pytest.approx(1 / 0.9)}
+
+
+def test_a_higher_is_better_similarity_key_fires_below_its_threshold() -> None:
+    """class_accuracy as the similarity key (higher is better): 0.4 < 0.5 signals, 0.6 does not."""
+    rb = _configured(similarity_key="class_accuracy", coverage_keys=())
+    rb.points = False
+    assert rb.collapse_reason({"class_accuracy": 0.6}) is None
+    assert rb.collapse_reason({"class_accuracy": 0.4}) == "class_accuracy=0.4 < 0.5"
+    assert rb.quality({"class_accuracy": 0.4}) == 0.4
+
+
+def test_a_score_without_a_direction_is_refused_before_any_work() -> None:
+    """ganlab-train's config check (what it runs on every job before the first) refuses a watched score with no
+    direction or no such score, naming the setting, the score and the usable ones; the strategy refuses it too."""
+    from ganlab.config.check import ConfigError, check_command_line
+    from ganlab.config.run import check_config
+
+    line = ["strategy=[rollback]", "strategy.rollback.mode=triggered"]
+    with pytest.raises(ConfigError, match=r"^strategy\.rollback\.coverage_keys: 'vendi' is a score with no direction"
+                                          r" .*; name a score with a direction: modes_covered, hq_fraction, "):
+        check_command_line([*line, "strategy.rollback.coverage_keys=[modes_covered,vendi]"], check=check_config)
+    with pytest.raises(ConfigError, match=r"^strategy\.rollback\.similarity_key: 'dups' is not a score ganlab "):
+        check_command_line([*line, "strategy.rollback.similarity_key=dups"], check=check_config)
+    with pytest.raises(ConfigError, match=r"^objective: 'vendi' is a score with no direction"):
+        check_command_line(["objective=vendi"], check=check_config)
+    check_command_line([*line, "strategy.rollback.coverage_keys=[reverse_kl]", "objective=reverse_kl"],
+                       check=check_config)
+    with pytest.raises(ValueError, match=r"strategy\.rollback\.coverage_keys: 'vendi' has no direction"):
+        _configured(coverage_keys=("vendi",))

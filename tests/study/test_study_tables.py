@@ -228,6 +228,44 @@ def test_a_study_that_cannot_run_is_refused_before_any_run(overrides, message, t
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("overrides,message", [
+    (["study.arms.1.overrides=['dataset.seed=100']"],
+     r"arm 'D lr damping \(x0.5\)' overrides: 'dataset.seed=100' sets a seed key \(dataset.seed\)"),
+    (["study.common=['model=mlp','+metrics.scorers.kid.seed=3']"],
+     r"common: '\+metrics.scorers.kid.seed=3' sets a seed key \(metrics.scorers.kid.seed\)"),
+    (["study.arms.0.overrides=['seed=100']"], r"arm 'GAN \(no strategy\)' overrides: 'seed=100' sets a seed key"),
+    (["study.tuning.axis.overrides=['optim.generator.lr={value}','strategy.ema.bn_seed={value}']"],
+     r"tuning.axis.overrides: 'strategy.ema.bn_seed=\{value\}' sets a seed key"),
+    (["study.arms.1.axis_overrides=['optim.generator.lr={value}','dataset.seed=100']"],
+     r"arm 'D lr damping \(x0.5\)' axis_overrides: 'dataset.seed=100'"),
+    (["++study.dataset_overrides={ring8: ['dataset=ring8', 'dataset.seed=101']}"],
+     r"dataset_overrides.ring8: 'dataset.seed=101'"),
+    (["study.arms.1.overrides=['trainer.ensemble=2']"],
+     r"'trainer.ensemble=2': an ensemble trains seeds seed, seed\+1"),
+])
+def test_a_study_whose_runs_would_reuse_another_jobs_seeds_is_refused(overrides, message, tmp_path):
+    """Tuning seed 100, reporting seeds 0, 1 (disjoint): an arm pinning dataset.seed=100 would train its reporting
+    runs on the tuning runs' data; every route (common, the arm's overrides or axis overrides, the axis, a data
+    set's overrides, an ensemble) is refused before any run, naming the route and the key."""
+    s = study(*overrides, f"study.runs={tmp_path / 'runs'}")
+    with pytest.raises(StudyError, match=message):
+        check_jobs(s)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_seed_key_derived_from_the_jobs_seed_passes(tmp_path):
+    """The advice of the refusal works: ``dataset.seed=\\${seed}`` in the study (escaped, so the study leaves it to
+    ganlab-train) passes the study's checks and every job's composition."""
+    s = study("study.arms.1.overrides=['dataset.seed=\\${seed}']", f"study.runs={tmp_path / 'runs'}")
+    assert s.arms[1].overrides == ["dataset.seed=${seed}"]
+    check_jobs(s)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (Path(ganlab.CONFIG_DIR) / "study").glob("*.yaml")))
+def test_every_shipped_study_passes_its_own_checks(name):
+    check_study(study(f"study={name}"))
+
+
 def test_an_unknown_study_key_is_refused(tmp_path):
     """A key the schema lacks, in a study file or on the command line, stops the composition naming the key."""
     (tmp_path / "study").mkdir()

@@ -1,0 +1,91 @@
+"""Two runs never share a run folder: the folder's lock and the refusal of a folder with another run's records
+(issue 48)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ganlab.run import layout
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["device=cpu", "trainer.steps=20", "trainer.batch_size=32", "trainer.eval_every=10", "trainer.log_every=5",
+        "metrics.num_real=300", "metrics.num_samples=300", "dataset.num_samples=1000", "logger=none",
+        "trainer.progress=false", "trainer.projector=false", "threads=1",
+        "~metrics.scorers.vendi", "~metrics.scorers.prdc", "~metrics.scorers.ndb", "~metrics.scorers.frechet"]
+
+
+def start(cwd: Path, *overrides: str) -> subprocess.Popen:
+    """``ganlab-train`` of this checkout (``python -m ganlab.cli.train``) started in ``cwd``, not waited for."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env.pop("HYDRA_FULL_ERROR", None)
+    return subprocess.Popen([sys.executable, "-m", "ganlab.cli.train", *TINY, *overrides], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def steps(run_dir: Path) -> list[int]:
+    return [int(row["step"]) for row in layout.read_evaluations(run_dir)]
+
+
+def test_two_runs_started_together_into_one_folder_one_is_refused(tmp_path: Path) -> None:
+    """Both name one folder (what two runs started in one second got from the default name): one trains, the
+    other is refused (its lock held, or its records there when it comes second) and writes nothing: each step is
+    evaluated once."""
+    procs = [start(tmp_path, f"seed={s}", f"hydra.run.dir={tmp_path / 'run'}") for s in (0, 1)]
+    done = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
+    assert sorted(rc for rc, _ in done) == [0, 1], [err[-1500:] for _, err in done]
+    refused = next(err for rc, err in done if rc == 1)
+    assert f"ganlab-train: run folder {tmp_path / 'run'} " in refused
+    assert "is in use" in refused or "already holds a run's records" in refused
+    assert steps(tmp_path / "run") == [10, 20]
+    assert not (tmp_path / "run" / layout.FAILURE_FILE).exists()
+
+
+def test_two_runs_started_together_with_the_default_folder_never_share_it(tmp_path: Path) -> None:
+    """The default folder is named to the second: two runs started together end in two folders, or in one
+    where one trains and the other is refused with the message, never both writing one folder."""
+    procs = [start(tmp_path, f"seed={s}") for s in (0, 1)]
+    done = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
+    folders = sorted((tmp_path / "runs" / "ring8").iterdir())
+    if len(folders) == 2:
+        assert [rc for rc, _ in done] == [0, 0] and [steps(f) for f in folders] == [[10, 20], [10, 20]]
+    else:
+        assert sorted(rc for rc, _ in done) == [0, 1], [err[-1500:] for _, err in done]
+        refused = next(err for rc, err in done if rc)
+        assert "ganlab-train: run folder " in refused
+        assert f"{folders[0].name} is in use" in refused or f"{folders[0].name} already holds" in refused
+        assert steps(folders[0]) == [10, 20]
+
+
+def test_a_folder_with_another_runs_records_is_refused_before_any_work(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / layout.CURVE_FILE).write_text('{"step": 5}\n')
+    proc = start(tmp_path, f"hydra.run.dir={run}")
+    assert proc.wait(timeout=600) == 1
+    assert proc.stderr.read().strip() == (
+        f"ganlab-train: run folder {run} already holds a run's records (metrics.jsonl); a new run never writes into "
+        f"another's folder. Start in a new folder (hydra.run.dir=<new folder>, or leave hydra.run.dir out), or "
+        f"continue that run: trainer.resume={run} hydra.run.dir={run}")
+    assert (run / layout.CURVE_FILE).read_text() == '{"step": 5}\n'
+    assert not (run / layout.CHECKPOINT_DIR).exists() and not (run / layout.FAILURE_FILE).exists()
+
+
+def test_claim_folder_lets_a_run_continue_its_own_folder_and_holds_the_lock(tmp_path: Path) -> None:
+    from ganlab.run.session import RunFolderTaken, claim_folder
+
+    run = tmp_path / "run"
+    (run / layout.CHECKPOINT_DIR).mkdir(parents=True)
+    (run / layout.CHECKPOINT_DIR / layout.LAST_CHECKPOINT).write_bytes(b"x")
+    with pytest.raises(RunFolderTaken, match=r"already holds a run's records \(checkpoints/\)"):
+        claim_folder(run, None)
+    with pytest.raises(RunFolderTaken, match="already holds"):
+        claim_folder(run, str(tmp_path / "other"))  # continuing another run into this one's folder
+    with claim_folder(run, str(run / layout.CHECKPOINT_DIR / layout.LAST_CHECKPOINT)):  # its own checkpoint
+        with pytest.raises(RunFolderTaken, match=r"is in use: another ganlab-train process holds its lock \(\.lock"):
+            claim_folder(run, str(run))
+    claim_folder(run, str(run)).close()  # released when the holder closed it
