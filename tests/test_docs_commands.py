@@ -1,12 +1,16 @@
 """Every ``ganlab-*`` command line that README.md and docs/ show is checked against the config, so the docs cannot
 drift from it: composed with Hydra (each value of a sweep under ``-m``), then run through ganlab's own config checks.
-Nothing is trained. A command must also survive zsh: brackets outside quotes are a file pattern there.
+Nothing is trained. Every shell line the docs show must also paste as printed into bash and into an interactive zsh
+(macOS's default shell), which reads ``#`` as a word, not a comment (``INTERACTIVE_COMMENTS`` is off), and brackets
+outside quotes as a file pattern.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +25,10 @@ from ganlab.config.check import ConfigError, check_command_line
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 COMMANDS = {"ganlab-train": "train", "ganlab-eval": "train", "ganlab-sample": "sample"}
-FENCE = re.compile(r"^```(?:bash|sh|shell|console|zsh)?\s*\n(.*?)^```", re.S | re.M)
+SHELLS = {"bash", "sh", "shell", "console", "zsh"}
+#: the first line of an unlabelled block that holds commands (a block of output or a usage pattern is labelled text)
+COMMAND_START = re.compile(r"^(\$ |[A-Z_]+=\S+ |\.venv/bin/|ganlab-|python3? |pip |sudo |mkdocs |tensorboard )")
+FENCE_LINE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^`\s]*)")
 INLINE = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?ganlab-[a-z]+(?: [^`]*)?)`")
 INDENTED = re.compile(r"(?:^|\n\n)((?:    \S[^\n]*\n?)+)")
 PLACEHOLDER = re.compile(r"<[^<>`]+>")
@@ -38,12 +45,46 @@ def _joined_lines(block: str) -> Iterator[str]:
         buf = ""
 
 
+def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], str]:
+    """((language, body) of every fenced code block, the text outside them). Fences pair line by line as Markdown
+    pairs them: a block ends at a fence of its own character at least as long, with nothing after it."""
+    blocks, outside, lang, fence, body = [], [], "", None, []
+    for line in text.splitlines(keepends=True):
+        m = FENCE_LINE.match(line)
+        if fence is None and m:
+            lang, fence, body = m.group(3).lower(), m.group(2), []
+        elif fence is not None and m and m.group(2).startswith(fence) and not line.strip().strip(fence[0]):
+            blocks.append((lang, "".join(body)))
+            fence = None
+        elif fence is not None:
+            body.append(line)
+        else:
+            outside.append(line)
+    return blocks, "".join(outside)
+
+
+def shell_lines(text: str) -> list[str]:
+    """Every command line of ``text``'s shell blocks (backslash continuations joined): all lines of a ``bash``/``sh``/
+    ``shell``/``zsh`` block or of an unlabelled block that starts like a command; the ``$ `` lines, prompt left off, of
+    a ``console``, ``text`` or unlabelled block of output."""
+    found = []
+    for lang, body in fenced_blocks(text)[0]:
+        lines = [line.strip() for line in _joined_lines(body) if line.strip()]
+        if lang in SHELLS - {"console"} or (lang == "" and lines and COMMAND_START.match(lines[0])
+                                             and not lines[0].startswith("$ ")):
+            found += lines
+        elif lang in {"console", "text", ""}:
+            found += [line[2:] for line in lines if line.startswith("$ ")]
+    return found
+
+
 def command_lines(text: str) -> list[str]:
     """Every ganlab command of ``text``: from shell code blocks, fenced or indented (each ``cmd && cmd`` part), and
     inline code spans."""
     found = []
-    fenced = FENCE.findall(text)
-    indented = [re.sub(r"^    ", "", b, flags=re.M) for b in INDENTED.findall(FENCE.sub("", text))]
+    blocks, outside = fenced_blocks(text)
+    fenced = [body for lang, body in blocks if lang in SHELLS or lang == ""]
+    indented = [re.sub(r"^    ", "", b, flags=re.M) for b in INDENTED.findall(outside)]
     for block in fenced + indented:
         for line in _joined_lines(block):
             for part in re.split(r"&&|;", line):
@@ -53,10 +94,16 @@ def command_lines(text: str) -> list[str]:
     return found
 
 
+def usage_pattern(line: str) -> bool:
+    """Whether ``line`` shows a command's syntax rather than a command: ``...``, alternatives ``a | b``, optional
+    parts ``[key=value ...]``, ``[overrides]``, ``[--flag]``."""
+    return "..." in line or "|" in line or bool(re.search(r"\[(key=value|overrides|--)", line))
+
+
 def parse(line: str) -> tuple[str, list[str], bool] | None:
     """(command, overrides, multirun) of one command line, or None when it is a pattern rather than a command
     (``...``, ``[key=value ...]``, alternatives ``a | b``). Placeholders (``<run dir>``) stand for a path."""
-    if "..." in line or "|" in line or re.search(r"\[(key=value|overrides)", line):
+    if usage_pattern(line):
         return None
     words = shlex.split(PLACEHOLDER.sub("PLACEHOLDER", line), comments=True)
     start = next((i for i, w in enumerate(words) if re.search(r"(^|/)ganlab-(train|eval|sample)$", w)), None)
@@ -96,11 +143,67 @@ def test_the_extraction_by_hand() -> None:
     assert len(collected()) > 20  # the docs show many; an empty list would pass everything below
 
 
-@pytest.mark.parametrize(("page", "line"), collected())
-def test_command_runs_in_zsh(page: str, line: str) -> None:
-    if parse(line) is None:
-        pytest.skip("a usage pattern, not a command")
-    assert not unquoted_globs(line), f"{page}: quote {unquoted_globs(line)} (zsh reads brackets as a pattern): {line}"
+def pasted_lines() -> list[tuple[str, str]]:
+    """(page, line) of every shell line the docs show: the shell blocks' lines and the inline ``ganlab-*`` spans."""
+    out = []
+    for page in PAGES:
+        text = page.read_text()
+        spans = [" ".join(m.split()) for m in INLINE.findall(text)]
+        spans = [span for span in spans if not usage_pattern(span)]
+        out += [(f"{page.relative_to(ROOT)}", line) for line in dict.fromkeys(shell_lines(text) + spans)]
+    return out
+
+
+def zsh_words(line: str) -> list[str]:
+    """The words interactive zsh reads in ``line`` (its lexer, ``${(z)...}``, with comments off, as zsh's default
+    ``NO_INTERACTIVE_COMMENTS`` has them): a ``# comment`` is words ``#``, ``comment``."""
+    done = subprocess.run([ZSH, "-f", "-o", "no_interactive_comments", "-c", 'print -rNC1 -- "${(@z)1}"', "zsh", line],
+                          capture_output=True, text=True, check=True)
+    return done.stdout.split("\0")[:-1]
+
+
+def paste_problems(line: str) -> list[str]:
+    """Why ``line`` would not run as printed in bash or in interactive zsh (empty when it would). A placeholder
+    (``<run dir>``) stands for one word."""
+    line = PLACEHOLDER.sub("PLACEHOLDER", line)
+    problems = []
+    for shell in ("bash", ZSH):
+        done = subprocess.run([shell, "-n", "-c", line], capture_output=True, text=True)
+        if done.returncode:
+            problems.append(f"{Path(shell).name} -n: {done.stderr.strip()}")
+    comment = [w for w in zsh_words(line) if w.startswith("#")]
+    if comment:
+        problems.append(f"zsh reads {comment[0]!r} as a word, not a comment: put the comment in the text")
+    if unquoted_globs(line):
+        problems.append(f"quote {unquoted_globs(line)}: zsh reads brackets as a file pattern")
+    return problems
+
+
+ZSH = shutil.which("zsh") or ""
+needs_zsh = pytest.mark.skipif(not ZSH, reason="zsh is not installed")
+
+
+@needs_zsh
+def test_the_paste_check_by_hand() -> None:
+    assert zsh_words("ganlab-train seed=1 'a # b'  # no GPU?") == ["ganlab-train", "seed=1", "'a # b'", "#", "no",
+                                                                      "GPU?"]
+    assert paste_problems("ganlab-train 'strategy=[pacgan]' seed=1 && ganlab-eval <run dir>") == []
+    assert paste_problems("# the tests") == ["zsh reads '#' as a word, not a comment: put the comment in the text"]
+    assert paste_problems("ganlab-train x=1   # two jobs")[0].startswith("zsh reads '#'")
+    assert paste_problems("ganlab-train strategy=[pacgan]") == [
+        "quote ['strategy=[pacgan]']: zsh reads brackets as a file pattern"]
+    bad_quote = paste_problems("ganlab-train 'seed=1")
+    assert [p.split(":")[0] for p in bad_quote] == ["bash -n", "zsh -n"]
+    text = ("```bash\nganlab-train \\\n  seed=1\n```\n```python title=\"x.py\"\nx = 1\n```\n"
+            "```text\nscore 1\n$ ganlab-eval <run>\n```\n```\npip install -e .\n```\n```\n[usage] x\n```\n")
+    assert shell_lines(text) == ["ganlab-train    seed=1", "ganlab-eval <run>", "pip install -e ."]
+    assert len(pasted_lines()) > 60  # the docs show many; an empty list would pass everything below
+
+
+@needs_zsh
+@pytest.mark.parametrize(("page", "line"), pasted_lines())
+def test_shell_line_pastes_into_zsh_and_bash(page: str, line: str) -> None:
+    assert not paste_problems(line), f"{page}: {line}\n" + "\n".join(paste_problems(line))
 
 
 #: Commands the docs show on purpose as refused (a transcript of the answer), with the answer they must still get.
