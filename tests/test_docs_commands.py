@@ -87,7 +87,7 @@ def command_lines(text: str) -> list[str]:
     indented = [re.sub(r"^    ", "", b, flags=re.M) for b in INDENTED.findall(outside)]
     for block in fenced + indented:
         for line in _joined_lines(block):
-            for part in re.split(r"&&|;", line):
+            for part in re.split(r"&&|;", line.removeprefix("$ ")):  # a transcript's prompt left off
                 if re.search(r"(^|\s|/)ganlab-(train|eval|sample)\b", part):
                     found.append(part.strip())
     found += [" ".join(m.split()) for m in INLINE.findall(text) if re.search(r"ganlab-(train|eval|sample)\b", m)]
@@ -209,6 +209,9 @@ def test_shell_line_pastes_into_zsh_and_bash(page: str, line: str) -> None:
 #: Commands the docs show on purpose as refused (a transcript of the answer), with the answer they must still get.
 DOCUMENTED_REFUSALS = {
     "ganlab-train lr=1e-3": "lr is not a setting of ganlab; the settings named lr: optim.generator.lr",
+    "ganlab-train +lr=1e-3": "lr is not a setting of ganlab (a + adds a key nothing reads)",
+    "ganlab-train -m model=dcgan,mlp model.generator.width=8":
+        "model.generator takes: z_dim, hidden, batch_norm (in the sweep's jobs with model=mlp)",
 }
 
 
@@ -217,7 +220,8 @@ def test_commands_the_docs_show_as_refused_are_refused_as_shown() -> None:
     assert set(DOCUMENTED_REFUSALS) <= shown  # still in the docs, or this list is stale
     for line, answer in DOCUMENTED_REFUSALS.items():
         with pytest.raises(ConfigError) as err:
-            check_command_line(parse(line)[1])
+            _, overrides, multirun = parse(line)
+            check_command_line(overrides, multirun=multirun)
         assert answer in str(err.value)
 
 
