@@ -22,7 +22,6 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from tqdm import tqdm  # plain: tqdm.auto warns "IProgress not found" in a notebook without ipywidgets
 
 from ganlab.data.base import Batcher, GANData
 from ganlab.distributed import SINGLE, Dist, wrap
@@ -43,6 +42,7 @@ from ganlab.trainer.checkpointing import Checkpointing
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.interrupt import GracefulStop, TrainingInterrupted
 from ganlab.trainer.loggers import NullLogger
+from ganlab.trainer.progress import Progress
 from ganlab.trainer.state import scored_generator
 from ganlab.trainer.stats import HEALTH, SCORES, Stats
 
@@ -545,26 +545,26 @@ class Trainer(Checkpointing):
         if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
             self.save(self.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(self.state.step))
         start_step, t0 = self.state.step, time.perf_counter()
-        bar = tqdm(total=self.cfg.steps, initial=start_step, disable=not (self.cfg.progress and self.dist.main),
-                   dynamic_ncols=True, unit="step", desc="train")
-        with GracefulStop() as stop:
-            self._train_until_done(bar, stop)
-        bar.close()
+        with Progress(self.cfg.steps, start_step, enabled=self.cfg.progress and self.dist.main) as progress, \
+                GracefulStop() as stop:
+            self._train_until_done(progress, stop)
         elapsed = time.perf_counter() - t0
         return self.finish(start_step, elapsed)
 
-    def _train_until_done(self, bar: Any, stop: GracefulStop) -> None:
-        """The loop of :meth:`fit`: steps, logging, evaluations and checkpoints until ``cfg.steps``."""
+    def _train_until_done(self, progress: Progress, stop: GracefulStop) -> None:
+        """The loop of :meth:`fit`: steps, logging, evaluations and checkpoints until ``cfg.steps``; ``progress``
+        says what it is doing (evaluating, checkpointing, rolling back) before it starts doing it."""
         # the callbacks that observe steps (most observe evaluations only): no call per step to a no-op hook
         stepping = [c for c in self.callbacks if type(c).after_step is not Callback.after_step]
         while self.state.step < self.cfg.steps:
             out = self.train_step()
             if out.stopped is not None and out.stopped.over_limit:
-                bar.close()
-                self._stop_at_hard_limit(out.stopped)
+                with progress.status("saving a checkpoint, then stopping"):
+                    self._stop_at_hard_limit(out.stopped)
             if out.stopped is not None:  # a non-finite update: roll back and go on
-                self._recover(out.stopped)
-                bar.n = self.state.step
+                with progress.status("rolling back"):
+                    self._recover(out.stopped)
+                progress.set_step(self.state.step)
                 continue
             self.state.step += 1
             step = self.state.step
@@ -576,20 +576,23 @@ class Trainer(Checkpointing):
             for c in stepping:
                 c.after_step(self, out, monitor)
             if step % self.cfg.log_every == 0 or step == self.cfg.steps:
-                self.stats.report_all(self._step_scalars(out, strategy_scalars, bar))
+                self.stats.report_all(self._step_scalars(out, strategy_scalars, progress))
             if self.stats.pending:  # most steps report nothing
                 self.publish(step)
             if step % self.cfg.eval_every == 0 or step == self.cfg.steps:
-                self.evaluate()
+                with progress.status("evaluating"):
+                    progress.set_scores(self.evaluate())
             if step % self.cfg.ckpt_every == 0:
-                self.save(self.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(step))
-            bar.update(1)
+                with progress.status("checkpointing"):
+                    self.save(self.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(step))
+            progress.update(1)
             if self.dist.any(stop.signum is not None):  # every rank stops at the same step
-                bar.close()
-                self._stop_on_signal(stop.signum if stop.signum is not None else signal.SIGTERM)
+                with progress.status("saving a checkpoint, then stopping"):
+                    self._stop_on_signal(stop.signum if stop.signum is not None else signal.SIGTERM)
 
-    def _step_scalars(self, out: StepResult, extra: dict[str, float], bar: Any) -> dict[str, float]:
-        """The scalars of a logged step (losses, D outputs, gradient norms, lrs, ``extra``); updates the bar."""
+    def _step_scalars(self, out: StepResult, extra: dict[str, float], progress: Progress) -> dict[str, float]:
+        """The scalars of a logged step (losses, D outputs, gradient norms, lrs, ``extra``); the losses shown in
+        ``progress``."""
         assert out.d_real is not None and out.d_fake is not None
         scalars = {f"loss/D/{k}": float(v.detach()) for k, v in out.d_terms.items()}
         scalars |= {f"loss/G/{k}": float(v.detach()) for k, v in out.g_terms.items()}
@@ -599,7 +602,7 @@ class Trainer(Checkpointing):
         if self._class_accuracy is not None:  # AC-GAN: D's auxiliary classifier on the latest real batch
             scalars["D/class_accuracy_real"] = float(self._class_accuracy)
         scalars |= {f"lr/{net}": lrs[0] for net, lrs in self.lr.applied.items()}  # this step's (first group's)
-        bar.set_postfix(D=f"{scalars['loss/D/adv']:.3f}", G=f"{scalars['loss/G/adv']:.3f}", refresh=False)
+        progress.set_losses(D=scalars["loss/D/adv"], G=scalars["loss/G/adv"])
         return scalars
 
     def evaluate(self) -> dict[str, float]:
