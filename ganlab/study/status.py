@@ -9,12 +9,14 @@ No training and no torch (so it is quick, and works from a SLURM login node whil
 * failed: the folder holds ``failure.json`` (or the committed rows say ``failed``) and nothing runs there;
 * left: the rest (not started, or interrupted: the study continues them from their newest checkpoint).
 
-The reporting runs of a pair (arm, data set) are planned at the axis value the tuning stage chose; until it can
-choose (its tuning runs unfinished) they count as left. Cost is what the runs recorded: the wall seconds of each job
-in a folder (``study_jobs.jsonl``; the ``wall_s`` column of committed rows), summed per run. No CPU time is recorded,
-so "run-hours" are wall hours of one run each (a run uses the threads its ``threads=`` gives it). The estimate of
-what is left is, per left run, the mean run-hours of the finished runs of its arm on its data set (either stage: the
-budget is the same), summed; left runs of an arm with no finished run yet are counted as unknown.
+A reporting run (arm, data set, seed) is found at whichever axis value its folder (or a committed row) shows: the
+runner trains it only at the value the tuning stage chose, and recomputing that choice needs the scores' directions,
+which import torch. So a run left from an earlier choice, before a tuning run changed it, still counts as done. Cost
+is what the runs recorded: the wall seconds of each job in a folder (``study_jobs.jsonl``; the ``wall_s`` column of
+committed rows), summed per run. No CPU time is recorded, so "run-hours" are wall hours of one run each (a run uses
+the threads its ``threads=`` gives it). The estimate of what is left is, per left run, the mean run-hours of the
+finished runs of its arm on its data set (either stage: the budget is the same), summed; left runs of an arm with no
+finished run yet are counted as unknown.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from ganlab.run import layout
 from ganlab.study.collect import (
     TABLE,
     Recorded,
-    collect,
     has_run,
     job_key,
     recorded_finished,
@@ -143,29 +144,24 @@ def run_state(study: StudySchema, job: Job, recorded: Recorded) -> RunState:
     return RunState(job, "left")
 
 
-def planned(study: StudySchema, recorded: Recorded) -> tuple[list[Job], list[Job]]:
-    """The planned runs: (every tuning run, every reporting run). A reporting run is at its pair's chosen axis value
-    (:func:`ganlab.study.stats.choices` on the tuning rows, as the runner chooses); a pair without a choice yet gets
-    its reporting runs with value None (not located: they count as left)."""
-    tune = tuning_jobs(study)
-    if study.tuning is None:
-        return tune, final_jobs(study)
-    from ganlab.study import stats
-
-    chosen = stats.choices(study, collect(study, tune, recorded))
-    every = final_jobs(study, {(a.name, d): None for a in study.arms for d in study.datasets})
-    return tune, [dataclasses.replace(j, value=chosen.get((j.arm, j.dataset))) for j in every]
+def final_state(study: StudySchema, job: Job, recorded: Recorded) -> RunState:
+    """The state of a reporting run of a study with a tuning stage, ``job`` without its axis value: the furthest
+    (:data:`STATES` order) of its folders at the axis values (the runner trains only the chosen one) and their
+    committed rows; a left run keeps value None (its value is not chosen, or not started)."""
+    found = [run_state(study, dataclasses.replace(job, value=float(v)), recorded) for v in study.tuning.axis.values]
+    best = min(found, key=lambda r: STATES.index(r.state))
+    return RunState(job, "left") if best.state == "left" else best
 
 
 def states(study: StudySchema, recorded: Recorded) -> list[RunState]:
-    """Every planned run's state (:func:`planned`, :func:`run_state`); a reporting run without a chosen value is
-    left."""
-    tune, final = planned(study, recorded)
-    out = [run_state(study, j, recorded) for j in tune]
-    for j in final:
-        unplaced = study.tuning is not None and j.value is None
-        out.append(RunState(j, "left") if unplaced else run_state(study, j, recorded))
-    return out
+    """Every planned run's state: each tuning run (:func:`run_state`) and each reporting run (arm, data set, seed),
+    at the value its folders show (:func:`final_state`; the choice itself is not recomputed, which would need the
+    scores' directions and so torch)."""
+    out = [run_state(study, j, recorded) for j in tuning_jobs(study)]
+    if study.tuning is None:
+        return out + [run_state(study, j, recorded) for j in final_jobs(study)]
+    every = final_jobs(study, {(a.name, d): None for a in study.arms for d in study.datasets})
+    return out + [final_state(study, j, recorded) for j in every]
 
 
 def summarize(runs: Sequence[RunState]) -> list[Line]:
