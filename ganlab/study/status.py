@@ -208,8 +208,9 @@ def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
     text = [f"{study.name}: runs in {study.runs}, committed rows in {Path(study.results) / TABLE}"]
     text += ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
              for row in table]
-    text.append("run-h: wall hours of one run each (study_jobs.jsonl, the table's wall_s); left: the mean of the "
-                "arm's finished runs on that data set per left run, summed; divide by the runs going at once")
+    text += ["run-h done: the finished runs' wall hours (study_jobs.jsonl, the table's wall_s), one run each;",
+             "run-h left: per left run, the mean of its arm's finished runs on that data set (unknown: none yet);",
+             "divide by the runs going at once for the time left."]
     return "\n".join(text) + "\n"
 
 
