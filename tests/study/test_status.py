@@ -22,7 +22,7 @@ GAN, DAMP = "GAN (no strategy)", "D lr damping (x0.5)"
 
 
 def study(tmp: Path):
-    from tests.study.test_study_tables import study as compose
+    from test_study_tables import study as compose
 
     return compose(f"study.runs={tmp / 'runs'}", f"study.results={tmp / 'results'}")
 
