@@ -266,14 +266,14 @@ def main() -> None:
     searchpath = any(a.lstrip("+").startswith("hydra.searchpath") for a in hydra_args)
     if name is not None and "/" not in name and not searchpath:
         check_name(name)
-    if argv[:1] == ["status"]:  # before Hydra's app and the training schemas: no torch (ganlab.study.status)
-        from ganlab.study.status import main as status_main
-
-        sys.exit(status_main(argv[1:]))
     try:
         check_study_keys(hydra_args)
     except StudyError as err:
         _fail(err)
+    if argv[:1] == ["status"]:  # before Hydra's app and the training schemas: no torch (ganlab.study.status)
+        from ganlab.study.status import main as status_main
+
+        sys.exit(status_main(argv[1:]))
     sys.argv = [sys.argv[0], *hydra_args]
     assert ganlab.CONFIG_DIR  # registers the config schemas before Hydra composes
     study_main()

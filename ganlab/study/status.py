@@ -228,6 +228,9 @@ def main(argv: Sequence[str]) -> int:
     for a study that cannot be composed."""
     import sys
 
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
     from ganlab.study.schema import StudyError
 
     names = [a for a in argv if "=" not in a and not a.startswith("-")]
@@ -236,7 +239,7 @@ def main(argv: Sequence[str]) -> int:
         return 1
     try:
         print(status(compose_study(names[0], [a for a in argv if a != names[0]])), end="")
-    except StudyError as err:
+    except (StudyError, HydraException, OmegaConfBaseException) as err:  # a bad override: Hydra's message, no trace
         print(f"ganlab-study: {err}", file=sys.stderr)
         return 1
     return 0

@@ -118,3 +118,11 @@ def test_an_unknown_study_is_refused_as_by_the_other_actions():
     assert out.returncode == 1
     assert "no study 'smok' (conf/study/smok.yaml); did you mean smoke?" in out.stderr
     assert out.stdout.strip() == "TORCH False"
+
+
+def test_a_bad_key_is_refused_without_a_traceback():
+    out = run_cli("status", "smoke", "study.bogus=1")
+    assert out.returncode == 1 and "study.bogus is not a key of the study" in out.stderr
+    out = run_cli("status", "smoke", "study.seeds=x")
+    assert out.returncode == 1 and "Error merging override study.seeds=x" in out.stderr
+    assert "Traceback" not in out.stderr
