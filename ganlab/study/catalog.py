@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from ganlab import CONFIG_DIR
+import ganlab
 from ganlab.study.schema import StudySchema, register
 
 
 def shipped_studies() -> list[str]:
     """The names of the studies in ``conf/study/`` (each ``<name>.yaml``), sorted."""
-    return sorted(p.stem for p in (Path(CONFIG_DIR) / "study").glob("*.yaml"))
+    return sorted(p.stem for p in (ganlab._config_dir() / "study").glob("*.yaml"))  # no schemas needed (no torch)
 
 
 def load_study(name: str) -> StudySchema:
@@ -27,7 +26,7 @@ def load_study(name: str) -> StudySchema:
     """
     register()
     context = contextlib.nullcontext() if GlobalHydra.instance().is_initialized() else \
-        initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3", job_name="ganlab_study")
+        initialize_config_dir(config_dir=str(ganlab.CONFIG_DIR), version_base="1.3", job_name="ganlab_study")
     with context:
         cfg = compose("ganlab_study", overrides=[f"study={name}"])
     return OmegaConf.to_object(cfg.study)

@@ -8,6 +8,7 @@ A Hydra main over ``conf/ganlab_study.yaml``; the study is its ``study`` group::
     ganlab-study check fair_table                    # check every job's overrides, run nothing
     ganlab-study collect fair_table                  # the table of evaluations from the run folders, train nothing
     ganlab-study report fair_table                   # table.md, curves.png, results page from that table alone
+    ganlab-study status fair_table                   # runs finished, running, failed, left; hours spent and left
     ganlab-study blocks [--check]                    # refresh (check) every generated block of the docs
 """
 
@@ -26,9 +27,8 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from ganlab import CONFIG_DIR
+import ganlab
 from ganlab.cli.help import WIDTH, page, rows
-from ganlab.config.check import did_you_mean
 from ganlab.study import collect as collect_mod
 from ganlab.study.catalog import load_study, shipped_studies
 from ganlab.study.plan import all_jobs, check_folders, final_jobs, tuning_jobs
@@ -37,7 +37,7 @@ from ganlab.study.schema import StudyError, StudySchema, register
 register()  # conf/study/*.yaml name /schema/study
 
 #: Words that may precede the study's name on the command line (each sets ``action``).
-ACTIONS = ("run", "check", "collect", "report")
+ACTIONS = ("run", "check", "collect", "report", "status")
 
 #: What ``ganlab-study --help`` says the command does.
 ABOUT = """Run or report a study declared in conf/study/<STUDY>.yaml (docs/howto/studies.md): its arms, data sets,
@@ -52,6 +52,7 @@ EXAMPLES = [
     ("ganlab-study check fair_table", "check every job's overrides, run nothing"),
     ("ganlab-study collect fair_table", "the table of evaluations from the run folders, train nothing"),
     ("ganlab-study report fair_table", "table.md, curves.png, results page from that table alone"),
+    ("ganlab-study status fair_table", "runs finished, running, failed and left per stage and data set; hours"),
     ("ganlab-study blocks --check", "check every generated block of the docs (without --check: refresh them)"),
 ]
 
@@ -63,6 +64,8 @@ def usage() -> str:
                     ("check", "the checks of every job's overrides only"),
                     ("collect", "the table from the run folders, no training"),
                     ("report", "table.md, curves.png and the results page, from the table alone"),
+                    ("status", "runs finished, running, failed, left per stage and data set, run-hours spent and "
+                               "an estimate of those left; from the folders and the table, no torch"),
                     ("blocks [--check]", "refresh (check) every generated block of README.md and docs/")])
     keys = rows([("study.<key>=<value>", "any key of the study's YAML (e.g. study.budget.steps, study.seeds)"),
                  ("stage=<all|tune|final>", "all; tune: the tuning stage only; final: the reporting runs of the "
@@ -70,7 +73,8 @@ def usage() -> str:
                  ("'arms=[a,b]'", "train only these arms (the others are left alone); default: every arm"),
                  ("hydra/launcher=<option>", "where the runs go: joblib (default, this machine), submitit_slurm, "
                                              "submitit_local, basic (in this process)")])
-    return page(["ganlab-study [ACTION] STUDY [key=value ...]", "ganlab-study blocks [--check]"], ABOUT, EXAMPLES,
+    return page(["ganlab-study [ACTION] STUDY [key=value ...]", "ganlab-study status STUDY [study.key=value ...]",
+                 "ganlab-study blocks [--check]"], ABOUT, EXAMPLES,
                 [("actions (the word before STUDY)", actions), ("keys (key=value)", keys),
                  ("studies (conf/study/)", textwrap.wrap(", ".join(shipped_studies()), WIDTH, initial_indent="  ",
                                                          subsequent_indent="  "))],
@@ -152,12 +156,13 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
         sys.exit(1)
 
 
-@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="ganlab_study")
+@hydra.main(version_base="1.3", config_path=str(ganlab._config_dir()), config_name="ganlab_study")
 def study_main(cfg: DictConfig) -> None:
     """The Hydra job of ``ganlab-study``: ``cfg.action`` on ``cfg.study``."""
     from ganlab.study.report import report
     from ganlab.study.schema import check_study
 
+    assert ganlab.CONFIG_DIR  # its first use registers the training schemas the jobs compose (imports torch)
     try:
         study: StudySchema = OmegaConf.to_object(cfg.study)
         if cfg.action == "check":
@@ -174,6 +179,10 @@ def study_main(cfg: DictConfig) -> None:
             check_study(study)
             check_folders(study)
             print(f"ganlab-study: wrote {write_collected(study, recorded_for(study))}")
+        elif cfg.action == "status":
+            from ganlab.study.status import status
+
+            print(status(study), end="")
         elif cfg.action == "report" and study.detection is not None:
             from ganlab.study.detection_report import report_detection
 
@@ -229,6 +238,18 @@ def check_study_keys(args: list[str]) -> None:
                 break
 
 
+def check_name(name: str) -> None:
+    """Exit with a message naming the closest shipped study when ``name`` is none of ``conf/study/``."""
+    studies = shipped_studies()
+    if name not in studies:
+        from difflib import get_close_matches
+
+        close = get_close_matches(name, studies, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        _fail(StudyError(f"no study {name!r} (conf/study/{name}.yaml){hint or ';'} the studies: {', '.join(studies)} "
+                         "(ganlab-study --help)"))
+
+
 def main() -> None:
     """``ganlab-study``: ``blocks`` goes to :func:`ganlab.study.blocks.main`; anything else to :func:`study_main`
     after :func:`hydra_argv`."""
@@ -242,17 +263,19 @@ def main() -> None:
         sys.exit(0)
     hydra_args = hydra_argv(argv)
     name = next((a.split("=", 1)[1] for a in hydra_args if a.startswith("study=")), None)
-    studies = shipped_studies()
     searchpath = any(a.lstrip("+").startswith("hydra.searchpath") for a in hydra_args)
-    if name is not None and "/" not in name and not searchpath and name not in studies:
-        hint = did_you_mean(name, studies)
-        _fail(StudyError(f"no study {name!r} (conf/study/{name}.yaml){hint or ';'} the studies: {', '.join(studies)} "
-                         "(ganlab-study --help)"))
+    if name is not None and "/" not in name and not searchpath:
+        check_name(name)
     try:
         check_study_keys(hydra_args)
     except StudyError as err:
         _fail(err)
+    if argv[:1] == ["status"]:  # before Hydra's app and the training schemas: no torch (ganlab.study.status)
+        from ganlab.study.status import main as status_main
+
+        sys.exit(status_main(argv[1:]))
     sys.argv = [sys.argv[0], *hydra_args]
+    assert ganlab.CONFIG_DIR  # registers the config schemas before Hydra composes
     study_main()
 
 

@@ -1,0 +1,245 @@
+"""``ganlab-study status STUDY``: where a study stands, read from its run folders and its committed table alone.
+
+No training and no torch (so it is quick, and works from a SLURM login node while the study runs). For each stage
+(``tune``, ``final``) and data set it counts the planned runs that are
+
+* finished: the folder's ``metrics.json`` is at the arm's budget step, or (no run in the folder) the committed
+  table (``<results>/evaluations.csv``, or a reused study's) records the run finished, as the runner skips it;
+* running: another process holds the folder's lock (the study's ``.study.lock`` or ganlab-train's ``.lock``);
+* failed: the folder holds ``failure.json`` (or the committed rows say ``failed``) and nothing runs there;
+* left: the rest (not started, or interrupted: the study continues them from their newest checkpoint).
+
+A reporting run (arm, data set, seed) is found at whichever axis value its folder (or a committed row) shows: the
+runner trains it only at the value the tuning stage chose, and recomputing that choice needs the scores' directions,
+which import torch. So a run left from an earlier choice, before a tuning run changed it, still counts as done. Cost
+is what the runs recorded: the wall seconds of each job in a folder (``study_jobs.jsonl``; the ``wall_s`` column of
+committed rows), summed per run. No CPU time is recorded, so "run-hours" are wall hours of one run each (a run uses
+the threads its ``threads=`` gives it). The estimate of what is left is, per left run, the mean run-hours of the
+finished runs of its arm on its data set (either stage: the budget is the same), summed; left runs of an arm with no
+finished run yet are counted as unknown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import statistics
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ganlab.io import read_jsonl
+from ganlab.run import layout
+from ganlab.study.collect import (
+    TABLE,
+    Recorded,
+    has_run,
+    job_key,
+    recorded_finished,
+    recorded_rows,
+    run_status,
+)
+from ganlab.study.plan import STAGES, Job, final_jobs, folder, tuning_jobs
+from ganlab.study.runner import JOBS_FILE, LOCK_FILE
+from ganlab.study.schema import StudySchema, register
+from ganlab.study.stats import FAILED
+
+#: The states of a planned run, in the order the table shows them.
+STATES = ("finished", "running", "failed", "left")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunState:
+    """A planned run's state (one of :data:`STATES`) and, when known, its cost in wall seconds (None when not)."""
+
+    job: Job
+    state: str
+    wall_s: float | None = None
+
+
+@dataclasses.dataclass
+class Line:
+    """One line of the status table: a stage on a data set."""
+
+    stage: str
+    dataset: str
+    counts: dict[str, int]
+    planned: int
+    hours: float             # run-hours of the finished runs
+    left_hours: float        # estimated run-hours of the left runs whose arm has a measured mean
+    left_unknown: int        # left runs whose arm has no finished run yet
+
+
+def compose_study(name: str, overrides: Sequence[str] = ()) -> StudySchema:
+    """The study ``conf/study/<name>.yaml`` composed as ``ganlab-study`` composes it, with ``overrides`` (keys of the
+    study command, e.g. ``study.runs=...``), without registering ganlab's training schemas (which import torch)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    import ganlab
+
+    register()
+    context = contextlib.nullcontext() if GlobalHydra.instance().is_initialized() else \
+        initialize_config_dir(config_dir=str(ganlab._config_dir()), version_base="1.3", job_name="ganlab_study")
+    with context:
+        cfg = compose("ganlab_study", overrides=[f"study={name}", *overrides])
+    return OmegaConf.to_object(cfg.study)
+
+
+def lock_held(run_dir: Path) -> bool:
+    """Whether a process holds the lock of ``run_dir`` (:data:`ganlab.study.runner.LOCK_FILE` or
+    :data:`ganlab.run.layout.LOCK_FILE`). Tested by taking a shared lock without waiting and releasing it at once
+    (nothing is created); False without ``fcntl``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return False
+    for name in (LOCK_FILE, layout.LOCK_FILE):
+        path = run_dir / name
+        if not path.is_file():
+            continue
+        with open(path) as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
+def folder_wall_s(run_dir: Path) -> float | None:
+    """The wall seconds of every job recorded in the folder's ``study_jobs.jsonl``, summed (None without one)."""
+    jobs = read_jsonl(run_dir / JOBS_FILE)
+    return sum(float(j.get("wall_s") or 0.0) for j in jobs) if jobs else None
+
+
+def rows_wall_s(rows: Iterable[dict[str, Any]]) -> float | None:
+    """The wall seconds of the jobs behind committed rows: each distinct (commit, wall_s) once, summed (None when
+    no row has one)."""
+    chunks = {(r.get("commit"), r["wall_s"]) for r in rows if r.get("wall_s") is not None}
+    return sum(float(w) for _, w in chunks) if chunks else None
+
+
+def run_state(study: StudySchema, job: Job, recorded: Recorded) -> RunState:
+    """The state of one planned run from its folder (when it holds a run) or else its committed rows."""
+    run_dir = folder(study, job)
+    if has_run(study, job) or not recorded.get(job_key(job)):
+        done = run_status(study, job)
+        if done is True:
+            return RunState(job, "finished", folder_wall_s(run_dir))
+        if lock_held(run_dir):
+            return RunState(job, "running")
+        failure = layout.job_failure(run_dir) if run_dir.is_dir() else None
+        if done == FAILED or (failure is not None and failure.status != "unfinished"):
+            return RunState(job, "failed", folder_wall_s(run_dir))
+        return RunState(job, "left")
+    rows = recorded[job_key(job)]
+    if recorded_finished(study, job, rows):
+        return RunState(job, "finished", rows_wall_s(rows))
+    if lock_held(run_dir):
+        return RunState(job, "running")
+    if any(r.get("finished") == FAILED for r in rows):
+        return RunState(job, "failed", rows_wall_s(rows))
+    return RunState(job, "left")
+
+
+def final_state(study: StudySchema, job: Job, recorded: Recorded) -> RunState:
+    """The state of a reporting run of a study with a tuning stage, ``job`` without its axis value: the furthest
+    (:data:`STATES` order) of its folders at the axis values (the runner trains only the chosen one) and their
+    committed rows; a left run keeps value None (its value is not chosen, or not started)."""
+    found = [run_state(study, dataclasses.replace(job, value=float(v)), recorded) for v in study.tuning.axis.values]
+    best = min(found, key=lambda r: STATES.index(r.state))
+    return RunState(job, "left") if best.state == "left" else best
+
+
+def states(study: StudySchema, recorded: Recorded) -> list[RunState]:
+    """Every planned run's state: each tuning run (:func:`run_state`) and each reporting run (arm, data set, seed),
+    at the value its folders show (:func:`final_state`; the choice itself is not recomputed, which would need the
+    scores' directions and so torch)."""
+    out = [run_state(study, j, recorded) for j in tuning_jobs(study)]
+    if study.tuning is None:
+        return out + [run_state(study, j, recorded) for j in final_jobs(study)]
+    every = final_jobs(study, {(a.name, d): None for a in study.arms for d in study.datasets})
+    return out + [final_state(study, j, recorded) for j in every]
+
+
+def summarize(runs: Sequence[RunState]) -> list[Line]:
+    """The status table's lines (stage, then data set, in plan order) from the runs' states: counts per state, the
+    run-hours of the finished runs, and the estimate for the left ones from the mean run-hours per (data set, arm)
+    of the finished runs with a known cost."""
+    costs: dict[tuple[str, str], list[float]] = {}
+    for r in runs:
+        if r.state == "finished" and r.wall_s is not None:
+            costs.setdefault((r.job.dataset, r.job.arm), []).append(r.wall_s / 3600)
+    mean = {k: statistics.fmean(v) for k, v in costs.items()}
+    lines: dict[tuple[str, str], Line] = {}
+    for r in sorted(runs, key=lambda r: STAGES.index(r.job.stage)):
+        line = lines.setdefault((r.job.stage, r.job.dataset), Line(r.job.stage, r.job.dataset,
+                                                                   dict.fromkeys(STATES, 0), 0, 0.0, 0.0, 0))
+        line.counts[r.state] += 1
+        line.planned += 1
+        if r.state == "finished" and r.wall_s is not None:
+            line.hours += r.wall_s / 3600
+        if r.state == "left":
+            m = mean.get((r.job.dataset, r.job.arm))
+            if m is None:
+                line.left_unknown += 1
+            else:
+                line.left_hours += m
+    return list(lines.values())
+
+
+def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
+    """The text ``ganlab-study status`` prints: a header naming the folders, one row per (stage, data set) and a
+    total row."""
+    head = ["stage", "data set", *STATES, "of", "run-h done", "run-h left (est.)"]
+    total = Line("all", "", {s: sum(line.counts[s] for line in lines) for s in STATES},
+                 sum(line.planned for line in lines), sum(line.hours for line in lines),
+                 sum(line.left_hours for line in lines), sum(line.left_unknown for line in lines))
+
+    def cells(line: Line) -> list[str]:
+        left = f"{line.left_hours:.2f}" + (f" + {line.left_unknown} unknown" if line.left_unknown else "")
+        return [line.stage, line.dataset, *(str(line.counts[s]) for s in STATES), str(line.planned),
+                f"{line.hours:.2f}", left]
+
+    table = [head, *(cells(line) for line in lines), cells(total)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    text = [f"{study.name}: runs in {study.runs}, committed rows in {Path(study.results) / TABLE}"]
+    text += ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+             for row in table]
+    text += ["run-h done: the finished runs' wall hours (study_jobs.jsonl, the table's wall_s), one run each;",
+             "run-h left: per left run, the mean of its arm's finished runs on that data set (unknown: none yet);",
+             "divide by the runs going at once for the time left."]
+    return "\n".join(text) + "\n"
+
+
+def status(study: StudySchema) -> str:
+    """``ganlab-study status``'s text for ``study``: its committed rows (and a reusing arm's other study's), its
+    run folders' states, summed (:func:`summarize`) and formatted (:func:`format_status`)."""
+    from ganlab.study.reuse import reused_rows
+
+    recorded = {**reused_rows(study, compose_study), **recorded_rows(study)}
+    return format_status(study, summarize(states(study, recorded)))
+
+
+def main(argv: Sequence[str]) -> int:
+    """``ganlab-study status STUDY [study.key=value ...]``: print :func:`status`; 0, or 1 with a message on stderr
+    for a study that cannot be composed."""
+    import sys
+
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from ganlab.study.schema import StudyError
+
+    names = [a for a in argv if "=" not in a and not a.startswith("-")]
+    if len(names) != 1:
+        print("ganlab-study status: give one study: ganlab-study status STUDY [study.key=value ...]", file=sys.stderr)
+        return 1
+    try:
+        print(status(compose_study(names[0], [a for a in argv if a != names[0]])), end="")
+    except (StudyError, HydraException, OmegaConfBaseException) as err:  # a bad override: Hydra's message, no trace
+        print(f"ganlab-study: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,128 @@
+"""``ganlab-study status``: the smoke study interrupted mid-way, built by hand, counted and costed by hand; no torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ganlab.io import append_jsonl
+from ganlab.run import layout
+from ganlab.study import collect as collect_mod
+from ganlab.study.plan import Job, folder
+from ganlab.study.runner import JOBS_FILE, _lock
+from ganlab.study.status import Line, format_status, states, status, summarize
+
+ROOT = Path(__file__).resolve().parents[2]
+GAN, DAMP = "GAN (no strategy)", "D lr damping (x0.5)"
+
+
+def study(tmp: Path):
+    from test_study_tables import study as compose
+
+    return compose(f"study.runs={tmp / 'runs'}", f"study.results={tmp / 'results'}")
+
+
+def finished_run(s, job: Job, modes: tuple[int, int], walls: list[float]) -> None:
+    """A run at the budget (40 steps): evaluations at steps 20 and 40, and one study job line per wall time."""
+    run_dir = folder(s, job)
+    run_dir.mkdir(parents=True)
+    for step, m in zip((20, 40), modes):
+        append_jsonl(run_dir / layout.CURVE_FILE, {"step": step, "scores": {"modes_covered": m, "hq_fraction": 0.5}})
+    (run_dir / layout.METRICS_FILE).write_text(json.dumps({"step": 40}))
+    for i, w in enumerate(walls):
+        append_jsonl(run_dir / JOBS_FILE, {"from_step": 20 * i, "to_step": 20 * (i + 1), "wall_s": w,
+                                           "commit": "c0", "error": None})
+
+
+@pytest.fixture
+def interrupted(tmp_path: Path):
+    """Smoke (tuning: 2 arms x lr 1e-3, 3e-3 x seed 100; reporting: 2 arms x seeds 0, 1) stopped mid-way:
+
+    * tune GAN lr 1e-3: finished, 2 jobs of 1800 s (1 h); GAN lr 3e-3: finished, 7200 s (2 h), more modes: chosen;
+    * tune damping lr 1e-3: failed (failure.json) after 600 s; damping lr 3e-3: running (its lock held here);
+    * final GAN seed 0 at lr 3e-3: no folder, its rows committed finished (one job of 5400 s, 1.5 h, on both rows);
+    * final GAN seed 1: left; damping seeds 0, 1: left (its tuning unfinished, so no lr chosen). A left reporting
+      run has no lr in the status (the choice is not recomputed: that needs the scores' directions, and torch).
+    """
+    s = study(tmp_path)
+    finished_run(s, Job(GAN, "ring8", "tune", 100, 1e-3), (4, 5), [1800.0, 1800.0])
+    finished_run(s, Job(GAN, "ring8", "tune", 100, 3e-3), (6, 7), [7200.0])
+    failed = folder(s, Job(DAMP, "ring8", "tune", 100, 1e-3))
+    layout.record_failure(failed, RuntimeError("nan"), log_traceback=False)
+    append_jsonl(failed / JOBS_FILE, {"from_step": 0, "to_step": 20, "wall_s": 600.0, "commit": "c0",
+                                      "error": "RuntimeError: nan"})
+    lock = _lock(folder(s, Job(DAMP, "ring8", "tune", 100, 3e-3)))
+    rows = [{"study": "smoke", "arm": GAN, "dataset": "ring8", "stage": "final", "seed": 0, "lr": 3e-3, "step": step,
+             "finished": True, "modes_covered": 7, "hq_fraction": 0.5, "commit": "c0", "wall_s": 5400.0}
+            for step in (20, 40)]
+    collect_mod.write_table(s, rows)
+    yield s
+    lock.close()
+
+
+def test_counts_and_estimate_by_hand(interrupted):
+    """tune: 2 finished (1 h + 2 h), 1 running, 1 failed (its 600 s not counted as done), 0 left. final: GAN seed 0
+    finished from the committed rows (5400 s once, not once per row: 1.5 h); 3 left. The GAN's mean on ring8 is
+    (1 + 2 + 1.5) / 3 = 1.5 h, so its left run is 1.5 h; damping has no finished run: its 2 are unknown."""
+    s = interrupted
+    runs = states(s, collect_mod.recorded_rows(s))
+    by = {(r.job.stage, r.job.arm, r.job.seed, r.job.value): r.state for r in runs}
+    assert by == {("tune", GAN, 100, 1e-3): "finished", ("tune", GAN, 100, 3e-3): "finished",
+                  ("tune", DAMP, 100, 1e-3): "failed", ("tune", DAMP, 100, 3e-3): "running",
+                  ("final", GAN, 0, 3e-3): "finished", ("final", GAN, 1, None): "left",
+                  ("final", DAMP, 0, None): "left", ("final", DAMP, 1, None): "left"}
+    tune, final = summarize(runs)
+    assert tune == Line("tune", "ring8", {"finished": 2, "running": 1, "failed": 1, "left": 0}, 4, 3.0, 0.0, 0)
+    assert final.stage == "final" and final.counts == {"finished": 1, "running": 0, "failed": 0, "left": 3}
+    assert (final.planned, final.left_unknown) == (4, 2)
+    assert final.hours == pytest.approx(1.5) and final.left_hours == pytest.approx(1.5)
+
+
+def test_the_text(interrupted):
+    lines = status(interrupted).splitlines()
+    assert lines[1].split() == ["stage", "data", "set", "finished", "running", "failed", "left", "of", "run-h",
+                                "done", "run-h", "left", "(est.)"]
+    assert lines[2].split() == ["tune", "ring8", "2", "1", "1", "0", "4", "3.00", "0.00"]
+    assert lines[3].split() == ["final", "ring8", "1", "0", "0", "3", "4", "1.50", "1.50", "+", "2", "unknown"]
+    assert lines[4].split() == ["all", "3", "1", "1", "3", "8", "4.50", "1.50", "+", "2", "unknown"]
+    assert lines == format_status(interrupted, summarize(states(interrupted, collect_mod.recorded_rows(
+        interrupted)))).splitlines()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    code = ("import sys; from ganlab.study.cli import main\n"
+            f"sys.argv = ['ganlab-study', *{list(args)!r}]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+            "print('TORCH', 'torch' in sys.modules)\nsys.exit(code)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=120)
+
+
+def test_the_command_imports_no_torch(interrupted, tmp_path):
+    """The short form goes around Hydra's app: the same table, torch never imported (the lock is held by this test's
+    process, another process for the command)."""
+    out = run_cli("status", "smoke", f"study.runs={tmp_path / 'runs'}", f"study.results={tmp_path / 'results'}")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[:-1] == status(interrupted).splitlines()
+    assert out.stdout.splitlines()[-1] == "TORCH False"
+
+
+def test_an_unknown_study_is_refused_as_by_the_other_actions():
+    out = run_cli("status", "smok")
+    assert out.returncode == 1
+    assert "no study 'smok' (conf/study/smok.yaml); did you mean smoke?" in out.stderr
+    assert out.stdout.strip() == "TORCH False"
+
+
+def test_a_bad_key_is_refused_without_a_traceback():
+    out = run_cli("status", "smoke", "study.bogus=1")
+    assert out.returncode == 1 and "study.bogus is not a key of the study" in out.stderr
+    out = run_cli("status", "smoke", "study.seeds=x")
+    assert out.returncode == 1 and "Error merging override study.seeds=x" in out.stderr
+    assert "Traceback" not in out.stderr
