@@ -179,14 +179,16 @@ def _popen(args: list[str]) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
-def _interrupt_when(proc: subprocess.Popen, ready) -> subprocess.CompletedProcess:
-    """Send SIGINT (a Ctrl-C) to ``proc`` once ``ready()`` is true; wait for it."""
+def _interrupt_when(proc: subprocess.Popen, ready, times: int = 1) -> subprocess.CompletedProcess:
+    """Send SIGINT (a Ctrl-C) ``times`` times to ``proc`` once ``ready()`` is true; wait for it."""
     deadline = time.monotonic() + 120
     while not ready() and proc.poll() is None:
         assert time.monotonic() < deadline, "the run never got ready to be interrupted"
         time.sleep(0.02)
     assert proc.poll() is None, "the run ended before the signal could be sent"
-    proc.send_signal(signal.SIGINT)
+    for _ in range(times):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.005)
     out, err = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -251,3 +253,16 @@ def test_ctrl_c_stops_a_sweep_and_names_finished_interrupted_and_unrun_jobs(tmp_
     assert not _no_temp_files(sweep_dir)
     line = [x.strip() for x in printed.splitlines() if "trainer.resume=" in x]
     assert line and all(x == line[0] for x in line) and f"trainer.resume={stopped}" in line[0]
+
+
+def test_a_second_ctrl_c_stops_at_once_and_keeps_the_newest_checkpoint(tmp_path: Path) -> None:
+    from ganlab.run import layout
+
+    done = _interrupt_when(_popen(_train_cmd(tmp_path)[3:]),
+                           lambda: len(list((tmp_path / "checkpoints").glob("step_*.pt"))) >= 2, times=2)
+    printed = done.stdout + done.stderr
+    assert done.returncode == 130 and "Traceback" not in printed, printed[-2000:]
+    assert "To continue the run:" in printed and not _no_temp_files(tmp_path)
+    assert json.loads((tmp_path / layout.INTERRUPTED_FILE).read_text())["resume"] in printed
+    path, ckpt = ckpt_io.find_checkpoint(tmp_path)  # whole: every checkpoint is written atomically
+    assert ckpt["step"] >= 10

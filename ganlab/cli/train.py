@@ -181,7 +181,8 @@ def _stopped(signal_name: str, step: int | None, checkpoint: Path | None) -> Non
         return
     command = resume_command(run_dir)
     where = f"at generator step {step}: {checkpoint.name} saved" if checkpoint is not None and step is not None \
-        else "outside the training loop: the newest checkpoint on disk is kept"
+        else "stopped at once (a second Ctrl-C, or one outside the training loop): the newest checkpoint on disk " \
+        "is kept"
     layout.record_interrupt(run_dir, signal_name, step, checkpoint, command)
     log.warning("%s %s; run folder %s. To continue the run:\n  %s", signal_name, where, run_dir, command)
 
