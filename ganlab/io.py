@@ -45,13 +45,19 @@ def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO[Any]]:
 
 
 def atomic_save(obj: Any, path: str | Path) -> None:
-    """``torch.save`` through :func:`atomic_open`."""
+    """``torch.save`` through :func:`atomic_open`; a Ctrl-C during the write raises KeyboardInterrupt (not the
+    RuntimeError torch's half-closed zip writer would raise instead) and leaves no file behind."""
     # torch loads here, on the first tensor file written, not on import: the run layout and the study's schema,
     # which import this module, are read by commands that never load torch (ganlab-study check)
     import torch
 
     with atomic_open(path, "wb") as f:
-        torch.save(obj, f)
+        try:
+            torch.save(obj, f)
+        except RuntimeError as err:  # torch's zip writer, cut short by Ctrl-C, hides the KeyboardInterrupt
+            if isinstance(err.__context__, KeyboardInterrupt):
+                raise err.__context__ from None
+            raise
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

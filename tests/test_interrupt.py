@@ -5,6 +5,7 @@ skipped; a failed checkpoint write leaves the previous checkpoint intact."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import random
 import shlex
@@ -170,3 +171,98 @@ def test_a_failed_checkpoint_write_leaves_the_previous_one(tmp_path: Path, monke
         trainer.save(path)
     assert path.read_bytes() == before and trainer.good_checkpoint == tmp_path / "checkpoints" / "step_0000006.pt"
     assert not list((tmp_path / "checkpoints").glob(".*.tmp"))  # the temporary file is gone too
+
+
+# ------------------------------------------------------------------- Ctrl-C on the command line (issues 44/48)
+def _popen(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ganlab.cli.train", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def _interrupt_when(proc: subprocess.Popen, ready, times: int = 1) -> subprocess.CompletedProcess:
+    """Send SIGINT (a Ctrl-C) ``times`` times to ``proc`` once ``ready()`` is true; wait for it."""
+    deadline = time.monotonic() + 120
+    while not ready() and proc.poll() is None:
+        assert time.monotonic() < deadline, "the run never got ready to be interrupted"
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before the signal could be sent"
+    for _ in range(times):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.005)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _no_temp_files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob(".*.tmp")]
+
+
+def test_ctrl_c_saves_marks_the_folder_and_prints_a_pasteable_resume_command(tmp_path: Path) -> None:
+    from ganlab.run import layout
+
+    run_dir = tmp_path / "run [a]"  # a folder name the shell must see quoted
+    args = [a for a in _train_cmd(run_dir)[3:] if not a.startswith("hydra.run.dir=")]
+    done = _interrupt_when(_popen([*args, "strategy=[]", f"hydra.run.dir='{run_dir}'"]),
+                           lambda: len(list((run_dir / "checkpoints").glob("step_*.pt"))) >= 2)
+    printed = done.stdout + done.stderr
+    assert done.returncode == 130, printed[-2000:]
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
+    assert f"run folder {run_dir}. To continue the run:" in printed
+    line = [x.strip() for x in printed.splitlines() if "trainer.resume=" in x]
+    assert len(line) == 1, printed[-2000:]
+    assert "'strategy=[]'" in line[0]  # quoted for bash and zsh (a bare [] is a glob there)
+    words = shlex.split(line[0])  # as the shell splits the pasted line
+    assert "strategy=[]" in words and f"trainer.resume='{run_dir}'" in words and f"hydra.run.dir='{run_dir}'" in words
+    info = json.loads((run_dir / layout.INTERRUPTED_FILE).read_text())
+    assert info["signal"] == "SIGINT" and info["resume"] == line[0] and not (run_dir / layout.FAILED_MARKER).exists()
+    stopped = layout.job_failure(run_dir)
+    assert stopped is not None and stopped.status == "interrupted" and stopped.resume == line[0]
+    assert Path(info["checkpoint"]).is_file() and not _no_temp_files(run_dir)
+    _, *resume_args = words
+    resumed = subprocess.run([sys.executable, "-m", "ganlab.cli.train", *resume_args], capture_output=True,
+                             text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert f"step_{info['step']:07d}.pt" in resumed.stdout + resumed.stderr  # continued from the saved step
+    assert json.loads((run_dir / layout.METRICS_FILE).read_text())["step"] == 200
+    assert not (run_dir / layout.INTERRUPTED_FILE).exists() and layout.job_failure(run_dir) is None
+
+
+def test_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    done = _interrupt_when(_popen(_train_cmd(run_dir)[3:]), lambda: (run_dir / "train.log").exists())
+    printed = done.stdout + done.stderr
+    assert done.returncode == 130, printed[-2000:]
+    assert "Traceback" not in printed
+    assert "To start it again:" in printed or "To continue the run:" in printed, printed[-2000:]
+    assert not run_dir.exists() or not _no_temp_files(run_dir)
+
+
+def test_ctrl_c_stops_a_sweep_and_names_finished_interrupted_and_unrun_jobs(tmp_path: Path) -> None:
+    sweep_dir = tmp_path / "sweep"
+    args = [a for a in _train_cmd(tmp_path)[3:] if not a.startswith(("hydra.run.dir=", "trainer.steps="))]
+    done = _interrupt_when(_popen(["-m", *args, "trainer.steps=40", "seed=0,1,2", f"hydra.sweep.dir={sweep_dir}"]),
+                           lambda: len(list(sweep_dir.glob("1_*/checkpoints/step_*.pt"))) >= 2)
+    printed = done.stdout + done.stderr
+    assert done.returncode == 130, printed[-2000:]
+    assert "Traceback" not in printed
+    finished, stopped = sorted(sweep_dir.glob("0_*"))[0], sorted(sweep_dir.glob("1_*"))[0]
+    assert f"finished job {finished}" in printed and f"interrupted job {stopped}" in printed
+    assert "job 2 not run: seed=2" in printed
+    summary = (sweep_dir / "summary.md").read_text()
+    assert summary.count("Interrupted: 1 jobs finished") == 1 and f"interrupted `{stopped}`" in summary
+    assert not _no_temp_files(sweep_dir)
+    line = [x.strip() for x in printed.splitlines() if "trainer.resume=" in x]
+    assert line and all(x == line[0] for x in line) and f"trainer.resume={stopped}" in line[0]
+
+
+def test_a_second_ctrl_c_stops_at_once_and_keeps_the_newest_checkpoint(tmp_path: Path) -> None:
+    from ganlab.run import layout
+
+    done = _interrupt_when(_popen(_train_cmd(tmp_path)[3:]),
+                           lambda: len(list((tmp_path / "checkpoints").glob("step_*.pt"))) >= 2, times=2)
+    printed = done.stdout + done.stderr
+    assert done.returncode == 130 and "Traceback" not in printed, printed[-2000:]
+    assert "To continue the run:" in printed and not _no_temp_files(tmp_path)
+    assert json.loads((tmp_path / layout.INTERRUPTED_FILE).read_text())["resume"] in printed
+    path, ckpt = ckpt_io.find_checkpoint(tmp_path)  # whole: every checkpoint is written atomically
+    assert ckpt["step"] >= 10

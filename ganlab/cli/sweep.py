@@ -168,8 +168,13 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
     log.info("sweep %s: %d jobs finished, %d failed or unfinished, %d not run; summary in %s",
              "interrupted" if interrupted else "finished", len(runs), len(failed), len(missing),
              sweep_dir / filename)
+    for run in runs:
+        log.info("finished job %s", run["run_dir"])
     for f in failed:
-        log.warning("failed job %s: %s (log: %s)", f.run_dir, f.error, f.log)
+        if f.resume:
+            log.warning("interrupted job %s (log: %s); to continue it:\n  %s", f.run_dir, f.log, f.resume)
+        else:
+            log.warning("%s job %s: %s (log: %s)", f.status, f.run_dir, f.error, f.log)
     for i, job in missing:
         log.warning("job %d not run: %s", i, " ".join(job))
     return len(runs), len(failed), len(missing)
@@ -231,14 +236,34 @@ def remove_new_folders() -> None:
             folder.rmdir()
 
 
-def sweep_interrupted() -> None:
-    """After a sweep stopped mid-way (Ctrl-C, a signal, a job that exited): write its ``summary.md``, naming the
-    jobs that never ran; nothing outside a sweep or after one that ended."""
+def remove_unstarted_run_folder() -> Path | None:
+    """A single run stopped while Hydra set it up (its ``.hydra/`` files may be half-written): remove the run
+    folder :class:`NewRunFolders` saw this call make, when it holds nothing but Hydra's files, its log and its lock,
+    then the empty parents this call made. Returns the folder removed, or None."""
+    import shutil
+
+    from ganlab.run import layout
+
+    if not _NEW_FOLDERS or not _NEW_FOLDERS[0].is_dir():
+        return None
+    run_dir = _NEW_FOLDERS[0]
+    if not {p.name for p in run_dir.iterdir()} <= {layout.HYDRA_DIR, layout.JOB_LOG, layout.LOCK_FILE}:
+        return None
+    shutil.rmtree(run_dir, ignore_errors=True)
+    remove_new_folders()
+    return run_dir
+
+
+def sweep_interrupted() -> bool:
+    """After a sweep stopped mid-way (Ctrl-C, a signal, a job that exited): write its ``summary.md`` and log the
+    jobs that finished, the command that continues the interrupted job and the jobs that never ran; nothing
+    outside a sweep or after one that ended. Returns whether a sweep's summary was written."""
     active = _ACTIVE
     if active is None or active.counts is not None or active.sweep_dir is None or not active.sweep_dir.is_dir():
-        return
+        return False
     active.counts = write_summary(active.sweep_dir, active.planned, active.swept, interrupted=True,
                                   filename=active.filename)
+    return True
 
 
 def exit_status() -> int:

@@ -10,8 +10,10 @@ import contextlib
 import io
 import logging
 import os
+import re
 import shlex
 import shutil
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +31,11 @@ if TYPE_CHECKING:
     from ganlab.distributed import Dist
 
 log = logging.getLogger("ganlab")
+
+#: The exit status of a run or sweep stopped by Ctrl-C: 128 + SIGINT, the shell's convention.
+INTERRUPTED_EXIT = 128 + signal.SIGINT
+
+
 def tensorboard_command(run_dir: Path) -> str:
     """``tensorboard --logdir <run_dir>`` that works as printed (see :func:`ganlab.cli.common.program`)."""
     from ganlab.cli.common import program
@@ -119,7 +126,65 @@ def resume_command(run_dir: Path) -> str:
 
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
-    return shlex.join([program("ganlab-train"), *task, f"trainer.resume={run_dir}", f"hydra.run.dir={run_dir}"])
+    folder = hydra_value(str(run_dir))
+    return shlex.join([program("ganlab-train"), *task, f"trainer.resume={folder}", f"hydra.run.dir={folder}"])
+
+
+def hydra_value(text: str) -> str:
+    """``text`` as the value of a Hydra override: as it is when Hydra's grammar reads it back unchanged (a plain
+    path), else single-quoted with its quotes escaped (a folder name with a space, brackets or a comma).
+    :func:`shlex.join` then quotes the whole ``key=value`` for the shell."""
+    if re.fullmatch(r"[\w./:@+-]+", text):
+        return text
+    return "'" + text.replace("'", "\\'") + "'"
+
+
+def start_command(run_dir: Path) -> str:
+    """The ``ganlab-train`` command that starts the run of ``run_dir`` again from step 0: this run's command-line
+    overrides and ``hydra.run.dir`` (a run stopped before it saved a checkpoint)."""
+    from ganlab.cli.common import program
+
+    task = [o for o in HydraConfig.get().overrides.task
+            if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
+    return shlex.join([program("ganlab-train"), *task, f"hydra.run.dir={hydra_value(str(run_dir))}"])
+
+
+def _stopped(signal_name: str, step: int | None, checkpoint: Path | None) -> None:
+    """A run stopped by a signal: mark its folder (:func:`ganlab.run.layout.record_interrupt`, not a failure)
+    and log where it is and the command that continues it (shell-quoted, one line of its own to paste).
+
+    ``step``/``checkpoint`` None: the signal came outside the training loop (while the run was built or scored,
+    or a second Ctrl-C); then the newest checkpoint already on disk (every file is written atomically) is the
+    one to resume from, and a run that saved none has its folder removed when nothing else is in it, and
+    the command that starts it again is printed."""
+    from ganlab.cli import sweep
+    from ganlab.run import layout
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    dist = sys.modules.get("ganlab.distributed")  # not imported anew: the signal may have cut its import short
+    if dist is not None and not dist.current().main:
+        return
+    layout.remove_interrupted_writes(run_dir, None)  # a write the signal cut off
+    saved = checkpoint is not None or any((run_dir / layout.CHECKPOINT_DIR).glob("*.pt"))
+    if not saved:
+        if not sweep.is_multirun() and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {
+                layout.HYDRA_DIR, layout.JOB_LOG, layout.LOCK_FILE}:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            sweep.remove_new_folders()
+            log.warning("%s before the first checkpoint: nothing saved, run folder %s removed. To start the run "
+                        "again:\n  %s", signal_name, run_dir, start_command(run_dir))
+            return
+        command = start_command(run_dir)
+        layout.record_interrupt(run_dir, signal_name, 0, None, command)
+        log.warning("%s before the first checkpoint: nothing saved; run folder %s. To start the run again:\n  %s",
+                    signal_name, run_dir, command)
+        return
+    command = resume_command(run_dir)
+    where = f"at generator step {step}: {checkpoint.name} saved" if checkpoint is not None and step is not None \
+        else "stopped at once (a second Ctrl-C, or one outside the training loop): the newest checkpoint on disk " \
+        "is kept"
+    layout.record_interrupt(run_dir, signal_name, step, checkpoint, command)
+    log.warning("%s %s; run folder %s. To continue the run:\n  %s", signal_name, where, run_dir, command)
 
 
 def _quiet_other_ranks(dist: Dist) -> None:
@@ -183,14 +248,27 @@ def main() -> None:
     """``ganlab-train``: :func:`check_arguments`, then the Hydra job :func:`train`. A sweep (``-m``) exits 1 when any
     job failed or never ran, and writes its ``summary.md`` also when it is interrupted
     (:func:`ganlab.cli.sweep.sweep_interrupted`)."""
-    check_arguments(sys.argv[1:])
-    from ganlab import CONFIG_DIR  # the schemas the YAMLs name, stored before Hydra composes
-    from ganlab.cli import sweep  # the resolvers of the run and job folders' names
+    try:
+        check_arguments(sys.argv[1:])
+        from ganlab import CONFIG_DIR  # the schemas the YAMLs name, stored before Hydra composes
+        from ganlab.cli import sweep  # the resolvers of the run and job folders' names
+    except KeyboardInterrupt:  # Ctrl-C while the settings were checked (torch loading): nothing written yet
+        print("ganlab-train: interrupted before the run started; nothing was written", file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT)
 
     log.debug("config folder %s", CONFIG_DIR)
     try:
         train()
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:  # outside a job (Hydra between a sweep's jobs, or composing): no traceback
+        if not sweep.sweep_interrupted():
+            from ganlab.cli.common import program
+
+            removed = sweep.remove_unstarted_run_folder()
+            print("ganlab-train: interrupted before the run started; nothing was saved"
+                  f"{f' (its folder {removed} removed)' if removed else ''}. To start it again:\n  "
+                  f"{shlex.join([program('ganlab-train'), *sys.argv[1:]])}", file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT)
+    except SystemExit:
         sweep.sweep_interrupted()
         raise
     sys.exit(sweep.exit_status())
@@ -204,18 +282,24 @@ def train(cfg: DictConfig) -> float | None:
     ``failure.json`` and ``FAILED`` into its folder, and it returns the worst objective (+-inf). A single run
     re-raises.
     """
-    from ganlab import distributed
-
     if not isinstance(cfg.get("preflight", False), bool):
         raise ValueError(f"preflight must be true or false, got {cfg.preflight!r}")
-    if cfg.get("preflight"):
-        if not preflight(cfg):
-            sys.exit(1)
-        return None
     try:
-        return _train(cfg)
-    finally:
-        distributed.shutdown()
+        if cfg.get("preflight"):
+            if not preflight(cfg):
+                sys.exit(1)
+            return None
+        from ganlab import distributed
+        try:
+            return _train(cfg)
+        finally:
+            distributed.shutdown()
+    except KeyboardInterrupt:  # Ctrl-C outside the training loop (start, final scores) or a second Ctrl-C
+        if cfg.get("preflight"):
+            print("ganlab-train: preflight interrupted", file=sys.stderr)
+        else:
+            _stopped("SIGINT", None, None)
+        sys.exit(INTERRUPTED_EXIT)
 
 
 def _train(cfg: DictConfig) -> float | None:
@@ -236,8 +320,7 @@ def _train(cfg: DictConfig) -> float | None:
     except StartError as err:
         return _failed_start(cfg, err)
     except TrainingInterrupted as stop:
-        run_dir = Path(HydraConfig.get().runtime.output_dir)
-        log.warning("%s. To continue the run:\n  %s", stop, resume_command(run_dir))
+        _stopped(signal.Signals(stop.signum).name, stop.step, stop.checkpoint)
         sys.exit(stop.exit_code)
     except Exception as err:
         multirun = sweep.is_multirun()  # a single run also marks its folder, so ganlab-compare tells it from a kill

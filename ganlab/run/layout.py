@@ -12,6 +12,8 @@ A run of ``ganlab-train`` (``runs/<dataset>/<date>/``, or one job folder of a sw
     preflight.json                       a ``preflight=true`` dry run (no metrics.json: not a job)
     ensemble.json                        a ``trainer.ensemble=S`` run (its runs are the seed_<k>/ members)
     failure.json, FAILED                 a job that raised (:func:`record_failure`)
+    interrupted.json                     a run stopped by Ctrl-C/SIGTERM, with the command that resumes it
+                                         (:func:`record_interrupt`; not a failure: removed when the run resumes)
 
 This module is a leaf: it imports nothing from ganlab but :mod:`ganlab.io`, so the trainer that writes these files,
 the commands and the notebook API all take the names from here.
@@ -32,7 +34,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from ganlab.io import read_jsonl, remove_stale_temp_files
+from ganlab.io import atomic_write_text, read_jsonl, remove_stale_temp_files
 
 log = logging.getLogger("ganlab")
 
@@ -49,6 +51,7 @@ SAMPLE_DIR = "sample"              # ganlab-sample's pictures, one folder per ch
 PREFLIGHT_FILE = "preflight.json"  # the table of a preflight=true dry run
 ENSEMBLE_FILE = "ensemble.json"    # the summary of a trainer.ensemble=S run
 FAILURE_FILE = "failure.json"      # {"type", "message", "stage", "traceback", "log", "time"} of the exception
+INTERRUPTED_FILE = "interrupted.json"  # {"signal", "step", "checkpoint", "resume", "time"} of a stopped run
 FAILED_MARKER = "FAILED"           # a one-line flag file ("Type: message") for shell scripts: ls */FAILED
 NAN_DUMPS_DIR = "nan_dumps"        # the batch and weights of each non-finite update (ganlab.health.recovery)
 JOB_LOG = "train.log"              # Hydra's log of a ganlab-train job
@@ -217,7 +220,9 @@ class FailedJob:
     run_dir: Path
     log: Path                  # the job's log, holding the traceback
     error: str                 # ``Type: message`` from failure.json, or why the job counts as failed
-    status: str = "failed"     # "failed" (it raised), "config error" (refused before training) or "unfinished"
+    status: str = "failed"     # "failed" (it raised), "config error" (refused before training), "interrupted"
+    #                            (Ctrl-C/SIGTERM: interrupted.json, resumable) or "unfinished" (killed, or running)
+    resume: str | None = None  # an interrupted job: the shell command that continues it
 
 
 def is_ensemble(folder: Path) -> bool:
@@ -257,13 +262,21 @@ def is_finished(job: Path) -> bool:
 
 
 def job_failure(job: Path) -> FailedJob | None:
-    """Why ``job`` counts as failed (its ``failure.json``, or no ``metrics.json``), or None for a finished job."""
+    """Why ``job`` counts as failed (its ``failure.json``), interrupted (``interrupted.json``) or unfinished (no
+    ``metrics.json``), or None for a finished job."""
     log_file = next(iter(sorted(job.glob("*.log"))), job / JOB_LOG)
     failure = job / FAILURE_FILE
     if failure.exists():
         info = json.loads(failure.read_text())
         status = "config error" if info.get("stage") == "start" else "failed"
         return FailedJob(job, Path(info.get("log", log_file)), f"{info['type']}: {info['message']}", status)
+    stopped = job / INTERRUPTED_FILE
+    if stopped.exists() and not (job / METRICS_FILE).exists():
+        info = json.loads(stopped.read_text())
+        return FailedJob(job, log_file, f"stopped by {info['signal']}"
+                         f"{'' if info.get('step') is None else ' at step ' + str(info['step'])}; "
+                         f"continue it: {info['resume']}",
+                         "interrupted", info["resume"])
     if not (job / METRICS_FILE).exists():
         return FailedJob(job, log_file, "no metrics.json (killed, or still running)", "unfinished")
     return None
@@ -293,12 +306,36 @@ def record_failure(run_dir: str | Path, err: BaseException, log_traceback: bool 
     return path
 
 
+def record_interrupt(run_dir: str | Path, signal_name: str, step: int | None, checkpoint: str | Path | None,
+                     resume: str) -> Path:
+    """Write ``interrupted.json`` into ``run_dir`` (atomically): a run stopped on purpose (Ctrl-C, SIGTERM), not
+    a failure. ``ganlab-compare`` and a sweep's ``summary.md`` list it as ``interrupted`` with ``resume``, the
+    command that continues it; :func:`clear_failure` removes it when the run starts again.
+
+    Args:
+        run_dir: the run folder.
+        signal_name: ``SIGINT`` or ``SIGTERM``.
+        step: generator updates done when it stopped (None: stopped outside the training loop).
+        checkpoint: the checkpoint it resumes from (None: none was saved).
+        resume: the shell command that continues the run (or starts it again when nothing was saved).
+
+    Returns:
+        The path of ``interrupted.json``.
+    """
+    info = {"signal": signal_name, "step": None if step is None else int(step),
+            "checkpoint": None if checkpoint is None else str(checkpoint), "resume": resume,
+            "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+    path = Path(run_dir) / INTERRUPTED_FILE
+    atomic_write_text(path, json.dumps(info, indent=2) + "\n")
+    return path
+
+
 def clear_failure(run_dir: str | Path) -> bool:
-    """Remove ``failure.json`` and ``FAILED`` from ``run_dir`` (a run that starts again there, resumed after a
-    failure or an interrupt, is no longer failed: the markers describe the folder's present state). Returns whether
-    there was a record to remove; the earlier failure stays in the job's log."""
+    """Remove ``failure.json``, ``FAILED`` and ``interrupted.json`` from ``run_dir`` (a run that starts again
+    there, resumed after a failure or an interrupt, is no longer failed nor stopped: the markers describe the
+    folder's present state). Returns whether there was a record to remove; the earlier one stays in the job's log."""
     found = False
-    for name in (FAILURE_FILE, FAILED_MARKER):
+    for name in (FAILURE_FILE, FAILED_MARKER, INTERRUPTED_FILE):
         path = Path(run_dir) / name
         if path.is_file():
             path.unlink()

@@ -539,15 +539,15 @@ class Trainer(Checkpointing):
             TrainingInterrupted: SIGINT or SIGTERM arrived; the step under way finished and a checkpoint
                 ``checkpoints/step_<step>.pt`` was saved (:mod:`ganlab.trainer.interrupt`).
         """
-        self.start()
-        if self._pending_after_eval is not None:  # resumed from a last.pt: the strategies' reaction to its scores
-            self._react_to_eval(self._pending_after_eval)
-        if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
-            self.save(self.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(self.state.step))
-        start_step, t0 = self.state.step, time.perf_counter()
-        with Progress(self.cfg.steps, start_step, enabled=self.cfg.progress and self.dist.main) as progress, \
-                GracefulStop() as stop:
-            self._train_until_done(progress, stop)
+        with GracefulStop() as stop:  # a signal while starting (the step-0 checkpoint) stops after the first step
+            self.start()
+            if self._pending_after_eval is not None:  # resumed from a last.pt: the strategies' reaction to its scores
+                self._react_to_eval(self._pending_after_eval)
+            if self.health.cfg.nan_guard and self.good_checkpoint is None:  # something to roll back to
+                self.save(self.run_dir / layout.CHECKPOINT_DIR / layout.step_checkpoint_name(self.state.step))
+            start_step, t0 = self.state.step, time.perf_counter()
+            with Progress(self.cfg.steps, start_step, enabled=self.cfg.progress and self.dist.main) as progress:
+                self._train_until_done(progress, stop)
         elapsed = time.perf_counter() - t0
         return self.finish(start_step, elapsed)
 
