@@ -266,3 +266,12 @@ def test_a_second_ctrl_c_stops_at_once_and_keeps_the_newest_checkpoint(tmp_path:
     assert json.loads((tmp_path / layout.INTERRUPTED_FILE).read_text())["resume"] in printed
     path, ckpt = ckpt_io.find_checkpoint(tmp_path)  # whole: every checkpoint is written atomically
     assert ckpt["step"] >= 10
+
+
+def test_the_printed_command_splits_back_into_the_same_words() -> None:
+    from ganlab.cli.train import hydra_value, shell_join
+
+    words = ["ganlab-train", "strategy=[]", f"hydra.run.dir={hydra_value('/r [a] b')}", "x=it's $HOME", "y=a!b", "z"]
+    line = shell_join(words)
+    assert shlex.split(line) == words
+    assert "\"hydra.run.dir='/r [a] b'\"" in line and "'strategy=[]'" in line

@@ -127,13 +127,25 @@ def resume_command(run_dir: Path) -> str:
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
     folder = hydra_value(str(run_dir))
-    return shlex.join([program("ganlab-train"), *task, f"trainer.resume={folder}", f"hydra.run.dir={folder}"])
+    return shell_join([program("ganlab-train"), *task, f"trainer.resume={folder}", f"hydra.run.dir={folder}"])
+
+
+def shell_join(words: list[str]) -> str:
+    """``words`` as one command line for bash and zsh, like :func:`shlex.join`, but a word holding single quotes
+    (a Hydra-quoted value, ``hydra.run.dir='/a b'``) goes in double quotes when nothing in it is special there
+    (no ``"``, ``$``, backquote, backslash or ``!``), which reads better than shlex's ``'"'"'`` splices."""
+    def quote(word: str) -> str:
+        if "'" in word and not any(c in word for c in '"$`\\!'):
+            return f'"{word}"'
+        return shlex.quote(word)
+
+    return " ".join(quote(w) for w in words)
 
 
 def hydra_value(text: str) -> str:
     """``text`` as the value of a Hydra override: as it is when Hydra's grammar reads it back unchanged (a plain
     path), else single-quoted with its quotes escaped (a folder name with a space, brackets or a comma).
-    :func:`shlex.join` then quotes the whole ``key=value`` for the shell."""
+    :func:`shell_join` then quotes the whole ``key=value`` for the shell."""
     if re.fullmatch(r"[\w./:@+-]+", text):
         return text
     return "'" + text.replace("'", "\\'") + "'"
@@ -146,7 +158,7 @@ def start_command(run_dir: Path) -> str:
 
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
-    return shlex.join([program("ganlab-train"), *task, f"hydra.run.dir={hydra_value(str(run_dir))}"])
+    return shell_join([program("ganlab-train"), *task, f"hydra.run.dir={hydra_value(str(run_dir))}"])
 
 
 def _stopped(signal_name: str, step: int | None, checkpoint: Path | None) -> None:
@@ -266,7 +278,7 @@ def main() -> None:
             removed = sweep.remove_unstarted_run_folder()
             print("ganlab-train: interrupted before the run started; nothing was saved"
                   f"{f' (its folder {removed} removed)' if removed else ''}. To start it again:\n  "
-                  f"{shlex.join([program('ganlab-train'), *sys.argv[1:]])}", file=sys.stderr)
+                  f"{shell_join([program('ganlab-train'), *sys.argv[1:]])}", file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT)
     except SystemExit:
         sweep.sweep_interrupted()
