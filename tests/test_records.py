@@ -62,3 +62,24 @@ def test_a_run_killed_mid_append_resumes_and_every_reader_reads_it(tmp_path):
     assert [s for s, _ in read_curve(run)] == [20, 60]
     assert all(json.loads(line) for line in curve.read_text().splitlines())  # no torn line left
     assert "modes_covered" in read_curve(run)[-1][1]
+
+
+def test_a_folder_lock_held_for_a_moment_is_waited_for_and_one_held_on_is_refused(tmp_path):
+    """flock locks conflict between open files, in one process too: a lock a reader holds for 0.1 s (a status
+    probe) is waited for; one still held after LOCK_PATIENCE_S is refused (None), and taken once released."""
+    import fcntl
+    import threading
+
+    from ganlab.run import layout
+
+    held = open(tmp_path / layout.LOCK_FILE, "a")  # noqa: SIM115
+    fcntl.flock(held, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    threading.Timer(0.1, fcntl.flock, (held, fcntl.LOCK_UN)).start()
+    first = layout.lock_folder(tmp_path)
+    assert first is not None
+    assert layout.lock_folder(tmp_path) is None  # ``first`` holds it for the run's length
+    first.close()
+    second = layout.lock_folder(tmp_path)
+    assert second is not None
+    second.close()
+    held.close()

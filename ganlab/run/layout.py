@@ -382,20 +382,30 @@ def run_records(run_dir: str | Path) -> list[str]:
     return found
 
 
-def lock_folder(run_dir: str | Path) -> Any:
-    """An exclusive lock on ``run_dir`` (:data:`LOCK_FILE`, ``fcntl.flock``): the open lock file, to keep open
-    while the run writes there (the OS releases it when the process ends, crashed or not), or None when another
-    process holds it. Without ``fcntl`` (Windows) no lock is taken and the open file is returned."""
+#: How long :func:`lock_folder` waits for a lock held briefly (a status probe) before calling it taken.
+LOCK_PATIENCE_S = 0.5
+
+
+def lock_folder(run_dir: str | Path, name: str = LOCK_FILE) -> Any:
+    """An exclusive lock on ``run_dir`` (the file ``name``, :data:`LOCK_FILE` by default; ``fcntl.flock``): the
+    open lock file, to keep open while the run writes there (the OS releases it when the process ends, crashed or
+    not), or None when another process holds it. A lock held for less than :data:`LOCK_PATIENCE_S` (a reader such
+    as ``ganlab-study status`` probing it) is waited for. Without ``fcntl`` (Windows) no lock is taken and the
+    open file is returned."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    handle = open(run_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open for the run's whole length
+    handle = open(run_dir / name, "a")  # noqa: SIM115 - held open for the run's whole length
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         return handle
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return None
-    return handle
+    deadline = time.monotonic() + LOCK_PATIENCE_S
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                handle.close()
+                return None
+            time.sleep(0.02)

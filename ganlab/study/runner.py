@@ -69,20 +69,9 @@ LOCK_FILE = ".study.lock"
 
 
 def _lock(run_dir: Path) -> Any:
-    """An exclusive lock on ``run_dir`` (the open lock file: keep it open while training), or None when another
-    process holds it. Without ``fcntl`` (Windows) no lock is taken and the open file is returned."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    handle = open(run_dir / LOCK_FILE, "a")  # noqa: SIM115 - held open for the run's whole length
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return handle
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return None
-    return handle
+    """An exclusive lock on ``run_dir`` (:data:`LOCK_FILE`, see :func:`ganlab.run.layout.lock_folder`): the open
+    lock file, to keep open while training, or None when another process holds it."""
+    return layout.lock_folder(run_dir, LOCK_FILE)
 
 
 def train_job(cfg: DictConfig) -> dict[str, Any]:
