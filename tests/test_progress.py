@@ -96,3 +96,31 @@ def test_a_run_into_a_file_writes_ten_plain_lines_with_its_scores(tmp_path, caps
     assert "\r" not in err
     assert [int(line.split()[2].split("/")[0]) for line in lines] == list(range(4, 41, 4))
     assert "modes_covered" in lines[-1] and lines[-1].startswith("train: step 40/40 (100%)")
+
+
+def test_log_records_go_through_the_bar_and_the_handlers_come_back():
+    """On a terminal a log record is written by tqdm.write (the bar cleared, the record on its own line) with its
+    handler's format; after the run the logger has its own handler again; tqdm.auto is never imported."""
+    import logging
+    import subprocess
+    import sys
+
+    out = Terminal()
+    logger = logging.getLogger("ganlab.test_progress")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
+    logger.addHandler(handler)
+    try:
+        from ganlab.trainer.progress import logs_through_bar
+
+        with Progress(10, stream=out) as p, logs_through_bar([logger]):
+            p.update(2)
+            assert type(logger.handlers[0]).__name__ == "_BarWriter"
+            logger.handlers[0].stream = out
+            logger.warning("evaluating")
+        assert logger.handlers == [handler]
+    finally:
+        logger.removeHandler(handler)
+    assert "[WARNING] evaluating\n" in out.getvalue()
+    code = "import sys, ganlab.trainer.loop; print('tqdm.auto' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

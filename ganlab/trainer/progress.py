@@ -4,7 +4,8 @@ On a terminal (``stream.isatty()``) a tqdm bar: its description says what the lo
 (``train (evaluating)``, ``train (checkpointing)``, ``train (rolling back)``), set before the work starts so the bar
 is never frozen without a word; its rate, and so its ETA, is the average over wall time since the run (re)started,
 evaluations and checkpoints included (tqdm's ``smoothing=0``); log records go through ``tqdm.write``
-(``tqdm.contrib.logging.logging_redirect_tqdm``), each on its own line above the bar.
+(:func:`logs_through_bar`, as ``tqdm.contrib.logging`` does, whose import warns in a notebook), each on its own line
+above the bar.
 
 Into a file or a pipe (not a terminal) no carriage-return redraws: one plain line each time the run passes a tenth
 of its steps (and at least every :data:`MAX_INTERVAL_S` seconds), with the step, the rate, the elapsed time, the
@@ -24,7 +25,6 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from tqdm import tqdm  # plain: tqdm.auto warns "IProgress not found" in a notebook without ipywidgets
-from tqdm.contrib.logging import logging_redirect_tqdm
 
 from ganlab.metrics.registry import headline
 
@@ -54,6 +54,47 @@ def shown_scores(scores: dict[str, float], count: int = SHOWN_SCORES) -> dict[st
 
 def _fmt(values: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:.4g}" for k, v in values.items())
+
+
+class _BarWriter(logging.Handler):
+    """Writes each record with ``tqdm.write`` (above the bar), formatted as the handler it stands in for."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm.write(self.format(record), file=self.stream)
+        except Exception:  # noqa: BLE001 - logging's contract: report, never raise
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def logs_through_bar(loggers: list[logging.Logger]) -> Iterator[None]:
+    """Inside: each console handler (a ``StreamHandler`` to stdout or stderr) of ``loggers`` is replaced by one
+    that writes through ``tqdm.write`` with the same formatter and level; restored at exit. (What
+    ``tqdm.contrib.logging.logging_redirect_tqdm`` does; that module imports ``tqdm.auto``, which warns
+    "IProgress not found" in a notebook without ipywidgets.)"""
+    swapped: list[tuple[logging.Logger, list[logging.Handler]]] = []
+    for logger in loggers:
+        before = list(logger.handlers)
+        after = []
+        for h in before:
+            if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) in (sys.stdout, sys.stderr):
+                writer = _BarWriter(h.stream)
+                writer.setFormatter(h.formatter)
+                writer.setLevel(h.level)
+                after.append(writer)
+            else:
+                after.append(h)
+        logger.handlers = after
+        swapped.append((logger, before))
+    try:
+        yield
+    finally:
+        for logger, before in swapped:
+            logger.handlers = before
 
 
 class Progress:
@@ -95,7 +136,7 @@ class Progress:
     def __enter__(self) -> Progress:
         if self.terminal:
             self._redirect = contextlib.ExitStack()
-            self._redirect.enter_context(logging_redirect_tqdm([logging.getLogger(), logging.getLogger("ganlab")]))
+            self._redirect.enter_context(logs_through_bar([logging.getLogger(), logging.getLogger("ganlab")]))
         return self
 
     def __exit__(self, *exc: object) -> None:
