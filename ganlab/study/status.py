@@ -21,7 +21,6 @@ finished run yet are counted as unknown.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import statistics
 from collections.abc import Iterable, Sequence
@@ -41,7 +40,7 @@ from ganlab.study.collect import (
 )
 from ganlab.study.plan import STAGES, Job, final_jobs, folder, tuning_jobs
 from ganlab.study.runner import JOBS_FILE, LOCK_FILE
-from ganlab.study.schema import StudySchema, register
+from ganlab.study.schema import StudySchema
 from ganlab.study.stats import FAILED
 
 #: The states of a planned run, in the order the table shows them.
@@ -71,20 +70,12 @@ class Line:
 
 
 def compose_study(name: str, overrides: Sequence[str] = ()) -> StudySchema:
-    """The study ``conf/study/<name>.yaml`` composed as ``ganlab-study`` composes it, with ``overrides`` (keys of the
-    study command, e.g. ``study.runs=...``), without registering ganlab's training schemas (which import torch)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
+    """The study ``conf/study/<name>.yaml`` composed as ``ganlab-study`` composes it, with ``overrides``, without
+    registering ganlab's training schemas (which import torch): :func:`ganlab.study.catalog.load_study`."""
     import ganlab
+    from ganlab.study.catalog import load_study
 
-    register()
-    context = contextlib.nullcontext() if GlobalHydra.instance().is_initialized() else \
-        initialize_config_dir(config_dir=str(ganlab._config_dir()), version_base="1.3", job_name="ganlab_study")
-    with context:
-        cfg = compose("ganlab_study", overrides=[f"study={name}", *overrides])
-    return OmegaConf.to_object(cfg.study)
+    return load_study(name, overrides, ganlab._config_dir())
 
 
 def lock_held(run_dir: Path) -> bool:
