@@ -18,7 +18,6 @@ import pytest
 from matplotlib.image import imread
 
 from ganlab.analysis.plots import one_run_per_seed, plot_scores, score_curves
-from ganlab.analysis.stats import bootstrap_ci
 from ganlab.analysis.table import (
     best_rows,
     collect_runs,
@@ -31,6 +30,7 @@ from ganlab.analysis.table import (
     terminal_table,
 )
 from ganlab.cli.compare import main
+from ganlab.stats import bootstrap_ci
 
 #: (strategies, seed) -> final scores, 3 seeds a row. modes_covered: plain [1, 2, 3] against wgan_gp [4, 5, 6]
 #: (means 2 and 5, std 1 each: Welch t = -3.674, df = 4, p = 0.021, so wgan_gp is marked); reverse_kl: plain

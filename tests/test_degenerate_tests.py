@@ -10,9 +10,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import ganlab
-from ganlab.analysis.stats import ZERO_VARIANCE, no_t_test_reason
+from ganlab import stats
 from ganlab.analysis.table import best_tests, no_test_reason, p_value_lines
-from ganlab.study import stats
+from ganlab.stats import ZERO_VARIANCE, no_t_test_reason
 from ganlab.study.report import main_table
 from ganlab.study.schema import StudySchema, register
 

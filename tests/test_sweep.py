@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from ganlab.analysis.stats import welch_t_test
 from ganlab.analysis.table import collect_runs, summarise
+from ganlab.stats import welch_t_test
 
 #: A few steps, small data and evaluation: every job of a sweep takes about a second on a CPU core.
 TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=32", "trainer.eval_every=3", "trainer.log_every=2",

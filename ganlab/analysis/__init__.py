@@ -1,2 +1,2 @@
-"""Comparing finished runs: the table of a sweep (:mod:`ganlab.analysis.table`), score plots and curves
-(:mod:`ganlab.analysis.plots`) and the statistics behind them (:mod:`ganlab.analysis.stats`)."""
+"""Comparing finished runs: the table of a sweep (:mod:`ganlab.analysis.table`) and score plots and curves
+(:mod:`ganlab.analysis.plots`); the statistics behind them are :mod:`ganlab.stats`'."""

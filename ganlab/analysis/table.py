@@ -8,7 +8,7 @@ override that varies across the sweep; a seed counts once per row (:func:`one_ru
 
 Columns: a headline set of scores for the kind of data (:data:`HEADLINE`) or every model score
 (:func:`table_keys`). A column's best mean is marked only where it beats the runner-up by Welch's t-test
-(p < 0.05, :mod:`ganlab.analysis.stats`); :func:`intervals` gives percentile bootstrap intervals of the mean.
+(p < 0.05, :mod:`ganlab.stats`); :func:`intervals` gives percentile bootstrap intervals of the mean.
 ``ganlab-compare`` (:mod:`ganlab.cli.compare`) prints these tables; a notebook reuses the same functions::
 
     runs, failed = collect_runs("runs/multirun/2026-11-29_10-00-00")
@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.analysis.plots import one_run_per_seed, row_label
-from ganlab.analysis.stats import ZERO_VARIANCE, bootstrap_ci, no_t_test_reason, welch_t_test
 from ganlab.io import md_row, md_rule
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.registry import DATA_PREFIX, headline
 from ganlab.run import layout
 from ganlab.run.layout import FailedJob
+from ganlab.stats import ZERO_VARIANCE, bootstrap_ci, no_t_test_reason, welch_t_test
 
 #: One row's scores: score name -> (mean, std over seeds, number of distinct seeds).
 Summary = dict[str, dict[str, tuple[float, float, int]]]
@@ -134,7 +134,7 @@ def summarise(runs: list[dict[str, Any]]) -> Summary:
 
 def intervals(runs: list[dict[str, Any]], keys: list[str]) -> Intervals:
     """Row label -> score -> the 95 % percentile bootstrap interval of the mean over seeds
-    (:func:`ganlab.analysis.stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call).
+    (:func:`ganlab.stats.bootstrap_ci`, 10,000 resamples, seed 0: the same numbers on every call).
     A score of a row with one seed has no interval (resampling one value gives ``[v, v]``, a spread of zero the
     seeds never showed), as it has no ``± std``."""
     return {label: {k: bootstrap_ci(v, CI_LEVEL, CI_RESAMPLES, CI_SEED)
@@ -177,9 +177,9 @@ def ranked(summary: Summary, key: str) -> list[tuple[tuple[float, float, int], s
 
 def best_tests(summary: Summary, keys: list[str]) -> dict[str, tuple[str, str, float]]:
     """Score -> ``(best row, runner-up row, p)``: the best and second-best mean in the score's direction (NaN
-    skipped) compared by Welch's t-test (:func:`ganlab.analysis.stats.welch_t_test`, two-sided). Scores without a
+    skipped) compared by Welch's t-test (:func:`ganlab.stats.welch_t_test`, two-sided). Scores without a
     direction, with fewer than two rows, a row of fewer than 2 seeds, or both rows constant at one value
-    (:func:`ganlab.analysis.stats.no_t_test_reason`, the rule ``ganlab-study`` uses too) are left out; tied means
+    (:func:`ganlab.stats.no_t_test_reason`, the rule ``ganlab-study`` uses too) are left out; tied means
     with a spread get Welch's p = 1."""
     tests: dict[str, tuple[str, str, float]] = {}
     for k in keys:
@@ -217,7 +217,7 @@ def p_value_lines(summary: Summary, keys: list[str], alpha: float = ALPHA) -> st
 def no_test_reason(summary: Summary, key: str) -> str | None:
     """Why :func:`best_tests` has no test of score ``key`` (the one place its conditions are written): the score has
     no better direction, fewer than two rows have a value, the best or runner-up row (named) has one seed, or both
-    are constant at one value (:func:`ganlab.analysis.stats.no_t_test_reason`); None when the test exists."""
+    are constant at one value (:func:`ganlab.stats.no_t_test_reason`); None when the test exists."""
     direction = higher_is_better(key)
     if direction is None:
         return "the score has no better direction"

@@ -10,7 +10,7 @@ seeds) or ``stage=final`` (the reporting seeds), as :func:`ganlab.study.stages.l
 
 Columns: a headline set of scores for the kind of data (:data:`HEADLINE`), ``--keys all`` for every model
 score, or ``--keys a,b``; an unknown key is an error (exit status 2). A column's best mean is marked only where
-it beats the runner-up by Welch's t-test (p < 0.05, :mod:`ganlab.analysis.stats`); ``--ci`` adds percentile
+it beats the runner-up by Welch's t-test (p < 0.05, :mod:`ganlab.stats`); ``--ci`` adds percentile
 bootstrap intervals of the mean. The functions are importable (a notebook reuses them)::
 
     runs, failed = collect_runs("runs/multirun/2026-11-29_10-00-00")

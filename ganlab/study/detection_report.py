@@ -6,7 +6,7 @@ alone (no training), written to ``<results>/``:
   own classifiers (:func:`ganlab.study.detection_table.corpus_table`);
 * ``table_<label>.md`` per label of ``detection.labels``: the shipped detector, risk and diversity drop
   (``conf/monitor/default.yaml``) against that label, each rate with its Wilson score interval and each lead time
-  and AUROC with its percentile bootstrap interval (:mod:`ganlab.study.bootstrap`);
+  and AUROC with its percentile bootstrap interval (:func:`ganlab.stats.stratified_resamples`);
 * ``labels_<label>.md``: how that label and the corpus label agree, per data set.
 
 Then every generated block that embeds one of them is refreshed (:mod:`ganlab.study.blocks`).
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.io import md_row, md_rule
+from ganlab.stats import percentile_interval, stratified_resamples, wilson
 from ganlab.study import detection as det
 from ganlab.study import detection_table as dt
-from ganlab.study.bootstrap import interval, resamples, wilson
 from ganlab.study.corpus import Corpus, Row, read_corpus
 from ganlab.study.labels import balance_label
 from ganlab.study.plan import slug
@@ -41,7 +41,7 @@ def relabel(rows: list[Row], corpus: Corpus, label: LabelSchema) -> list[Row]:
 
 def _rate_cell(rows: list[Row], key: dt.Key, collapsed: bool, level: float) -> str:
     """``k/n (rate % [low, high])``: the runs of that label ``key`` flagged, with the Wilson score interval at
-    ``level`` (:func:`ganlab.study.bootstrap.wilson`); ``–`` when no run has that label."""
+    ``level`` (:func:`ganlab.stats.wilson`); ``–`` when no run has that label."""
     xs = dt.flagged(rows, key, collapsed)
     if not xs:
         return "–"
@@ -51,8 +51,9 @@ def _rate_cell(rows: list[Row], key: dt.Key, collapsed: bool, level: float) -> s
 
 
 def _cell(rows: list[Row], resampled: list[list[Row]], statistic: Any, level: float) -> tuple[float, float, float]:
-    """(estimate on ``rows``, percentile interval over ``resampled``) of ``statistic``."""
-    lo, hi, _ = interval([statistic(rs) for rs in resampled], level)
+    """(estimate on ``rows``, percentile bootstrap interval over ``resampled``) of ``statistic``: Efron &
+    Tibshirani 1993, Ch. 13, resamples where the statistic is undefined (NaN) left out."""
+    lo, hi, _ = percentile_interval([statistic(rs) for rs in resampled], level)
     return statistic(rows), lo, hi
 
 
@@ -61,7 +62,8 @@ def interval_table(rows: list[Row], sets: tuple[str, ...], fit_on: tuple[str, ..
     detection and false-alarm rates with their Wilson score intervals at ``boot.level``, and median lead times and
     the risk's AUROC with their percentile intervals over the bootstrap resamples of ``boot`` (a group's resample:
     the resampled runs that belong to it)."""
-    draws = resamples([r["dataset"] for r in rows] if boot.stratified else [0] * len(rows), boot.resamples, boot.seed)
+    strata = [r["dataset"] for r in rows] if boot.stratified else [0] * len(rows)
+    draws = stratified_resamples(strata, boot.resamples, boot.seed)
     for i, r in enumerate(rows):
         r["risk"], r["index"] = dt.run_risk(r, warmup), i
     level = f"{100 * boot.level:g} %"

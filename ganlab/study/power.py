@@ -2,7 +2,7 @@
 and the seeds a difference of a given size would need.
 
 Every test of a study table is Welch's two-sided unequal-variance t-test of an arm against the control
-(:func:`ganlab.study.stats.compare`). Its power against a true difference ``delta`` follows the noncentral t
+(:func:`ganlab.stats.compare`). Its power against a true difference ``delta`` follows the noncentral t
 distribution (Welch 1947 for the degrees of freedom; the noncentral-t power of the two-sample test, e.g. Cohen
 1988, ch. 2): with standard error ``se = sqrt(s_a^2 / n_a + s_b^2 / n_b)``, Welch-Satterthwaite degrees of freedom
 ``df = se^4 / ((s_a^2 / n_a)^2 / (n_a - 1) + (s_b^2 / n_b)^2 / (n_b - 1))``, critical value
@@ -21,22 +21,10 @@ from __future__ import annotations
 import math
 import statistics
 
+from ganlab.stats import welch_df
+
 #: the power a "detectable" difference is detected with
 POWER = 0.8
-
-
-def welch_df(sd_a: float, sd_b: float, n_a: int, n_b: int) -> float:
-    """Welch-Satterthwaite degrees of freedom of the two-sample t statistic (Welch 1947, eq. 9).
-
-    Raises:
-        ValueError: when a sample has fewer than two values or both standard deviations are 0 (no t statistic).
-    """
-    if min(n_a, n_b) < 2:
-        raise ValueError(f"Welch's test needs at least two values a side (got n = {n_a} and {n_b})")
-    va, vb = sd_a ** 2 / n_a, sd_b ** 2 / n_b
-    if va + vb == 0:
-        raise ValueError("both samples are constant (standard deviation 0): Welch's t is undefined")
-    return (va + vb) ** 2 / ((va ** 2 / (n_a - 1) if va else 0.0) + (vb ** 2 / (n_b - 1) if vb else 0.0))
 
 
 def two_sided_power(crit: float, df: float, nc: float) -> float:
@@ -67,7 +55,7 @@ def welch_power(delta: float, sd_a: float, sd_b: float, n_a: int, n_b: int, alph
         Power in [alpha, 1] (alpha at ``delta = 0``).
 
     Raises:
-        ValueError: see :func:`welch_df`; ``alpha`` outside (0, 1).
+        ValueError: see :func:`ganlab.stats.welch_df`; ``alpha`` outside (0, 1).
     """
     from scipy import stats
 
@@ -130,9 +118,9 @@ def seeds_needed(delta: float, sd_a: float, sd_b: float, alpha: float, power: fl
 
 def holm_family(study, rows, chosen) -> int:
     """The number of tests in the study's table with a p value (those Holm's correction counts): each tested
-    column of each arm against the control, per data set, where :func:`ganlab.study.stats.compare` gives a
+    column of each arm against the control, per data set, where :func:`ganlab.stats.compare` gives a
     finite p (the count :func:`ganlab.study.report.main_table` states)."""
-    from ganlab.study import stats
+    from ganlab.stats import compare
     from ganlab.study.plan import arm_of
     from ganlab.study.report import column_values, final_runs
     from ganlab.study.schema import arm_score
@@ -146,7 +134,7 @@ def holm_family(study, rows, chosen) -> int:
             for c in cols if runs and control else []:
                 x = column_values(runs, arm_score(a, c.score), c)
                 y = column_values(control, arm_score(arm_of(study, study.control), c.score), c)
-                m += not math.isnan(stats.compare(list(x.values()), list(y.values()), study.tests.test)[1])
+                m += not math.isnan(compare(list(x.values()), list(y.values()), study.tests.test)[1])
     return m
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ganlab.io import atomic_write_text, md_row, md_rule
 from ganlab.run.layout import DATA_PREFIX
+from ganlab.stats import compare, factorial, holm, no_test_reason
 from ganlab.study import stats
 from ganlab.study.plan import arm_of, steps_of
 from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
@@ -38,11 +39,11 @@ def final_runs(study: StudySchema, rows: Rows, arm: str, dataset: str,
             if s in study.seeds and s not in left_out}
 
 
-def _test_cell(diff: float, p: float, adjusted: float, fmt: str, scale: float, holm: bool, p_fmt: str) -> str:
+def _test_cell(diff: float, p: float, adjusted: float, fmt: str, scale: float, holm_on: bool, p_fmt: str) -> str:
     if math.isnan(p):
         return f"{format(scale * diff, '+' + fmt)}, p -"
     return (f"{format(scale * diff, '+' + fmt)}, p = {format(p, p_fmt)}"
-            + (f" (Holm {format(adjusted, p_fmt)})" if holm else ""))
+            + (f" (Holm {format(adjusted, p_fmt)})" if holm_on else ""))
 
 
 def _head(col: Any) -> str:
@@ -70,7 +71,7 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
     cols: list[Any] = [study.endpoint, *study.columns]
     testing = study.tests.test != "none"
     tested = [testing] + [testing and c.test for c in study.columns]
-    holm = study.tests.correction == "holm"
+    holm_on = study.tests.correction == "holm"
     head = ["data", "arm", *([f"{study.tuning.axis.name} (chosen)"] if study.tuning else []), "seeds"]
     for i, c in enumerate(cols):
         head.append(_head(c) + {"ci95": " (95 % CI)", "se": " (± s.e.)"}.get(c.spread, ""))
@@ -105,9 +106,9 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
                             x, y = [mine[s] for s in both], [base[s] for s in both]
                         else:
                             x, y = list(mine.values()), list(base.values())
-                        diff, p = stats.compare(x, y, study.tests.test)
+                        diff, p = compare(x, y, study.tests.test)
                         tests.append((len(cells), len(line), diff, p, c.fmt, c.scale))
-                        if (why := stats.no_test_reason(x, y, study.tests.test)) is not None:
+                        if (why := no_test_reason(x, y, study.tests.test)) is not None:
                             untested.append((why, f"{a.name} on {d}", _label(c)))
                         line.append("")
                 if i == 0 and study.reach:
@@ -118,9 +119,9 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
             cells.append(line)
             if study.baseline_rows:
                 cells.append(base_line)
-    adjusted = stats.holm([t[3] for t in tests])
+    adjusted = holm([t[3] for t in tests])
     for (r, c, diff, p, fmt, scale), adj in zip(tests, adjusted):
-        cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm, study.tests.p_fmt)
+        cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm_on, study.tests.p_fmt)
     lines = [md_row(head), md_rule(len(head)), *(md_row(c) for c in cells)]
     text = ("\n".join(lines) + "\n\n"
             + tests_note(study, len([t for t in tests if not math.isnan(t[3])]), _untested(untested, sum(tested))))
@@ -134,14 +135,14 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
 
 
 def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], dataset: str) -> str:
-    """Markdown: the 2 x 2 design's effects on the primary endpoint (:func:`ganlab.study.stats.factorial`) on one
+    """Markdown: the 2 x 2 design's effects on the primary endpoint (:func:`ganlab.stats.factorial`) on one
     data set; a note instead, naming the cause, when a cell has fewer than two finished seeds or every cell is
     constant over its seeds (zero within-cell variance: no standard error, so no interval and no test)."""
     f, ep = study.factorial, study.endpoint
     assert f is not None
     cells = [list(stats.endpoint(final_runs(study, rows, a, dataset, chosen), ep.score, ep.last, ep.reduce).values())
              for a in f.cells]
-    effects = stats.factorial(cells)
+    effects = factorial(cells)
     title = f"2 x 2 effect on {_head(ep)} ({dataset})"
     if effects is None:
         return f"{title}: a cell has fewer than two finished seeds, no estimate."

@@ -1,19 +1,18 @@
-"""A study's statistics from its table of evaluations: per-seed endpoints, the tuning stage's choice, the tests
-against the control arm and Holm's correction.
+"""A study's numbers from its table of evaluations: per-seed endpoints, the tuning stage's choice and the cells'
+summaries (mean ± spread).
 
-The t-tests are scipy.stats' (``ttest_ind(equal_var=False)``: Welch 1947, the default, since the arms' spreads
-differ by an order of magnitude; ``ttest_rel`` for seeds that pair); Holm's step-down correction (Holm 1979) is
-written out here, in :func:`holm`.
+The tests against the control arm (Welch's by default, since the arms' spreads differ by an order of magnitude;
+paired for seeds that pair), Holm's correction and the intervals are :mod:`ganlab.stats`'.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from ganlab.stats import t_interval
 from ganlab.study.plan import steps_of
 from ganlab.study.schema import StudySchema
 
@@ -123,72 +122,12 @@ def choices(study: StudySchema, rows: Rows) -> dict[tuple[str, str], float]:
     return out
 
 
-#: The cause :func:`no_test_reason` gives for a paired test whose every pair is equal.
-PAIRS_EQUAL = "equal in every seed pair (the differences are all 0, t = 0/0)"
-
-
-def no_test_reason(x: Sequence[float], control: Sequence[float], test: str) -> str | None:
-    """Why ``x`` and ``control`` get no p value from ``test``, None when they get one: for ``welch``, the rule
-    ``ganlab-compare`` uses too (:func:`ganlab.analysis.stats.no_t_test_reason`: fewer than two values on a side,
-    or both constant at the same value); for ``paired`` (a one-sample t-test of the differences x[i] - control[i]),
-    fewer than two pairs, or every difference 0 (t = 0/0)."""
-    from ganlab.analysis.stats import no_t_test_reason
-
-    def summary(v: Sequence[float]) -> tuple[float, float, int]:
-        return (statistics.fmean(v) if v else math.nan, statistics.stdev(v) if len(v) > 1 else math.nan, len(v))
-
-    if test != "paired":
-        return no_t_test_reason(*summary(x), *summary(control))
-    d = [a - b for a, b in zip(x, control)]
-    if len(d) < 2:
-        return "fewer than two shared seeds (no variance to test against)"
-    return PAIRS_EQUAL if all(v == 0 for v in d) else None
-
-
-def compare(x: Sequence[float], control: Sequence[float], test: str) -> tuple[float, float]:
-    """The difference of means (x minus control) and the two-sided p value of ``test``: ``welch``
-    (scipy.stats.ttest_ind, equal_var=False) or ``paired`` (scipy.stats.ttest_rel; x[i] pairs control[i]).
-    NaN p when :func:`no_test_reason` names a reason (the cause a table states)."""
-    from scipy import stats
-
-    diff = statistics.fmean(x) - statistics.fmean(control)
-    if no_test_reason(x, control, test) is not None:
-        return diff, math.nan
-    with warnings.catch_warnings():  # a constant arm (all seeds at 8 of 8 modes) is a valid sample, not a warning
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = stats.ttest_rel(x, control) if test == "paired" else stats.ttest_ind(x, control, equal_var=False)
-    return diff, float(res.pvalue)
-
-
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p values (Holm 1979), in the input order: with the m finite p values sorted
-    ascending, p_(i) becomes max over j <= i of min(1, (m - j + 1) p_(j)); a test rejects at family-wise level
-    alpha when its adjusted p is <= alpha. NaN stays NaN and does not count in m.
-
-    Example: [0.01, 0.04, 0.03, 0.005] -> [0.03, 0.06, 0.06, 0.02].
-    """
-    finite = sorted((p, i) for i, p in enumerate(pvalues) if not math.isnan(p))
-    out, running = [math.nan] * len(pvalues), 0.0
-    for rank, (p, i) in enumerate(finite):
-        running = max(running, min(1.0, (len(finite) - rank) * p))
-        out[i] = running
-    return out
-
-
-def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """The two-sided Student-t confidence interval of the mean (n - 1 df; at least two values)."""
-    from scipy import stats
-
-    m, h = statistics.fmean(values), stats.t.ppf(0.5 + level / 2, len(values) - 1) * statistics.stdev(values)
-    return m - h / math.sqrt(len(values)), m + h / math.sqrt(len(values))
-
-
 def summary(values: Sequence[float], fmt: str, scale: float = 1.0, spread: str = "std",
             spread_fmt: str | None = None) -> str:
     """``scale`` x values summarised in format ``fmt``: ``mean ± sample std`` (``spread="std"``), ``mean [low,
-    high]`` (``"ci95"``, :func:`t_interval`), ``mean ± standard error`` (``"se"``); ``value (1 seed)`` for one value
-    under any of the three (a spread needs two) or the mean alone (``"none"``); ``-`` for no value. ``spread_fmt``
-    formats the spread (default ``fmt``)."""
+    high]`` (``"ci95"``, :func:`ganlab.stats.t_interval`), ``mean ± standard error`` (``"se"``); ``value (1 seed)``
+    for one value under any of the three (a spread needs two) or the mean alone (``"none"``); ``-`` for no value.
+    ``spread_fmt`` formats the spread (default ``fmt``)."""
     if not values:
         return "-"
     v = [scale * x for x in values]
@@ -208,31 +147,3 @@ def summary(values: Sequence[float], fmt: str, scale: float = 1.0, spread: str =
 def mean_std(values: Sequence[float], fmt: str, scale: float = 1.0) -> str:
     """``mean ± sample std`` (:func:`summary` with ``spread="std"``)."""
     return summary(values, fmt, scale, "std")
-
-
-def factorial(cells: Sequence[Sequence[float]]) -> list[tuple[float, float, float, float]] | None:
-    """A 2 x 2 design's main effects and interaction from its four cells' values, ordered (A off, B off),
-    (A off, B on), (A on, B off), (A on, B on): A = ((m10 + m11) - (m00 + m01)) / 2,
-    B = ((m01 + m11) - (m00 + m10)) / 2, AB = (m11 - m10) - (m01 - m00); standard errors from the pooled
-    within-cell variance MSE (two-way ANOVA with replication, N - 4 df): sqrt(MSE x sum(1/n_i) / 4) for a main
-    effect, sqrt(MSE x sum(1/n_i)) for the interaction.
-
-    Returns:
-        (estimate, 95 % low, 95 % high, two-sided p) for A, B and AB; None when a cell has fewer than 2 values.
-    """
-    from scipy import stats
-
-    if min(len(c) for c in cells) < 2:
-        return None
-    m = [statistics.fmean(c) for c in cells]
-    df = sum(len(c) for c in cells) - 4
-    mse = sum((v - mi) ** 2 for c, mi in zip(cells, m) for v in c) / df
-    inv = sum(1 / len(c) for c in cells)
-    t = stats.t.ppf(0.975, df)
-    out = []
-    for est, weight in ((((m[2] + m[3]) - (m[0] + m[1])) / 2, 4), (((m[1] + m[3]) - (m[0] + m[2])) / 2, 4),
-                        ((m[3] - m[2]) - (m[1] - m[0]), 1)):
-        se = math.sqrt(mse * inv / weight)
-        p = 2 * stats.t.sf(abs(est) / se, df) if se > 0 else math.nan
-        out.append((est, est - t * se, est + t * se, float(p)))
-    return out

@@ -89,9 +89,13 @@ from _common import (
 import ganlab  # noqa: E402
 
 GANLAB_DIR = Path(ganlab.__file__).resolve().parent
-if (GANLAB_DIR / "run" / "build.py").is_file():
-    from ganlab.analysis.stats import bootstrap_ci
+if (GANLAB_DIR / "stats.py").is_file():
     from ganlab.run.build import build_trainer
+    from ganlab.stats import bootstrap_ci
+elif (GANLAB_DIR / "run" / "build.py").is_file():  # a tree from before ganlab/stats.py
+    from ganlab.analysis.stats import bootstrap_ci  # type: ignore[no-redef]
+
+    from ganlab.run.build import build_trainer  # type: ignore[no-redef]
 else:  # a tree from before ganlab/run/ (before/after counts: bench_instructions.py --tree)
     from ganlab.build import build_trainer  # type: ignore[no-redef]
     from ganlab.compare_stats import bootstrap_ci  # type: ignore[no-redef]
@@ -147,7 +151,7 @@ def overrides(kind: str, args: argparse.Namespace, device: torch.device) -> list
 
 def bootstrap_median_ci(xs: list[float], level: float = 0.95, resamples: int = 4000, seed: int = 0) -> list[float]:
     """Percentile-bootstrap interval [lo, hi] of the median of ``xs``
-    (:func:`ganlab.analysis.stats.bootstrap_ci` with ``statistic=np.median``; fixed ``seed``: the same data give the
+    (:func:`ganlab.stats.bootstrap_ci` with ``statistic=np.median``; fixed ``seed``: the same data give the
     same interval). NaNs for fewer than 2 values."""
     if len(xs) < 2:
         return [float("nan"), float("nan")]

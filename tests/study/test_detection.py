@@ -1,5 +1,6 @@
-"""The collapse corpus's detection table: labels, rates, lead times, AUROC and the bootstrap worked by hand, the
-committed tables regenerated from the committed CSVs, and the shipped risk settings pinned to the corpus."""
+"""The collapse corpus's detection table: labels, rates, lead times and AUROC worked by hand (its intervals: in
+tests/test_stats.py), the committed tables regenerated from the committed CSVs, and the shipped risk settings
+pinned to the corpus."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from omegaconf import OmegaConf
 
 from ganlab.study import detection as det
 from ganlab.study import detection_table as dt
-from ganlab.study.bootstrap import bootstrap, interval, resamples, wilson
 from ganlab.study.corpus import read_corpus
 from ganlab.study.labels import balance_bad, balance_label, coverage_label, run_label
 
@@ -97,56 +97,6 @@ def test_run_risk_window_by_hand():
     assert dt.run_risk({"collapsed": 1.0, "drop_step": 250, "series": series}, 1000) == 0.2
     assert dt.run_risk({"collapsed": 1.0, "drop_step": 1500, "series": series}, 1000) == 0.6
     assert dt.run_risk({"collapsed": 0.0, "drop_step": None, "series": series}, 1000) == 0.95
-
-
-def test_resamples_stay_in_their_strata():
-    """Units 0-2 are ring8, 3-4 digits: every resample draws 3 of 0-2 then 2 of 3-4; the same seed repeats."""
-    draws = resamples(["r", "r", "r", "d", "d"], 50, seed=3)
-    assert all(set(d[:3]) <= {0, 1, 2} and set(d[3:]) <= {3, 4} and len(d) == 5 for d in draws)
-    assert all((a == b).all() for a, b in zip(draws, resamples(["r", "r", "r", "d", "d"], 50, seed=3)))
-    with pytest.raises(ValueError, match="resample"):
-        resamples([], 10, 0)
-
-
-def test_bootstrap_of_a_two_run_mean_by_hand():
-    """Two runs scoring 0 and 1: a resample's mean is 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4, so the 95 %
-    percentile interval is [0, 1] and about half the resamples give 0.5; a constant statistic gives a point."""
-    draws = resamples(["x", "x"], 4000, seed=0)
-    est, lo, hi, n = bootstrap([0.0, 1.0], lambda xs: sum(xs) / len(xs), draws)
-    assert (est, lo, hi, n) == (0.5, 0.0, 1.0, 4000)
-    means = [float(np.mean(np.array([0.0, 1.0])[d])) for d in draws]
-    assert means.count(0.5) / 4000 == pytest.approx(0.5, abs=0.03)
-    assert means.count(0.0) / 4000 == pytest.approx(0.25, abs=0.03)
-    assert bootstrap([2.0, 2.0], lambda xs: xs[0], draws)[1:3] == (2.0, 2.0)
-
-
-def test_interval_leaves_out_undefined_resamples():
-    """NaN values (a statistic undefined in a resample) are dropped; the percentile of 1..5 at 50 % is [2, 4]."""
-    assert interval([1, 2, math.nan, 3, 4, 5], level=0.5) == (2.0, 4.0, 5)
-    assert math.isnan(interval([math.nan])[0])
-
-
-@pytest.mark.parametrize(("k", "n"), [(0, 20), (8, 8), (5, 10), (12, 52), (0, 1)])
-def test_rate_interval_is_wilsons_and_not_a_point(k, n):
-    """A rate's interval is Wilson's score interval (SciPy's as the reference), never the point [0, 0] or [1, 1]
-    that the percentile bootstrap gives 0/n and n/n."""
-    from scipy.stats import binomtest
-
-    ref = binomtest(k, n).proportion_ci(0.95, method="wilson")
-    lo, hi = wilson(k, n, 0.95)
-    assert lo == pytest.approx(ref.low, abs=1e-12) and hi == pytest.approx(ref.high, abs=1e-12)
-    assert 0 <= lo <= k / n <= hi <= 1 and hi - lo > 0.1  # n <= 52 runs cannot pin a rate closer than that
-    # the interval the page quoted before: every resample of all-alike runs is all-alike
-    boot = bootstrap([1.0] * k + [0.0] * (n - k), np.mean, resamples([0] * n, 200, 0))
-    assert (boot[1] == boot[2]) == (k in (0, n))
-
-
-def test_wilson_by_hand_and_refuses_bad_counts():
-    # 8/8 at 95 %: z = 1.959964, low = n / (n + z^2) = 8 / 11.841459 = 0.675592 (the k = n case of the formula)
-    assert wilson(8, 8) == (pytest.approx(8 / (8 + 1.959963984540054 ** 2), abs=1e-12), 1.0)
-    for k, n in ((3, 2), (-1, 5), (0, 0)):
-        with pytest.raises(ValueError, match="n >= 1, 0 <= k <= n"):
-            wilson(k, n)
 
 
 def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs(corpus):

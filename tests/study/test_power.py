@@ -13,18 +13,6 @@ from ganlab.study.report import table_text
 from ganlab.study.schema import PowerSchema, StudyError, check_study
 
 
-def test_welch_df_by_hand():
-    """sd 1 and 1, n 2 and 2: each variance of the mean 1/2, df = 1^2 / (1/4 / 1 + 1/4 / 1) = 2; equal sds and
-    seeds give Student's 2 (n - 1); one constant side leaves the other's n - 1."""
-    assert power.welch_df(1.0, 1.0, 2, 2) == pytest.approx(2.0)
-    assert power.welch_df(3.0, 3.0, 7, 7) == pytest.approx(12.0)
-    assert power.welch_df(0.0, 2.0, 5, 4) == pytest.approx(3.0)
-    with pytest.raises(ValueError, match="at least two values"):
-        power.welch_df(1.0, 1.0, 1, 5)
-    with pytest.raises(ValueError, match="constant"):
-        power.welch_df(0.0, 0.0, 3, 3)
-
-
 @pytest.mark.parametrize("df, nc, alpha", [(1, 4, 0.05), (2, 4, 0.05), (4.88, 8, 0.05), (38, 10 ** 0.5, 0.05),
                                            (1.2, 5, 0.025), (2, 0, 0.05)])
 def test_two_sided_power_agrees_with_scipys_noncentral_t(df, nc, alpha):

@@ -11,6 +11,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 import ganlab
+from ganlab.stats import compare
 from ganlab.study import stats
 from ganlab.study.blocks import find_blocks, stale_blocks, update_blocks
 from ganlab.study.check import check_jobs
@@ -26,16 +27,6 @@ def study(*overrides: str) -> StudySchema:
     with initialize_config_dir(config_dir=str(ganlab.CONFIG_DIR), version_base="1.3"):
         cfg = compose("ganlab_study", overrides=["study=smoke", *overrides])
     return OmegaConf.to_object(cfg.study)
-
-
-def test_holm_matches_a_worked_example():
-    """R's p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm") = 0.05 0.08 0.09 0.09 0.09 (5 x 0.01, 4 x 0.02,
-    3 x 0.03, then the running maximum); order is kept and a NaN neither counts nor changes."""
-    assert stats.holm([0.01, 0.02, 0.03, 0.04, 0.05]) == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])
-    out = stats.holm([0.04, math.nan, 0.01, 0.03, 0.005])
-    assert math.isnan(out[1])
-    assert [out[i] for i in (0, 2, 3, 4)] == pytest.approx([0.06, 0.03, 0.06, 0.02])
-    assert stats.holm([0.6, 0.9]) == [1.0, 1.0]  # capped at 1
 
 
 def tuning_rows(modes: dict[float, tuple[int, int]], hq: dict[float, float], steps: int = 40) -> list[dict]:
@@ -93,7 +84,7 @@ def test_table_row_by_hand():
     assert lines[3] == "| ring8 | B | 0.001 | 2 | 8.0 ± 0.0 | +1.0, p = 0.5 (Holm 0.59) | 2/2 | 50.0 ± 0.0 |"
     assert lines[4] == "| ring8 | C | 0.001 | 2 | 5.0 ± 1.4 | -2.0, p = 0.29 (Holm 0.59) | 0/2 | 50.0 ± 0.0 |"
     assert "Holm's step-down correction over the 2 tests of this table" in lines[6]
-    assert stats.compare([4, 6], [8, 6], "welch")[1] == pytest.approx(1 - 2 ** 0.5 / 2, abs=1e-12)
+    assert compare([4, 6], [8, 6], "welch")[1] == pytest.approx(1 - 2 ** 0.5 / 2, abs=1e-12)
 
 
 def test_excluded_seeds_leave_the_row_tests_and_note_by_hand():
@@ -162,14 +153,6 @@ def test_arm_score_replaces_the_longest_prefix_also_after_data():
     assert arm_score(arm, "class/worst/recall") == "pred_class/worst/recall"
     assert arm_score(arm, "data/class/mean/recall") == "data/other/recall"
     assert arm_score(arm, "fd") == "fd" and arm_score(ArmSchema(name="C"), "class/mean/recall") == "class/mean/recall"
-
-
-def test_paired_test_pairs_by_seed():
-    """Differences x - y per seed [1, 2, 3]: mean 2, sd 1, t = 2 / (1 / sqrt 3) = 3.464 on 2 df, p = 0.0742
-    (= 1 - t / sqrt(t^2 + 2))."""
-    diff, p = stats.compare([2, 4, 6], [1, 2, 3], "paired")
-    t = 2 * 3 ** 0.5
-    assert diff == 2 and p == pytest.approx(1 - t / (t * t + 2) ** 0.5)
 
 
 @pytest.mark.parametrize("values", ["[0.001,0.003]", "[0.003,0.001]"])
@@ -364,21 +347,13 @@ def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch,
     assert not (tmp_path / "res").exists()
 
 
-def test_ci95_cell_and_factorial_by_hand():
+def test_ci95_and_se_cells_by_hand():
     """Seeds [8, 10]: mean 9, sd sqrt(2), t(0.975, 1 df) = 12.706 from a printed t-table, so 9 ± 12.706 x sqrt(2) /
-    sqrt(2). The 2 x 2 cells [1, 3], [5, 7], [2, 4], [6, 8] (base, B on, A on, both): means 2, 6, 3, 7; pooled
-    variance 2 on 4 df; A = +1 and B = +4 with standard error sqrt(2 x 2 / 4) = 1, interaction 0 with standard
-    error 2; t(0.975, 4 df) = 2.776, p(A) = 2 P(T_4 > 1) = 0.3739, p(B) = 2 P(T_4 > 4) = 0.0161."""
+    sqrt(2); standard error sqrt(2) / sqrt(2) = 1."""
     h = 12.706
     assert stats.summary([8, 10], ".2f", spread="ci95") == f"9.00 [{9 - h:.2f}, {9 + h:.2f}]"
     assert stats.summary([8], ".2f", spread="ci95") == "8.00 (1 seed)" == stats.summary([8], ".2f")
     assert stats.summary([8, 10], ".2f", spread="se") == "9.00 ± 1.00"
-    (a, a_lo, a_hi, a_p), (b, _, _, b_p), (ab, ab_lo, ab_hi, ab_p) = stats.factorial([[1, 3], [5, 7], [2, 4], [6, 8]])
-    assert (a, b, ab) == (1.0, 4.0, 0.0)
-    assert (a_lo, a_hi) == pytest.approx((1 - 2.776, 1 + 2.776), abs=1e-3)
-    assert (ab_lo, ab_hi) == pytest.approx((-2 * 2.776, 2 * 2.776), abs=2e-3)
-    assert (a_p, b_p, ab_p) == pytest.approx((0.3739, 0.0161, 1.0), abs=1e-4)
-    assert stats.factorial([[1, 3], [5, 7], [2, 4], [6]]) is None  # a cell with one seed: no estimate
 
 
 def test_help_prints_the_usage_and_every_shipped_study(monkeypatch, capsys):
