@@ -68,8 +68,10 @@ def test_study_table_states_the_zero_variance_cause_and_the_family_size():
     """ctrl [8, 8], B [8, 8] (both constant at 8: no test), C [4, 6]: Welch t = (5 - 8) / sqrt(2/2 + 0) = -3 on
     df = 1 (C's variance alone), p = 1 - 2 atan(3) / pi = 0.2048; Holm over a family of 1: 0.2048."""
     s = study("study.arms=[{name: ctrl}, {name: B}, {name: C}]")
-    lines = main_table(s, rows({"ctrl": [8, 8], "B": [8, 8], "C": [4, 6]}),
-                       {(a, "ring8"): 1e-3 for a in ("ctrl", "B", "C")}).splitlines()
+    table = main_table(s, rows({"ctrl": [8, 8], "B": [8, 8], "C": [4, 6]}),
+                       {(a, "ring8"): 1e-3 for a in ("ctrl", "B", "C")})
+    assert table.family == 1  # B against ctrl has no p value, so it is not in Holm's family
+    lines = table.text.splitlines()
     assert lines[3].startswith("| ring8 | B | 0.001 | 2 | 8.0 ± 0.0 | +0.0, p - |")
     assert lines[4].startswith("| ring8 | C | 0.001 | 2 | 5.0 ± 1.4 | -3.0, p = 0.2 (Holm 0.2) |")
     assert stats.compare([4, 6], [8, 8], "welch")[1] == pytest.approx(1 - 2 * math.atan(3) / math.pi, abs=1e-12)
@@ -81,7 +83,7 @@ def test_study_table_states_the_zero_variance_cause_and_the_family_size():
 def test_study_note_without_any_test_names_zero_variance_not_missing_seeds():
     s = study("study.arms=[{name: ctrl}, {name: B}]")
     chosen = {(a, "ring8"): 1e-3 for a in ("ctrl", "B")}
-    note = main_table(s, rows({"ctrl": [8, 8], "B": [8, 8]}), chosen).splitlines()[5]
+    note = main_table(s, rows({"ctrl": [8, 8], "B": [8, 8]}), chosen).text.splitlines()[5]
     assert "none could be computed" in note and "fewer than two" not in note and ZERO_VARIANCE in note
 
 

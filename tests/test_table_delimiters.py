@@ -48,7 +48,7 @@ def test_study_table_row_of_an_arm_named_with_a_bar_has_every_cell():
     rows = [{"arm": arm, "dataset": "ring8", "stage": "final", "lr": 1e-3, "seed": seed, "step": 40,
              "modes_covered": m, "data/modes_covered": 8.0}
             for arm, finals in (("ctrl", [8, 6]), ("a|b", [7, 5])) for seed, m in enumerate(finals)]
-    lines = main_table(s, rows, {(a, "ring8"): 1e-3 for a in ("ctrl", "a|b")}).splitlines()
+    lines = main_table(s, rows, {(a, "ring8"): 1e-3 for a in ("ctrl", "a|b")}).text.splitlines()
     width = len(cells(lines[0]))
     assert [len(cells(x)) for x in lines[1:4]] == [width] * 3
     assert cells(lines[3])[:2] == ["ring8", r"a\|b"]

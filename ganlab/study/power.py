@@ -116,41 +116,22 @@ def seeds_needed(delta: float, sd_a: float, sd_b: float, alpha: float, power: fl
     return hi
 
 
-def holm_family(study, rows, chosen) -> int:
-    """The number of tests in the study's table with a p value (those Holm's correction counts): each tested
-    column of each arm against the control, per data set, where :func:`ganlab.stats.compare` gives a
-    finite p (the count :func:`ganlab.study.report.main_table` states)."""
-    from ganlab.stats import compare
-    from ganlab.study.plan import arm_of
-    from ganlab.study.report import column_values, final_runs
-    from ganlab.study.schema import arm_score
-
-    cols = [study.endpoint, *(c for c in study.columns if c.test)]
-    m = 0
-    for d in study.datasets:
-        control = final_runs(study, rows, study.control, d, chosen)
-        for a in (a for a in study.arms if a.name != study.control):
-            runs = final_runs(study, rows, a.name, d, chosen)
-            for c in cols if runs and control else []:
-                x = column_values(runs, arm_score(a, c.score), c)
-                y = column_values(control, arm_score(arm_of(study, study.control), c.score), c)
-                m += not math.isnan(compare(list(x.values()), list(y.values()), study.tests.test)[1])
-    return m
-
-
-def power_table(study, rows, chosen) -> str:
+def power_table(study, rows, chosen, family: int) -> str:
     """Markdown under a study's table (its ``power`` node set): per data set and arm, the seeds and sample standard
     deviations of the primary endpoint (arm, control), the observed difference, the smallest difference detectable
     with probability ``power.level`` at Holm's first threshold alpha / m and at alpha, and, where ``power.published``
     gives a paper's difference for the data set, the seeds per arm it would need at alpha / m. ``-`` where an arm
-    or the control has fewer than two seeds, or both are constant."""
+    or the control has fewer than two seeds, or both are constant.
+
+    ``family``: the number of the table's tests with a p value, Holm's m (``MainTable.family`` of
+    :func:`ganlab.study.report.main_table`, which counts them); m = 1 without Holm's correction."""
     from ganlab.io import md_row, md_rule
     from ganlab.study.plan import arm_of
     from ganlab.study.report import column_values, final_runs
     from ganlab.study.schema import arm_score
 
     ep, pw, alpha = study.endpoint, study.power, study.tests.alpha
-    m = holm_family(study, rows, chosen) if study.tests.correction == "holm" else 1
+    m = family if study.tests.correction == "holm" else 1
     first = alpha / max(m, 1)
     fmt = lambda v: format(ep.scale * v, ep.fmt)  # noqa: E731
     head = ["data", "arm", "seeds (arm, control)", "std (arm, control)", "observed diff",

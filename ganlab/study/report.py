@@ -7,6 +7,7 @@ training): ``<results>/table.md``, ``<results>/choices.csv`` (the tuning stage's
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 from pathlib import Path
@@ -61,13 +62,23 @@ def column_values(runs: dict[int, Rows], score: str, col: Any) -> dict[int, floa
     return stats.endpoint(has, score, col.last, col.reduce)
 
 
-def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float]) -> str:
+@dataclasses.dataclass(frozen=True)
+class MainTable:
+    """:func:`main_table`'s markdown and the size of its tests' family: the tests with a p value, the m of Holm's
+    correction (the one count; the power table's alpha / m takes it, :func:`ganlab.study.power.power_table`)."""
+
+    text: str
+    family: int
+
+
+def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float]) -> MainTable:
     """Markdown: per data set and arm, over the finished reporting seeds at the chosen axis value, the primary
     endpoint (mean ± std; its difference to the control arm with the test's p and, under ``correction: holm``, the
     Holm-adjusted p over every test in the table), the seeds whose final ``reach`` score equals the data's, and each
     further column (tested ones with their own test cell); with ``baseline_rows``, each arm's row is followed by the
     data baseline of every column; a closing line states the test and the correction. An arm reads each column's
-    score through its ``read_as`` (:func:`ganlab.study.schema.arm_score`); a cell without values is ``-``."""
+    score through its ``read_as`` (:func:`ganlab.study.schema.arm_score`); a cell without values is ``-``. Returned
+    with the number of tests that have a p value (:class:`MainTable`)."""
     cols: list[Any] = [study.endpoint, *study.columns]
     testing = study.tests.test != "none"
     tested = [testing] + [testing and c.test for c in study.columns]
@@ -123,15 +134,15 @@ def main_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], flo
     for (r, c, diff, p, fmt, scale), adj in zip(tests, adjusted):
         cells[r][c] = _test_cell(diff, p, adj, fmt, scale, holm_on, study.tests.p_fmt)
     lines = [md_row(head), md_rule(len(head)), *(md_row(c) for c in cells)]
-    text = ("\n".join(lines) + "\n\n"
-            + tests_note(study, len([t for t in tests if not math.isnan(t[3])]), _untested(untested, sum(tested))))
+    family = sum(not math.isnan(t[3]) for t in tests)
+    text = "\n".join(lines) + "\n\n" + tests_note(study, family, _untested(untested, sum(tested)))
     for d in study.datasets if study.factorial is not None else []:
         text += "\n\n" + factorial_table(study, rows, chosen, d)
     if study.published is not None:
         pub = study.published
         text += ("\n\n" + (f"{pub.title}\n\n" if pub.title else "") + md_row(pub.header) + "\n"
                  + md_rule(len(pub.header)) + "\n" + "\n".join(md_row(r) for r in pub.rows))
-    return text
+    return MainTable(text, family)
 
 
 def factorial_table(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], dataset: str) -> str:
@@ -227,7 +238,8 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
 def table_text(study: StudySchema, rows: Rows) -> tuple[str, dict[tuple[str, str], float]]:
     """``table.md``'s text and the tuning choices it used."""
     chosen = stats.choices(study, rows) if study.tuning is not None else {}
-    text = main_table(study, rows, chosen) + "\n"
+    main = main_table(study, rows, chosen)
+    text = main.text + "\n"
     if study.tuning is not None:
         text += (f"\nTuning stage (seeds {', '.join(map(str, study.tuning.seeds))}; chosen: the best mean "
                  f"{_label(study.endpoint)}, ties broken by {', '.join(study.tuning.tie_break)}):\n\n"
@@ -235,7 +247,7 @@ def table_text(study: StudySchema, rows: Rows) -> tuple[str, dict[tuple[str, str
     if study.power is not None:
         from ganlab.study.power import power_table
 
-        text += "\n" + power_table(study, rows, chosen)
+        text += "\n" + power_table(study, rows, chosen, main.family)
     return text, chosen
 
 

@@ -79,11 +79,12 @@ def test_table_row_by_hand():
                      for step in (20, 40)]
     rows.append({**rows[-1], "seed": 7})  # not a reporting seed: left out
     chosen = {(a, "ring8"): 1e-3 for a in ("ctrl", "B", "C")}
-    lines = main_table(s, rows, chosen).splitlines()
+    table = main_table(s, rows, chosen)
+    lines = table.text.splitlines()
     assert lines[2] == "| ring8 | ctrl | 0.001 | 2 | 7.0 ± 1.4 | - | 1/2 | 50.0 ± 0.0 |"
     assert lines[3] == "| ring8 | B | 0.001 | 2 | 8.0 ± 0.0 | +1.0, p = 0.5 (Holm 0.59) | 2/2 | 50.0 ± 0.0 |"
     assert lines[4] == "| ring8 | C | 0.001 | 2 | 5.0 ± 1.4 | -2.0, p = 0.29 (Holm 0.59) | 0/2 | 50.0 ± 0.0 |"
-    assert "Holm's step-down correction over the 2 tests of this table" in lines[6]
+    assert "Holm's step-down correction over the 2 tests of this table" in lines[6] and table.family == 2
     assert compare([4, 6], [8, 6], "welch")[1] == pytest.approx(1 - 2 ** 0.5 / 2, abs=1e-12)
 
 
@@ -99,11 +100,11 @@ def test_excluded_seeds_leave_the_row_tests_and_note_by_hand():
             for arm, finals in (("ctrl", [8, 6, 1]), ("B", [8, 8, 8])) for seed, final in enumerate(finals)
             for step in (20, 40)]
     chosen = {(a, "ring8"): 1e-3 for a in ("ctrl", "B")}
-    lines = main_table(study(*base, "++study.exclude_seeds={ctrl: [2]}"), rows, chosen).splitlines()
+    lines = main_table(study(*base, "++study.exclude_seeds={ctrl: [2]}"), rows, chosen).text.splitlines()
     assert lines[2] == "| ring8 | ctrl | 0.001 | 2 | 7.0 ± 1.4 | - | 1/2 |"
     assert lines[3] == "| ring8 | B | 0.001 | 3 | 8.0 ± 0.0 | +1.0, p = 0.5 (Holm 0.5) | 3/3 |"
     assert "(seeds 0, 1, 2; ctrl without seeds 2)" in lines[5]
-    lines = main_table(study(*base), rows, chosen).splitlines()
+    lines = main_table(study(*base), rows, chosen).text.splitlines()
     assert lines[2] == "| ring8 | ctrl | 0.001 | 3 | 5.0 ± 3.6 | - | 1/3 |"
     assert lines[3] == "| ring8 | B | 0.001 | 3 | 8.0 ± 0.0 | +3.0, p = 0.29 (Holm 0.29) | 3/3 |"
     assert "(seeds 0, 1, 2)." in lines[5]
@@ -116,7 +117,7 @@ def test_a_table_with_one_seed_an_arm_says_no_test_could_be_computed():
               "study.control=ctrl")
     rows = [{"arm": arm, "dataset": "ring8", "stage": "final", "lr": 1e-3, "seed": 0, "step": 40,
              "modes_covered": m, "data/modes_covered": 8.0} for arm, m in (("ctrl", 6), ("B", 8))]
-    lines = main_table(s, rows, {(a, "ring8"): 1e-3 for a in ("ctrl", "B")}).splitlines()
+    lines = main_table(s, rows, {(a, "ring8"): 1e-3 for a in ("ctrl", "B")}).text.splitlines()
     assert lines[3].startswith("| ring8 | B | 0.001 | 1 | 8.0 (1 seed) |")
     assert "none could be computed" in lines[5] and "0 tests" not in lines[5]
 
@@ -138,7 +139,7 @@ def test_read_as_baseline_rows_and_no_tests_by_hand():
                 ("U", 1, {"class/acc": 0.1, "pred_class/acc": None, "data/pred_class/acc": 1.0}),
                 ("C", 0, {"class/acc": 0.4, "data/class/acc": 0.9}),
                 ("C", 1, {"class/acc": 0.6, "data/class/acc": 0.9}))]
-    lines = main_table(s, rows, {}).splitlines()
+    lines = main_table(s, rows, {}).text.splitlines()
     assert lines[:6] == ["| data | arm | seeds | acc |", "|---|---|---|---|", "| ring8 | U | 2 | - |",
                          "| ring8 | data baseline | 2 | 0.9 ± 0.1 |", "| ring8 | C | 2 | 0.5 ± 0.1 |",
                          "| ring8 | data baseline | 2 | 0.9 ± 0.0 |"]
