@@ -17,6 +17,10 @@ Added before the site is built (none of them is a file in the repository):
 - The Results section of the navigation, and a list at the end of ``results/index.md``: one entry per
   ``docs/results/*/README.md``.
 
+The docstrings' Sphinx roles (``:func:`x```) become cross-references or code through the Griffe extension of
+``docs/hooks/roles.py`` (mkdocs.yml); text this hook copies from the code (the API index's module summaries, the run
+folder's names) gets code spans, or bare names inside a code block.
+
 Links from a page to a repository file outside ``docs/`` (a source file, a script) become code text, since the
 site has no copy of them; a link to a file that exists nowhere is left alone, so the strict build reports it.
 """
