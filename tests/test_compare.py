@@ -232,7 +232,7 @@ def test_cli_writes_table_csv_plots_and_reports_failures(sweep: Path, tmp_path: 
     assert main([str(sweep), "--format", "terminal", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "ring8 [wgan_gp]" in out and "FAILED" in out and str(sweep / "6_failed" / "train.log") in out
-    assert "6 finished, 2 failed or unfinished" in out and "UNFINISHED" in out
+    assert "6 jobs finished, 2 failed or unfinished, 0 interrupted" in out and "UNFINISHED" in out
     assert "Welch's t-test" in out
     assert (tmp_path / "table.md").read_text().startswith("| run | seeds |")
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["modes_covered.png", "reverse_kl.png"]
@@ -417,3 +417,14 @@ def test_p_values_say_a_tie_is_a_tie() -> None:
     summary = {"ring8 [plain]": {"modes_covered": (0.5, 0.71, 2)}, "ring8 [pacgan]": {"modes_covered": (0.5, 0.71, 2)}}
     line = p_value_lines(summary, ["modes_covered"]).splitlines()[1]
     assert line == "  modes_covered: ring8 [plain] and ring8 [pacgan] tie (equal means): no best row, no mark"
+
+
+def test_job_counts_tell_interrupted_jobs_from_failed_ones(tmp_path: Path) -> None:
+    from ganlab.analysis.table import job_counts
+    from ganlab.run.layout import FailedJob
+
+    failed = [FailedJob(tmp_path / "a", tmp_path / "a.log", "boom"),
+              FailedJob(tmp_path / "b", tmp_path / "b.log", "killed", status="unfinished"),
+              FailedJob(tmp_path / "c", tmp_path / "c.log", "SIGINT", status="interrupted", resume="ganlab-train")]
+    assert job_counts([{}, {}], failed, 3) == "2 jobs finished, 2 failed or unfinished, 1 interrupted, 3 not run"
+    assert job_counts([], failed[2:]) == "0 jobs finished, 0 failed or unfinished, 1 interrupted"

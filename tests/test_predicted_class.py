@@ -136,3 +136,28 @@ def test_too_few_samples_per_class_skip_with_the_setting_to_raise(caplog: pytest
     assert "metrics.num_samples=17 is under 6 samples for each of 3 classes; raise it to at least 18" in caplog.text
     ev18 = Evaluator(num_samples=18, num_real=600, scorers={}, embedder=ClassifierLike(templates), batch_size=40)
     assert "pred_class/1/recall" in ev18(OneImage(data.x[1]), data).scores  # the advice works
+
+
+def test_a_2d_mixture_logs_no_per_class_skip(caplog: pytest.LogCaptureFixture) -> None:
+    """Points of a 2-D mixture have modes, not classes: the skip of pred_class/... is no news worth a log line."""
+    from ganlab.data.mixtures import ring
+
+    data = ring(num_samples=400, holdout_samples=200)
+    point = data.x[0]
+    ev = Evaluator(num_samples=40, num_real=200, scorers={}, batch_size=40)
+    with caplog.at_level(logging.INFO, logger="ganlab"):
+        scores = ev(OnePoint(point), data).scores
+    assert not any(k.startswith("pred_class/") for k in scores)
+    assert "per-class" not in caplog.text and "pred_class" not in caplog.text
+
+
+class OnePoint(nn.Module):
+    """An unconditional 'generator' of 2-D points that outputs one point whatever z."""
+
+    def __init__(self, point: torch.Tensor) -> None:
+        super().__init__()
+        self.point, self.z_dim = point, 2
+        self.w = nn.Parameter(torch.zeros(()))
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.point.expand(len(z), -1) + 0 * self.w

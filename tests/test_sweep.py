@@ -70,6 +70,25 @@ def test_sweep_summary_lists_every_job(basic: Path) -> None:
     assert "| ring8 [plain] | 2 |" in summary and "| ring8 [wgan_gp] | 2 |" in summary
 
 
+def test_each_job_prints_one_line_and_the_sweep_one_table(basic: Path) -> None:
+    printed = (basic / "stdout.txt").read_text()
+    lines = printed.splitlines()
+    for job in JOBS:
+        m = metrics(basic / job)
+        mine = [ln for ln in lines if f"job {job}:" in ln]
+        assert len(mine) == 1, printed[-3000:]
+        s = m["scores"]
+        assert (f"job {job}: 6 steps in {m['wall_time_s']:.1f} s; modes_covered {s['modes_covered']:.4g}, "
+                f"hq_fraction {s['hq_fraction']:.4g}, reverse_kl {s['reverse_kl']:.4g}; verdict: not judged; "
+                f"folder {basic / job}") in mine[0]
+    assert sum(ln.startswith("run ") and "seeds" in ln for ln in lines) == 1  # the sweep's table, once
+    assert [ln.split()[:3] for ln in lines if ln.startswith("ring8 [")] == [
+        ["ring8", "[plain]", "2"], ["ring8", "[wgan_gp]", "2"]]
+    assert "final scores" not in printed and "vendi:" not in printed and "near data" not in printed
+    assert "sweep finished: 4 jobs finished, 0 failed or unfinished, 0 interrupted, 0 not run" in printed
+    assert "per-class" not in printed  # a 2-D mixture has no classes to skip
+
+
 @pytest.mark.slow  # ~30 s: 4 more jobs; the joblib launcher itself also runs in tests/test_data.py (a multirun)
 def test_joblib_launcher_gives_the_same_scores(basic: Path) -> None:
     parallel = sweep(basic.parent, "joblib", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")

@@ -51,13 +51,13 @@ def test_a_failing_job_does_not_stop_the_sweep_but_sets_its_exit_status(tmp_path
     runs, failed = collect_runs(out)
     assert sorted(Path(r["run_dir"]).name for r in runs) == ok_jobs
     assert [(f.run_dir.name, f.log.name) for f in failed] == [(j, "train.log") for j in failed_jobs]
-    assert "2 jobs finished, 2 failed or unfinished, 0 not run." in (out / "summary.md").read_text()
+    assert "2 jobs finished, 2 failed or unfinished, 0 interrupted, 0 not run." in (out / "summary.md").read_text()
     compared = cli("ganlab-compare", str(out), "--no-files", cwd=tmp_path)
     report = compared.stdout
     assert compared.returncode == 0  # some jobs finished: the table is the answer
     assert f"FAILED {out / failed_jobs[0]}: InjectedFailure" in report and str(out / failed_jobs[0] / "train.log") \
         in report
-    assert "| ring8 [plain] | 2 |" in report and "2 finished, 2 failed or unfinished" in report
+    assert "| ring8 [plain] | 2 |" in report and "2 jobs finished, 2 failed or unfinished, 0 interrupted" in report
     strict = cli("ganlab-compare", str(out), "--no-files", "--strict", cwd=tmp_path)
     assert strict.returncode == 1 and strict.stdout == report
 
@@ -110,11 +110,12 @@ def test_an_interrupted_sweep_writes_its_summary_naming_the_jobs_not_run(tmp_pat
         proc.kill()
     assert proc.returncode == 130, output[-3000:]
     summary = (out / "summary.md").read_text()
-    assert "Interrupted: 0 jobs finished, 1 failed or unfinished, 2 not run." in summary
+    assert "Interrupted: 0 jobs finished, 0 failed or unfinished, 1 interrupted, 2 not run." in summary
     assert summary.endswith("## Jobs not run\n\n- 1: `seed=1`\n- 2: `seed=2`\n")
     compared = cli("ganlab-compare", str(out), "--no-files", cwd=tmp_path)
-    assert "NOT RUN job 1: seed=1\nNOT RUN job 2: seed=2\n0 finished, 1 failed or unfinished, 2 not run" \
-        in compared.stdout and compared.returncode == 1
+    assert ("NOT RUN job 1: seed=1\nNOT RUN job 2: seed=2\n"
+            "0 jobs finished, 0 failed or unfinished, 1 interrupted, 2 not run") in compared.stdout
+    assert compared.returncode == 1
 
 
 def test_a_failing_single_run_exits_nonzero(tmp_path: Path) -> None:

@@ -17,6 +17,10 @@ Added before the site is built (none of them is a file in the repository):
 - The Results section of the navigation, and a list at the end of ``results/index.md``: one entry per
   ``docs/results/*/README.md``.
 
+The docstrings' Sphinx roles (``:func:`x```) become cross-references or code through the Griffe extension of
+``docs/hooks/roles.py`` (mkdocs.yml); text this hook copies from the code (the API index's module summaries, the run
+folder's names) gets code spans, or bare names inside a code block.
+
 Links from a page to a repository file outside ``docs/`` (a source file, a script) become code text, since the
 site has no copy of them; a link to a file that exists nowhere is left alone, so the strict build reports it.
 """
@@ -24,6 +28,7 @@ site has no copy of them; a link to a file that exists nowhere is left alone, so
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 import os
 import re
@@ -40,6 +45,27 @@ from mkdocs.structure.files import File, Files
 log = logging.getLogger("mkdocs.hooks.ganlab")
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "ganlab"
+
+
+def _roles_module() -> Any:
+    """``docs/hooks/roles.py`` (the docstrings' Sphinx roles as Markdown), loaded from its file: the hooks folder is
+    no package."""
+    spec = importlib.util.spec_from_file_location("ganlab_docs_roles", Path(__file__).with_name("roles.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def plain_roles(text: str) -> str:
+    """Docstring text copied onto a generated page with its Sphinx roles as code spans (``:func:`page``` ->
+    ```page```)."""
+    return _roles_module().convert_roles(text, lambda target: None)
+
+
+def bare_roles(text: str) -> str:
+    """Docstring text copied into a code block with its Sphinx roles as bare names (``:func:`page``` -> ``page``)."""
+    return _roles_module().strip_roles(text)
 
 
 # ---------------------------------------------------------------- API reference
@@ -90,7 +116,7 @@ def _summary(module: str) -> str:
     except SyntaxError:
         return ""
     first = (doc or "").strip().split("\n\n")[0].replace("\n", " ")
-    return f": {first}" if first else ""
+    return f": {plain_roles(first)}" if first else ""
 
 
 # ---------------------------------------------------------------- config reference
@@ -224,10 +250,11 @@ def run_layout() -> str:
                 and node.targets[0].id.isupper() and isinstance(node.value, ast.Constant)
                 and isinstance(node.value.value, str)):
             comment = lines[node.lineno - 1].partition("#")[2].strip()
-            rows.append(f"| `{node.value.value}` | `{node.targets[0].id}` | {comment} |")
+            rows.append(f"| `{node.value.value}` | `{node.targets[0].id}` | {plain_roles(comment)} |")
     return "\n".join(["Generated from [`ganlab.run.layout`](api/ganlab.run.layout.md), the one module that names "
                       "them (the trainer, the commands and the notebook API take the names from there):", "",
-                      "```text", drawn.rstrip(), "```", "", "| name | constant | what |", "|---|---|---|", *rows])
+                      "```text", bare_roles(drawn.rstrip()), "```", "", "| name | constant | what |", "|---|---|---|",
+                      *rows])
 
 
 # ---------------------------------------------------------------- score table
@@ -292,8 +319,22 @@ def results_list(docs: Path) -> str:
 # ---------------------------------------------------------------- MkDocs events
 
 
+#: Plugins whose INFO lines report progress only (mkdocs-jupyter: each notebook converted, cached and copied): shown
+#: with ``mkdocs build -v``, else only their warnings.
+CHATTY_LOGGERS = ("mkdocs.plugins.mkdocs_jupyter",)
+
+
+def quiet_plugins() -> None:
+    """Only the warnings of :data:`CHATTY_LOGGERS`, unless mkdocs runs verbose (``-v``: its logger at DEBUG)."""
+    if not logging.getLogger("mkdocs").isEnabledFor(logging.DEBUG):
+        for name in CHATTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def on_config(config: Any) -> Any:
-    """The Results section of the navigation: the index, then one entry per study page."""
+    """The Results section of the navigation: the index, then one entry per study page; the plugins' progress
+    lines off (:func:`quiet_plugins`)."""
+    quiet_plugins()
     docs = Path(config["docs_dir"])
     entries: list[Any] = [{"Overview": "results/index.md"}]
     entries += [{_title(p): p.relative_to(docs).as_posix()} for p in result_pages(docs)]

@@ -100,6 +100,16 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
     return runs, failed
 
 
+def job_counts(runs: list[Any], failed: list[FailedJob], not_run: int | None = None) -> str:
+    """``4 jobs finished, 1 failed or unfinished, 1 interrupted, 2 not run``: the jobs of a sweep by their end; an
+    interrupted job (Ctrl-C or SIGTERM: resumable) is counted apart from the failed and unfinished ones. ``not_run``
+    None leaves that count out (nothing planned to compare with)."""
+    interrupted = sum(f.status == "interrupted" for f in failed)
+    parts = [f"{len(runs)} jobs finished", f"{len(failed) - interrupted} failed or unfinished",
+             f"{interrupted} interrupted"]
+    return ", ".join(parts + ([f"{not_run} not run"] if not_run is not None else []))
+
+
 def embedder_mismatch(runs: list[dict[str, Any]]) -> str | None:
     """A warning when ``runs`` were scored by different embedders (``metrics.json``'s ``"embedder"`` records:
     class, weights file and hash, input size, resize mode), whose scores are not comparable; else None. A run
@@ -148,12 +158,18 @@ def table_keys(summary: Summary) -> list[str]:
     return ordered_scores(k for s in summary.values() for k in s if not k.startswith(DATA_PREFIX))
 
 
-def headline_keys(summary: Summary) -> list[str]:
-    """The default columns: :data:`HEADLINE` for the runs' kind of data (``mixture`` when a run has
-    ``hq_fraction`` or ``reverse_kl``, else ``image``), those present only; every model score when none is."""
-    present = set(table_keys(summary))
+def headline_of(names: Any) -> list[str]:
+    """:data:`HEADLINE` for the kind of data of these score ``names`` (``mixture`` when they hold ``hq_fraction``
+    or ``reverse_kl``, else ``image``), those among ``names`` only, in :data:`HEADLINE`'s order."""
+    present = set(names)
     kind = "mixture" if present & {"hq_fraction", "reverse_kl"} else "image"
-    return [k for k in HEADLINE[kind] if k in present] or table_keys(summary)
+    return [k for k in HEADLINE[kind] if k in present]
+
+
+def headline_keys(summary: Summary) -> list[str]:
+    """The default columns: :func:`headline_of` the runs' model scores; every model score when none is a headline
+    score."""
+    return headline_of(table_keys(summary)) or table_keys(summary)
 
 
 def table_stem(keys: list[str], summary: Summary) -> str:

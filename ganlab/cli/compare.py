@@ -35,6 +35,7 @@ from ganlab.analysis.table import (
     embedder_mismatch,
     headline_keys,
     intervals,
+    job_counts,
     markdown_table,
     p_value_lines,
     summarise,
@@ -175,8 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = jobs_not_run(args.sweep_dir)
     for number, overrides in missing:
         print(f"NOT RUN job {number}: {' '.join(overrides)}")
-    not_run = f", {len(missing)} not run" if missing else ""
-    print(f"{len(runs)} finished, {len(failed)} failed or unfinished{not_run}")
+    print(job_counts(runs, failed, len(missing) if missing else None))
     if not runs:
         return 1
     return 1 if args.strict and (failed or missing) else 0

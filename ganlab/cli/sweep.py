@@ -12,6 +12,7 @@
 * :class:`SweepSummary`, a Hydra callback, writes ``summary.md`` (the comparison table, the failed jobs and the
   jobs that never ran) into the sweep directory when the sweep ends or is interrupted (Ctrl-C);
   :func:`exit_status` is then ``ganlab-train -m``'s exit status: 1 when any job failed or never ran.
+* On the terminal a finished job prints one line (:func:`job_line`), and the sweep prints its one table at its end.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ganlab.analysis.table import collect_runs, markdown_table, summarise
+from ganlab.analysis.table import collect_runs, headline_of, job_counts, markdown_table, summarise, terminal_table
 from ganlab.hparams import SWEPT_KEYS_ENV, strategy_label
 
 log = logging.getLogger("ganlab")
@@ -145,18 +146,19 @@ def jobs_not_run(sweep_dir: Path, planned: list[list[str]] | None,
 
 
 def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[str] | None = None,
-                  interrupted: bool = False, filename: str = "summary.md") -> tuple[int, int, int]:
-    """Write ``<sweep_dir>/<filename>``: the counts, the comparison table, the failed jobs and the jobs that never
-    ran (with their ``swept`` keys' values, see :func:`jobs_not_run`); log the failed ones.
+                  interrupted: bool = False, filename: str = "summary.md") -> tuple[int, int, int, int]:
+    """Write ``<sweep_dir>/<filename>``: the counts (:func:`ganlab.analysis.table.job_counts`), the comparison
+    table, the failed jobs and the jobs that never ran (with their ``swept`` keys' values, see :func:`jobs_not_run`);
+    log the counts and the table (the sweep's one table on the terminal: each job printed one line, see
+    :func:`job_line`), then the jobs that need attention.
 
     Returns:
-        ``(finished, failed, not run)`` job counts; failed counts unfinished jobs too.
+        ``(finished, failed or unfinished, interrupted, not run)`` job counts.
     """
     runs, failed = collect_runs(sweep_dir)
     missing = jobs_not_run(sweep_dir, planned, swept)
-    head = "Interrupted: " if interrupted else ""
-    lines = [f"# Sweep {sweep_dir}", "",
-             f"{head}{len(runs)} jobs finished, {len(failed)} failed or unfinished, {len(missing)} not run.", ""]
+    counts = job_counts(runs, failed, len(missing))
+    lines = [f"# Sweep {sweep_dir}", "", f"{'Interrupted: ' if interrupted else ''}{counts}.", ""]
     if runs:
         lines += [markdown_table(summarise(runs)), ""]
     if failed:
@@ -165,9 +167,17 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
     if missing:
         lines += ["## Jobs not run", ""] + [f"- {i}: `{' '.join(job)}`" for i, job in missing]
     (sweep_dir / filename).write_text("\n".join(lines).rstrip("\n") + "\n")
-    log.info("sweep %s: %d jobs finished, %d failed or unfinished, %d not run; summary in %s",
-             "interrupted" if interrupted else "finished", len(runs), len(failed), len(missing),
-             sweep_dir / filename)
+    table = f"\n{terminal_table(summarise(runs))}" if runs else ""
+    log.info("sweep %s: %s; summary in %s%s", "interrupted" if interrupted else "finished", counts,
+             sweep_dir / filename, table)
+    _log_unfinished(runs if interrupted else [], failed, missing)
+    stopped = sum(f.status == "interrupted" for f in failed)
+    return len(runs), len(failed) - stopped, stopped, len(missing)
+
+
+def _log_unfinished(runs: list[dict[str, Any]], failed: list[Any], missing: list[tuple[int, list[str]]]) -> None:
+    """Log the finished ``runs`` (an interrupted sweep's; a finished sweep's jobs each printed their line), the
+    failed and interrupted jobs (with the command that continues one) and the jobs that never ran."""
     for run in runs:
         log.info("finished job %s", run["run_dir"])
     for f in failed:
@@ -177,7 +187,22 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
             log.warning("%s job %s: %s (log: %s)", f.status, f.run_dir, f.error, f.log)
     for i, job in missing:
         log.warning("job %d not run: %s", i, " ".join(job))
-    return len(runs), len(failed), len(missing)
+
+
+#: How many headline scores a sweep job's line shows (:func:`job_line`).
+JOB_LINE_SCORES = 3
+
+
+def job_line(metrics: dict[str, Any], run_dir: Path) -> str:
+    """A sweep job's one line when it finished: its folder's name (job number and swept values), the steps and
+    wall time, the first :data:`JOB_LINE_SCORES` headline scores (:func:`ganlab.analysis.table.headline_of`),
+    the verdict's first word(s) and the folder. Every score stays in the job's ``metrics.json``; the sweep's
+    table comes at its end (:func:`write_summary`)."""
+    scores = metrics.get("scores", {})
+    shown = ", ".join(f"{k} {scores[k]:.4g}" for k in headline_of(scores)[:JOB_LINE_SCORES])
+    verdict = str(metrics.get("verdict", "-")).split(":", 1)[0]
+    return (f"job {run_dir.name}: {metrics['step']} steps in {metrics.get('wall_time_s', 0.0):.1f} s; {shown}; "
+            f"verdict: {verdict}; folder {run_dir}")
 
 
 class SweepSummary(Callback):
@@ -194,7 +219,7 @@ class SweepSummary(Callback):
         self.sweep_dir: Path | None = None
         self.planned: list[list[str]] | None = None
         self.swept: list[str] = []
-        self.counts: tuple[int, int, int] | None = None
+        self.counts: tuple[int, int, int, int] | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _ACTIVE
@@ -267,7 +292,7 @@ def sweep_interrupted() -> bool:
 
 
 def exit_status() -> int:
-    """``ganlab-train -m``'s exit status after its sweep: 1 when any job failed, did not finish or never ran, else
-    0 (also outside a sweep)."""
+    """``ganlab-train -m``'s exit status after its sweep: 1 when any job failed, did not finish, was interrupted or
+    never ran, else 0 (also outside a sweep)."""
     counts = _ACTIVE.counts if _ACTIVE is not None else None
-    return 1 if counts is not None and (counts[1] or counts[2]) else 0
+    return 1 if counts is not None and any(counts[1:]) else 0

@@ -81,7 +81,14 @@ def run(cfg: DictConfig) -> dict:
 
 
 def _log_finished(metrics: dict, run_dir: Path) -> None:
+    """A finished run on the terminal: a single run, its final scores' table, verdict and folder; a sweep's job,
+    one line (:func:`ganlab.cli.sweep.job_line`: the sweep prints one table at its end)."""
+    from ganlab.cli import sweep
     from ganlab.cli.common import format_scores
+
+    if sweep.is_multirun():
+        log.info("%s", sweep.job_line(metrics, run_dir))
+        return
 
     log.info("finished %d steps (%.1f steps/s); final scores (model beside the held-out real data):\n%s\n"
              "verdict: %s\nrun folder: %s%s", metrics["step"], metrics["steps_per_s"],

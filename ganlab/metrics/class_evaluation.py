@@ -141,6 +141,12 @@ class ClassEvaluation:
             self._baseline = {f"{DATA_PREFIX}{k}": v for k, v in scores.items()}
         return self._baseline
 
+    @staticmethod
+    def has_classes(data: GANData) -> bool:
+        """Whether per-class scores could apply to ``data`` at all: labelled images. 2-D mixtures (their modes are
+        scored by the mode scores) and unlabelled images have no classes, so their skip is not worth a log line."""
+        return data.is_image and data.labels is not None and bool(data.num_modes)
+
     def predicted_skip(self, data: GANData, embedder: Embedder) -> str:
         """Why an unconditional G's ``pred_class/...`` scores do not apply to ``data``, or "" when they do: labelled
         data, an embedder whose labels predict those classes
@@ -170,7 +176,7 @@ class ClassEvaluation:
         they do not apply."""
         if self._predicted_skip is None:
             self._predicted_skip = self.predicted_skip(data, embedder)
-            if self._predicted_skip:
+            if self._predicted_skip and self.has_classes(data):  # 2-D points or unlabelled images: nothing to skip
                 log.info("per-class scores by predicted class (pred_class/...) skipped: %s", self._predicted_skip)
         if self._predicted_skip or labels is None:
             return {}

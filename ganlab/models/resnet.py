@@ -103,7 +103,7 @@ class GBlock(nn.Module):
 class DBlock(nn.Module):
     """SNGAN's discriminator ResBlock (Figure 8b): (B, c_in, H, W) -> (B, c_out, H', W'), H' = H / 2 when ``down``.
 
-    residual = [pool](conv3(ReLU(conv3(ReLU(x))))), or without the first ReLU when ``optimized`` (the first block,
+    ``residual = [pool](conv3(ReLU(conv3(ReLU(x)))))``, or without the first ReLU when ``optimized`` (the first block,
     whose input is the image); shortcut = pool(conv1(x)) (conv1(pool(x)) when ``optimized``), or x itself when the
     block neither pools nor changes width. ``pool`` is 2x2 average pooling.
     """
