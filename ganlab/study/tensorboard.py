@@ -146,34 +146,43 @@ def replace_folder(new: Path, old: Path) -> None:
         shutil.rmtree(aside)
 
 
+def write_runs(study: StudySchema, runs: list[tuple[Job, list[dict[str, Any]]]], folder: Path) -> int:
+    """Write one TensorBoard run per entry of ``runs`` (:func:`job_rows`) below ``folder`` (:func:`run_name`): its
+    scalars (:func:`run_scalars`) and the layout (:func:`layout`) of the arms in ``runs``; returns the number of
+    scalars written."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    board = layout(study, {(job.arm, job.dataset) for job, _ in runs})
+    written = 0
+    for job, rows in runs:
+        writer = SummaryWriter(log_dir=str(folder / run_name(study, job)))
+        for tag, value, step in run_scalars(study, job, rows):
+            writer.add_scalar(tag, value, step)
+            written += 1
+        writer.add_custom_scalars(board)  # TensorBoard merges the runs' (equal) layouts into one
+        writer.close()
+    return written
+
+
 def write_events(study: StudySchema, runs: list[tuple[Job, list[dict[str, Any]]]], logdir: Path) -> int:
-    """Write one TensorBoard run per entry of ``runs`` (:func:`job_rows`) into ``logdir``, replacing what an earlier
-    call wrote there (:func:`check_logdir`, :func:`replace_folder`); returns the number of scalars written.
+    """:func:`write_runs` into a fresh folder beside ``logdir`` (marked with :data:`MARKER`), then put in its place
+    (:func:`replace_folder`), so a second call replaces the first's events; returns the number of scalars written.
+    An error removes the fresh folder and leaves ``logdir`` as it was.
 
     Raises:
         StudyError: ``logdir`` is not this module's (:func:`check_logdir`), or ``runs`` is empty.
     """
-    from torch.utils.tensorboard import SummaryWriter
-
     check_logdir(logdir)
     if not runs:
         raise StudyError(f"study {study.name}: no evaluation in its run folders under {study.runs} nor in its table "
                          f"of evaluations: train it first (ganlab-study {study.name})")
     logdir.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=f".{logdir.name}.new.", dir=logdir.parent))
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(fresh, 0o777 & ~mask)  # mkdtemp makes a 0700 folder; give the usual permissions
-    board = layout(study, {(job.arm, job.dataset) for job, _ in runs})
-    written = 0
     try:
-        for job, rows in runs:
-            writer = SummaryWriter(log_dir=str(fresh / run_name(study, job)))
-            for tag, value, step in run_scalars(study, job, rows):
-                writer.add_scalar(tag, value, step)
-                written += 1
-            writer.add_custom_scalars(board)  # TensorBoard merges the runs' (equal) layouts into one
-            writer.close()
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(fresh, 0o777 & ~mask)  # mkdtemp makes a 0700 folder; give the usual permissions
+        written = write_runs(study, runs, fresh)
         (fresh / MARKER).write_text(study.name + "\n")
         replace_folder(fresh, logdir)
     except BaseException:

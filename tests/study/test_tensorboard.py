@@ -135,6 +135,21 @@ def test_a_second_call_replaces_the_first(smoke, tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tb")] == []  # no temporary folder left
 
 
+def test_an_error_leaves_the_earlier_events_and_no_temporary_folder(smoke, tmp_path, monkeypatch):
+    logdir = tmp_path / "tb"
+    written(smoke, logdir)
+    before = sorted(logdir.rglob("events.out.tfevents.*"))
+
+    def broken(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(board, "layout", broken)
+    with pytest.raises(OSError, match="disk full"):
+        written(smoke, logdir)
+    assert sorted(logdir.rglob("events.out.tfevents.*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "runs", "tb"]
+
+
 def test_a_folder_it_did_not_write_is_refused_and_left_alone(smoke, tmp_path):
     logdir = tmp_path / "mine"
     (logdir / "notes.txt").parent.mkdir()
