@@ -62,13 +62,10 @@ def arm_tag(dataset: str, score: str, arm: str) -> str:
     return f"{ARM_TAG_PREFIX}{dataset}/{score}/{slug(arm)}"
 
 
-def table_scores(study: StudySchema) -> dict[str, str]:
-    """The scores of the study's table columns, the endpoint first, each once: score -> its first column's label
-    (the score itself when the column has none)."""
-    out: dict[str, str] = {}
-    for col in [study.endpoint, *study.columns]:
-        out.setdefault(col.score, col.label or col.score)
-    return out
+def table_scores(study: StudySchema) -> list[str]:
+    """The scores of the study's table columns, the endpoint first, each once (charts are titled with these names,
+    not the columns' labels: a column may scale its score, the events hold the score itself)."""
+    return list(dict.fromkeys(col.score for col in [study.endpoint, *study.columns]))
 
 
 def job_rows(study: StudySchema, recorded: Recorded) -> list[tuple[Job, list[dict[str, Any]]]]:
@@ -102,8 +99,8 @@ def run_scalars(study: StudySchema, job: Job, rows: Iterable[dict[str, Any]]) ->
 def layout(study: StudySchema,
            present: Collection[tuple[str, str]] | None = None) -> dict[str, dict[str, list[Any]]]:
     """The custom-scalars layout, as ``SummaryWriter.add_custom_scalars`` takes it (category -> chart title ->
-    ``["Multiline", [tag regexes]]``): one category per data set and table score (``<data set>: <label>``, in the
-    study's order), holding a chart ``<label>: every arm`` and then one chart ``<label>: <arm>`` per arm that runs
+    ``["Multiline", [tag regexes]]``): one category per data set and table score (``<data set>: <score>``, in the
+    study's order), holding a chart ``<score>: every arm`` and then one chart ``<score>: <arm>`` per arm that runs
     on the data set, in the study's order, each a multi-line chart of :func:`arm_tag`'s tags.
 
     ``present``: the (arm, data set) pairs that have runs; the others get no chart (None: every pair the study
@@ -113,10 +110,10 @@ def layout(study: StudySchema,
     out: dict[str, dict[str, list[Any]]] = {}
     for data in study.datasets:
         arms = [a.name for a in study.arms if runs_on(a, data) and (present is None or (a.name, data) in present)]
-        for score, label in table_scores(study).items() if arms else ():
-            charts = {f"{label}: every arm": ["Multiline", [f"^{re.escape(f'{ARM_TAG_PREFIX}{data}/{score}/')}"]]}
-            charts |= {f"{label}: {a}": ["Multiline", [f"^{re.escape(arm_tag(data, score, a))}$"]] for a in arms}
-            out[f"{data}: {label}"] = charts
+        for score in table_scores(study) if arms else ():
+            charts = {f"{score}: every arm": ["Multiline", [f"^{re.escape(f'{ARM_TAG_PREFIX}{data}/{score}/')}"]]}
+            charts |= {f"{score}: {a}": ["Multiline", [f"^{re.escape(arm_tag(data, score, a))}$"]] for a in arms}
+            out[f"{data}: {score}"] = charts
     return out
 
 
