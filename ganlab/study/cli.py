@@ -155,7 +155,8 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
     path = write_collected(study, recorded)
     failed = [r for r in done if r.get("error")]
     print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
-          f"the table: ganlab-study report {study.name}", flush=True)
+          f"the table: ganlab-study report {study.name}; the runs in TensorBoard: ganlab-study tensorboard "
+          f"{study.name}", flush=True)
     for r in failed:
         print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
     if failed:
