@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
+from ganlab.run.layout import DATA_PREFIX
 from ganlab.study.collect import Recorded, has_run, job_key, run_rows
 from ganlab.study.plan import Job, all_jobs, arm_of, relative_folder, runs_on, slug
 from ganlab.study.schema import StudyError, StudySchema, arm_score
@@ -83,8 +84,6 @@ def run_scalars(study: StudySchema, job: Job, rows: Iterable[dict[str, Any]]) ->
     """The ``(tag, value, step)`` of one run's evaluations: ``diversity/<score>`` for every score of the study's
     table of evaluations (``scores``, ``data/<score>`` of ``data_scores``) and ``arms/...`` (:func:`arm_tag`) for
     every score of :func:`table_scores`, as the job's arm reads it; empty cells are left out."""
-    from ganlab.run.layout import DATA_PREFIX
-
     arm = arm_of(study, job.arm)
     names = [*study.scores, *(f"{DATA_PREFIX}{s}" for s in study.data_scores)]
     out = []
