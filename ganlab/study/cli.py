@@ -9,6 +9,7 @@ A Hydra main over ``conf/ganlab_study.yaml``; the study is its ``study`` group::
     ganlab-study collect fair_table                  # the table of evaluations from the run folders, train nothing
     ganlab-study report fair_table                   # table.md, curves.png, results page from that table alone
     ganlab-study status fair_table                   # runs finished, running, failed, left; hours spent and left
+    ganlab-study tensorboard fair_table              # TensorBoard events of every run from its folder, by arm
     ganlab-study blocks [--check]                    # refresh (check) every generated block of the docs
 """
 
@@ -37,7 +38,7 @@ from ganlab.study.schema import StudyError, StudySchema, register
 register()  # conf/study/*.yaml name /schema/study
 
 #: Words that may precede the study's name on the command line (each sets ``action``).
-ACTIONS = ("run", "check", "collect", "report", "status")
+ACTIONS = ("run", "check", "collect", "report", "status", "tensorboard")
 
 #: What ``ganlab-study --help`` says the command does.
 ABOUT = """Run or report a study declared in conf/study/<STUDY>.yaml (docs/howto/studies.md): its arms, data sets,
@@ -53,6 +54,8 @@ EXAMPLES = [
     ("ganlab-study collect fair_table", "the table of evaluations from the run folders, train nothing"),
     ("ganlab-study report fair_table", "table.md, curves.png, results page from that table alone"),
     ("ganlab-study status fair_table", "runs finished, running, failed and left per stage and data set; hours"),
+    ("ganlab-study tensorboard fair_table", "TensorBoard events of every run, grouped by arm; no training"),
+    ("ganlab-study tensorboard fair_table logdir=/tmp/tb", "the same, written to /tmp/tb"),
     ("ganlab-study blocks --check", "check every generated block of the docs (without --check: refresh them)"),
 ]
 
@@ -66,11 +69,14 @@ def usage() -> str:
                     ("report", "table.md, curves.png and the results page, from the table alone"),
                     ("status", "runs finished, running, failed, left per stage and data set, run-hours spent and "
                                "an estimate of those left; from the folders and the table, no torch"),
+                    ("tensorboard", "TensorBoard event files of every run, by arm, from the run folders (no "
+                                    "training); rewritten whole each time"),
                     ("blocks [--check]", "refresh (check) every generated block of README.md and docs/")])
     keys = rows([("study.<key>=<value>", "any key of the study's YAML (e.g. study.budget.steps, study.seeds)"),
                  ("stage=<all|tune|final>", "all; tune: the tuning stage only; final: the reporting runs of the "
                                             "pairs already tuned"),
                  ("'arms=[a,b]'", "train only these arms (the others are left alone); default: every arm"),
+                 ("logdir=<folder>", "tensorboard: where the event files go; default <runs>/tensorboard/<STUDY>"),
                  ("hydra/launcher=<option>", "where the runs go: joblib (default, this machine), submitit_slurm, "
                                              "submitit_local, basic (in this process)")])
     return page(["ganlab-study [ACTION] STUDY [key=value ...]", "ganlab-study status STUDY [study.key=value ...]",
@@ -149,11 +155,36 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
     path = write_collected(study, recorded)
     failed = [r for r in done if r.get("error")]
     print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
-          f"the table: ganlab-study report {study.name}", flush=True)
+          f"the table: ganlab-study report {study.name}; the runs in TensorBoard: ganlab-study tensorboard "
+          f"{study.name}", flush=True)
     for r in failed:
         print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
     if failed:
         sys.exit(1)
+
+
+def tensorboard(study: StudySchema, logdir: str | None) -> None:
+    """``ganlab-study tensorboard``: write the study's runs as TensorBoard runs into ``logdir`` (default
+    :func:`ganlab.study.tensorboard.default_logdir`; replaced whole, :func:`ganlab.study.tensorboard.write_events`)
+    and print the ``tensorboard`` command that shows them.
+
+    Raises:
+        StudyError: a study that does not check, a logdir that is not the command's, or no evaluation at all.
+    """
+    import shlex
+
+    from ganlab.cli.common import program
+    from ganlab.study import tensorboard as board
+    from ganlab.study.schema import check_study
+
+    check_study(study)
+    check_folders(study)
+    path = Path(logdir) if logdir else board.default_logdir(study)
+    board.check_logdir(path)
+    runs = board.job_rows(study, recorded_for(study))
+    n = board.write_events(study, runs, path)
+    print(f"ganlab-study: {study.name}: {n} scalars of {len(runs)} runs in {path}\n"
+          f"look at them: {shlex.join([program('tensorboard'), '--logdir', str(path)])}")
 
 
 @hydra.main(version_base="1.3", config_path=str(ganlab._config_dir()), config_name="ganlab_study")
@@ -179,6 +210,8 @@ def study_main(cfg: DictConfig) -> None:
             check_study(study)
             check_folders(study)
             print(f"ganlab-study: wrote {write_collected(study, recorded_for(study))}")
+        elif cfg.action == "tensorboard":
+            tensorboard(study, cfg.get("logdir"))
         elif cfg.action == "status":
             from ganlab.study.status import status
 

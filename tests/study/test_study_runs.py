@@ -71,12 +71,37 @@ def check_tuned_study(tmp_path: Path) -> None:
     assert (tmp_path / "results" / "curves.png").stat().st_size > 0
 
 
+def check_tensorboard(tmp_path: Path) -> None:
+    """``ganlab-study tensorboard`` on the trained study: one TensorBoard run per run folder, each evaluation the
+    folder's metrics.jsonl records at its step, read back by TensorBoard's own reader."""
+    import numpy as np
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from ganlab.run import layout
+
+    res = ganlab_study(tmp_path, "tensorboard", *study_args(tmp_path, f"logdir={tmp_path / 'tb'}"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "scalars of 8 runs in" in res.stdout
+    runs = sorted(p.parent for p in (tmp_path / "tb").rglob("events.out.tfevents.*"))
+    assert len(runs) == 8
+    for run in runs:
+        data, arm, _stage, leaf = run.relative_to(tmp_path / "tb").parts
+        evals = layout.read_evaluations(tmp_path / "runs" / data / arm / leaf)
+        acc = EventAccumulator(str(run))
+        acc.Reload()
+        for score in ("modes_covered", "hq_fraction"):
+            want = [(r["step"], float(np.float32(r["scores"][score]))) for r in evals]
+            assert [(e.step, e.value) for e in acc.Scalars(f"diversity/{score}")] == want
+            assert [(e.step, e.value) for e in acc.Scalars(f"arms/{data}/{score}/{arm}")] == want
+
+
 def test_a_tiny_study_end_to_end_on_joblib(tmp_path):
     res = ganlab_study(tmp_path, *study_args(tmp_path, "study.budget.steps=40", "hydra.launcher.n_jobs=2"))
     assert res.returncode == 0, res.stderr[-3000:]
     assert "8 run(s) trained, 0 failed" in res.stdout
     assert "Joblib.Parallel(n_jobs=2" in res.stdout + res.stderr
     check_tuned_study(tmp_path)
+    check_tensorboard(tmp_path)
 
 
 @pytest.mark.slow
