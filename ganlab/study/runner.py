@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ganlab.io import append_jsonl
+from ganlab.quoting import hydra_override
 from ganlab.run import layout
 from ganlab.study.plan import Job, folder, overrides, relative_folder, steps_of
 from ganlab.study.schema import StudySchema
@@ -53,9 +54,9 @@ def job_overrides(study: StudySchema, job: Job) -> list[str] | None:
     if done is not None and done >= steps_of(study, job.arm):
         return None
     axis = study.tuning.axis.name if study.tuning is not None else None
-    resume = [f"trainer.resume={run_dir}"] if newest_checkpoint_step(run_dir) is not None else []
-    return [*overrides(study, job), *resume, f"hydra.sweep.dir={Path(study.runs).resolve()}",
-            f"hydra.sweep.subdir={relative_folder(job, axis)}"]
+    resume = [hydra_override("trainer.resume", str(run_dir))] if newest_checkpoint_step(run_dir) is not None else []
+    return [*overrides(study, job), *resume, hydra_override("hydra.sweep.dir", str(Path(study.runs).resolve())),
+            hydra_override("hydra.sweep.subdir", str(relative_folder(job, axis)))]
 
 
 def _commit() -> str | None:
