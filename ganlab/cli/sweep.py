@@ -209,6 +209,56 @@ class SweepSummary(Callback):
             self.counts = write_summary(self.sweep_dir, self.planned, self.swept, filename=self.filename)
 
 
+class SweepFolderLock(Callback):
+    """Hydra callback (``hydra.callbacks.sweep_folder_lock``, the first): when a multirun starts, before Hydra
+    writes ``multirun.yaml`` or any job's files, take the sweep folder's lock (:data:`ganlab.run.layout.LOCK_FILE`)
+    for the sweep's length, and refuse the sweep (the message on stderr, exit 1; nothing written) when another
+    process holds it or the lock of one of its job folders (a job continued alone). A job's own folder is taken
+    by the job (:func:`ganlab.run.session.claim_folder`) before it writes anything there."""
+
+    def __init__(self) -> None:
+        self.lock: Any = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from ganlab.cli.train import _report
+        from ganlab.config.keys import ConfigError
+
+        try:
+            self.lock = claim_sweep_folder(Path(str(config.hydra.sweep.dir)).absolute())
+        except ConfigError as err:
+            _report(err)
+            raise SystemExit(1) from None
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.lock is not None:
+            self.lock.close()
+            self.lock = None
+
+
+def claim_sweep_folder(sweep_dir: Path) -> Any:
+    """The sweep folder's lock, held (the open lock file: keep it open while the sweep runs).
+
+    Raises:
+        ConfigError: another process holds the lock of ``sweep_dir`` (another sweep) or of one of its job folders
+            (a job continued alone); the message names the folder and how to go on.
+    """
+    from ganlab.config.keys import ConfigError
+    from ganlab.run import layout
+
+    busy = [job for job in sorted(sweep_dir.iterdir()) if layout.folder_in_use(job)] if sweep_dir.is_dir() else []
+    if busy:  # before the sweep's own lock file is made: a refused sweep writes nothing
+        raise ConfigError(f"job folder {busy[0]} of sweep folder {sweep_dir} is in use: another ganlab-train process "
+                          f"holds its lock ({layout.LOCK_FILE}); wait for that run to end, or start this sweep in "
+                          "another folder (hydra.sweep.dir=<new folder>)")
+    lock = layout.lock_folder(sweep_dir)
+    if lock is None:
+        raise ConfigError(f"sweep folder {sweep_dir} is in use: another ganlab-train -m process holds its lock "
+                          f"({layout.LOCK_FILE}); two sweeps never write one folder. Start this sweep in another "
+                          "folder (hydra.sweep.dir=<new folder>, or leave hydra.sweep.dir out), or wait for that sweep "
+                          "to end")
+    return lock
+
+
 #: The summary callback of the sweep under way in this process (None outside a sweep).
 _ACTIVE: SweepSummary | None = None
 

@@ -10,7 +10,6 @@ import contextlib
 import io
 import logging
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -25,6 +24,7 @@ from omegaconf import DictConfig
 from ganlab import _config_dir
 from ganlab.cli.help import train_help
 from ganlab.config.keys import ConfigError, check_top_level
+from ganlab.quoting import hydra_override, hydra_value, shell_join  # noqa: F401 - hydra_value: also imported from here
 from ganlab.run.session import StartError
 
 if TYPE_CHECKING:
@@ -44,12 +44,21 @@ def tensorboard_command(run_dir: Path) -> str:
 
 
 def preflight(cfg: DictConfig) -> bool:
-    """``preflight=true``: dry-run the experiment, print the pass/fail table; True when every check passed."""
+    """``preflight=true``: dry-run the experiment in its folder (held as a run's, :func:`run`), print the pass/fail
+    table; True when every check passed. A folder another run holds is refused: the message, exit 1."""
     from ganlab.run import layout
     from ganlab.run.preflight import format_table, run_preflight
+    from ganlab.run.session import RunFolderTaken, claim_folder
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    rows = run_preflight(cfg, run_dir)
+    try:
+        lock = claim_folder(run_dir, cfg.trainer.get("resume"))  # .hydra/ and preflight.json: the folder's owner only
+    except RunFolderTaken as err:
+        _report(err)
+        sys.exit(1)
+    with lock:
+        layout.save_hydra_record(run_dir, cfg, HydraConfig.instance().cfg)
+        rows = run_preflight(cfg, run_dir)
     print(format_table(rows), flush=True)
     log.info("preflight table in %s", run_dir / layout.PREFLIGHT_FILE)
     return all(r.passed is not False for r in rows)
@@ -67,16 +76,22 @@ def run(cfg: DictConfig) -> dict:
     """Train one configuration into Hydra's output directory (:func:`ganlab.run.session.train_run`) and return
     ``metrics.json``'s content; a finished single run logs its final scores, verdict and folder.
 
+    Rank 0 first takes the folder (:func:`ganlab.run.session.claim_folder`), then writes ``.hydra/``
+    (:func:`ganlab.run.layout.save_hydra_record`): a run refused there has written nothing into it.
+
     Raises:
-        StartError: the run could not be built.
+        StartError: the run could not be built, or its folder is another run's
+            (:class:`~ganlab.run.session.RunFolderTaken`).
     """
     from ganlab import distributed
+    from ganlab.run import layout
     from ganlab.run.session import claim_folder, train_run
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if not distributed.current().main:  # the other ranks write into rank 0's folder, which rank 0 holds
         return train_run(cfg, run_dir, report=_log_finished)
     with claim_folder(run_dir, cfg.trainer.get("resume")):  # before any work: the folder is this run's alone
+        layout.save_hydra_record(run_dir, cfg, HydraConfig.instance().cfg)
         return train_run(cfg, run_dir, report=_log_finished)
 
 
@@ -126,29 +141,9 @@ def resume_command(run_dir: Path) -> str:
 
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
-    folder = hydra_value(str(run_dir))
-    return shell_join([program("ganlab-train"), *task, f"trainer.resume={folder}", f"hydra.run.dir={folder}"])
-
-
-def shell_join(words: list[str]) -> str:
-    """``words`` as one command line for bash and zsh, like :func:`shlex.join`, but a word holding single quotes
-    (a Hydra-quoted value, ``hydra.run.dir='/a b'``) goes in double quotes when nothing in it is special there
-    (no ``"``, ``$``, backquote, backslash or ``!``), which reads better than shlex's ``'"'"'`` splices."""
-    def quote(word: str) -> str:
-        if "'" in word and not any(c in word for c in '"$`\\!'):
-            return f'"{word}"'
-        return shlex.quote(word)
-
-    return " ".join(quote(w) for w in words)
-
-
-def hydra_value(text: str) -> str:
-    """``text`` as the value of a Hydra override: as it is when Hydra's grammar reads it back unchanged (a plain
-    path), else single-quoted with its quotes escaped (a folder name with a space, brackets or a comma).
-    :func:`shell_join` then quotes the whole ``key=value`` for the shell."""
-    if re.fullmatch(r"[\w./:@+-]+", text):
-        return text
-    return "'" + text.replace("'", "\\'") + "'"
+    folder = str(run_dir)
+    return shell_join([program("ganlab-train"), *task, hydra_override("trainer.resume", folder),
+                       hydra_override("hydra.run.dir", folder)])
 
 
 def start_command(run_dir: Path) -> str:
@@ -158,7 +153,7 @@ def start_command(run_dir: Path) -> str:
 
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
-    return shell_join([program("ganlab-train"), *task, f"hydra.run.dir={hydra_value(str(run_dir))}"])
+    return shell_join([program("ganlab-train"), *task, hydra_override("hydra.run.dir", str(run_dir))])
 
 
 def _stopped(signal_name: str, step: int | None, checkpoint: Path | None) -> None:

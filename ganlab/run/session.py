@@ -45,6 +45,7 @@ def claim_folder(run_dir: Path, resume: str | None):  # -> the open lock file
     Raises:
         RunFolderTaken: naming the folder, why, and how to go on (another folder, or ``trainer.resume``).
     """
+    from ganlab.quoting import hydra_override, shell_join
     from ganlab.run import layout
 
     lock = layout.lock_folder(run_dir)
@@ -57,8 +58,9 @@ def claim_folder(run_dir: Path, resume: str | None):  # -> the open lock file
         lock.close()
         raise RunFolderTaken(f"run folder {run_dir} already holds a run's records ({', '.join(records)}); a new run "
                              "never writes into another's folder. Start in a new folder (hydra.run.dir=<new folder>, "
-                             f"or leave hydra.run.dir out), or continue that run: trainer.resume={run_dir} "
-                             f"hydra.run.dir={run_dir}")
+                             "or leave hydra.run.dir out), or continue that run: "
+                             + shell_join([hydra_override("trainer.resume", str(run_dir)),
+                                           hydra_override("hydra.run.dir", str(run_dir))]))
     return lock
 
 
