@@ -146,3 +146,28 @@ def test_a_second_sweep_into_a_sweep_folder_in_use_is_refused_before_writing(tmp
         assert files_in(sweep) == {"multirun.yaml": b"# sweep 1\n", layout.LOCK_FILE: b""}
     assert f"ganlab-train: sweep folder {sweep} is in use: another ganlab-train -m process holds its lock" in err, err
     assert "(hydra.sweep.dir=<new folder>, or leave hydra.sweep.dir out)" in err
+
+
+# ------------------------------------------------------------------- trainer.resume=auto (issue 44)
+def test_auto_resume_continues_a_saved_run_keeps_a_finished_one_and_refuses_a_half_ensemble(tmp_path: Path) -> None:
+    from ganlab.run.session import StartError, auto_resume, finished_record
+
+    run = tmp_path / "run"
+    run.mkdir()
+    assert auto_resume(run) is None and finished_record(run) is None  # nothing saved: start from step 0
+    (run / layout.CHECKPOINT_DIR).mkdir()
+    (run / layout.CHECKPOINT_DIR / "step_0000010.pt").write_bytes(b"x")
+    assert auto_resume(run) == str(run)  # its own folder: the newest intact checkpoint there
+    (run / layout.METRICS_FILE).write_text('{"step": 20, "scores": {"reverse_kl": 0.5}}')
+    assert finished_record(run) == {"step": 20, "scores": {"reverse_kl": 0.5}}
+    (run / layout.FAILURE_FILE).write_text("{}")
+    assert finished_record(run) is None  # a failed run did not finish
+    ensemble = tmp_path / "ens"
+    (ensemble / "seed_1").mkdir(parents=True)
+    assert auto_resume(ensemble, ensemble=True) is None and finished_record(ensemble, ensemble=True) is None
+    (ensemble / "seed_1" / layout.CURVE_FILE).write_text('{"step": 5}\n')
+    with pytest.raises(StartError, match=rf"the ensemble in {ensemble} stopped part-way \(seed_1 hold records\)"):
+        auto_resume(ensemble, ensemble=True)
+    (ensemble / layout.ENSEMBLE_FILE).write_text('{"step": 20, "seeds": [0, 1], "scores": {"0": {"a": 1.0}, '
+                                                 '"1": {"a": 3.0}}}')
+    assert finished_record(ensemble, ensemble=True)["scores"] == {"a": 2.0}

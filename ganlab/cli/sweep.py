@@ -145,9 +145,12 @@ def jobs_not_run(sweep_dir: Path, planned: list[list[str]] | None,
 
 
 def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[str] | None = None,
-                  interrupted: bool = False, filename: str = "summary.md") -> tuple[int, int, int]:
+                  interrupted: bool = False, filename: str = "summary.md",
+                  resume: str | None = None) -> tuple[int, int, int]:
     """Write ``<sweep_dir>/<filename>``: the counts, the comparison table, the failed jobs and the jobs that never
-    ran (with their ``swept`` keys' values, see :func:`jobs_not_run`); log the failed ones.
+    ran (with their ``swept`` keys' values, see :func:`jobs_not_run`); log the failed ones. When some job did not
+    finish, ``resume`` (:func:`sweep_resume_command`) is written and logged last: the command that continues the
+    whole sweep.
 
     Returns:
         ``(finished, failed, not run)`` job counts; failed counts unfinished jobs too.
@@ -163,7 +166,10 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
         lines += ["## Failed jobs", ""] + [f"- {f.status} `{f.run_dir}`: {f.error} (log: `{f.log}`)"
                                               for f in failed] + [""]
     if missing:
-        lines += ["## Jobs not run", ""] + [f"- {i}: `{' '.join(job)}`" for i, job in missing]
+        lines += ["## Jobs not run", ""] + [f"- {i}: `{' '.join(job)}`" for i, job in missing] + [""]
+    resume = resume if failed or missing else None
+    if resume:
+        lines += ["## Continue the whole sweep", "", CONTINUE_SWEEP + ":", "", "```", resume, "```"]
     (sweep_dir / filename).write_text("\n".join(lines).rstrip("\n") + "\n")
     log.info("sweep %s: %d jobs finished, %d failed or unfinished, %d not run; summary in %s",
              "interrupted" if interrupted else "finished", len(runs), len(failed), len(missing),
@@ -177,7 +183,35 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
             log.warning("%s job %s: %s (log: %s)", f.status, f.run_dir, f.error, f.log)
     for i, job in missing:
         log.warning("job %d not run: %s", i, " ".join(job))
+    if resume:
+        log.warning("%s:\n  %s", CONTINUE_SWEEP, resume)
     return len(runs), len(failed), len(missing)
+
+
+#: What the command of :func:`sweep_resume_command` does, as the summary and the log say it.
+CONTINUE_SWEEP = ("to continue the whole sweep (each stopped job from its newest checkpoint, finished jobs kept, the "
+                  "others started)")
+
+
+def sweep_resume_command(config: DictConfig) -> str | None:
+    """The command that continues the whole sweep of ``config`` (its multirun config): ``ganlab-train -m``, its
+    Hydra and task overrides as typed (so it plans the same jobs into the same job folders), ``trainer.resume=auto``
+    (each job continues from its own folder's checkpoint, a finished job is kept, one with nothing saved starts
+    from step 0: :func:`ganlab.cli.train.resolve_auto`) and ``hydra.sweep.dir`` (absolute); quoted for Hydra and
+    the shell (:mod:`ganlab.quoting`). None for a sweeper
+    other than Hydra's basic one (Optuna picks its trials as it goes: the same command would not give the same
+    jobs)."""
+    from ganlab.cli.common import program
+    from ganlab.quoting import hydra_override, shell_join
+
+    if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
+        return None
+    hydra = [str(o) for o in config.hydra.overrides.hydra
+             if not str(o).lstrip("+~").startswith(("hydra.sweep.dir=", "hydra.mode="))]
+    task = [str(o) for o in config.hydra.overrides.task if not str(o).lstrip("+~").startswith("trainer.resume=")]
+    folder = Path(str(config.hydra.sweep.dir)).absolute()
+    return shell_join([program("ganlab-train"), "-m", *hydra, *task, "trainer.resume=auto",
+                       hydra_override("hydra.sweep.dir", str(folder))])
 
 
 class SweepSummary(Callback):
@@ -195,18 +229,21 @@ class SweepSummary(Callback):
         self.planned: list[list[str]] | None = None
         self.swept: list[str] = []
         self.counts: tuple[int, int, int] | None = None
+        self.resume: str | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _ACTIVE
         self.swept = swept_keys(config)
         os.environ[SWEPT_KEYS_ENV] = ",".join(self.swept)
         self.sweep_dir, self.planned, self.counts = Path(config.hydra.sweep.dir), planned_jobs(config), None
+        self.resume = sweep_resume_command(config)
         _ACTIVE = self
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         self.sweep_dir = Path(config.hydra.sweep.dir)
         if self.sweep_dir.is_dir():
-            self.counts = write_summary(self.sweep_dir, self.planned, self.swept, filename=self.filename)
+            self.counts = write_summary(self.sweep_dir, self.planned, self.swept, filename=self.filename,
+                                        resume=self.resume)
 
 
 class SweepFolderLock(Callback):
@@ -312,7 +349,7 @@ def sweep_interrupted() -> bool:
     if active is None or active.counts is not None or active.sweep_dir is None or not active.sweep_dir.is_dir():
         return False
     active.counts = write_summary(active.sweep_dir, active.planned, active.swept, interrupted=True,
-                                  filename=active.filename)
+                                  filename=active.filename, resume=active.resume)
     return True
 
 

@@ -78,6 +78,7 @@ def run(cfg: DictConfig) -> dict:
 
     Rank 0 first takes the folder (:func:`ganlab.run.session.claim_folder`), then writes ``.hydra/``
     (:func:`ganlab.run.layout.save_hydra_record`): a run refused there has written nothing into it.
+    ``trainer.resume=auto`` (:func:`resolve_auto`) returns a finished run's record without training.
 
     Raises:
         StartError: the run could not be built, or its folder is another run's
@@ -85,14 +86,50 @@ def run(cfg: DictConfig) -> dict:
     """
     from ganlab import distributed
     from ganlab.run import layout
-    from ganlab.run.session import claim_folder, train_run
+    from ganlab.run.session import AUTO_RESUME, claim_folder, train_run
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if not distributed.current().main:  # the other ranks write into rank 0's folder, which rank 0 holds
-        return train_run(cfg, run_dir, report=_log_finished)
-    with claim_folder(run_dir, cfg.trainer.get("resume")):  # before any work: the folder is this run's alone
+        return resolve_auto(cfg, run_dir) or train_run(cfg, run_dir, report=_log_finished)
+    resume = cfg.trainer.get("resume")
+    with claim_folder(run_dir, str(run_dir) if resume == AUTO_RESUME else resume):  # before any work: ours alone
+        finished = resolve_auto(cfg, run_dir)
+        if finished is not None:
+            return finished
         layout.save_hydra_record(run_dir, cfg, HydraConfig.instance().cfg)
         return train_run(cfg, run_dir, report=_log_finished)
+
+
+def resolve_auto(cfg: DictConfig, run_dir: Path) -> dict | None:
+    """``trainer.resume=auto``: a run that finished in ``run_dir`` is kept (its record returned, nothing written,
+    not retrained); else ``cfg.trainer.resume`` becomes ``run_dir`` when it holds a checkpoint
+    (:func:`ganlab.run.session.auto_resume`), or null (the run starts from step 0). Other values: None, ``cfg``
+    untouched.
+
+    Raises:
+        StartError: see :func:`ganlab.run.session.auto_resume`; :class:`~ganlab.run.session.RunFolderTaken` when
+            nothing can be continued but the folder holds a run's records (a new run never writes among them).
+    """
+    from ganlab.run import layout
+    from ganlab.run.session import AUTO_RESUME, RunFolderTaken, auto_resume, finished_record
+
+    if cfg.trainer.get("resume") != AUTO_RESUME:
+        return None
+    ensemble = cfg.trainer.get("ensemble") is not None
+    finished = finished_record(run_dir, ensemble)
+    if finished is not None:
+        log.info("trainer.resume=auto: %s finished already (step %s); kept, not trained again", run_dir,
+                 finished.get("step"))
+        return finished
+    cfg.trainer.resume = auto_resume(run_dir, ensemble)
+    records = [] if cfg.trainer.resume else layout.run_records(run_dir)
+    if records:  # e.g. metrics.jsonl of a run killed before its first checkpoint: never appended to by a new run
+        raise RunFolderTaken(f"trainer.resume=auto: run folder {run_dir} holds a run's records ({', '.join(records)}) "
+                             "but no checkpoint to continue from; start this run in a new folder "
+                             "(hydra.run.dir=<new folder>)")
+    log.info("trainer.resume=auto: %s", f"continuing from {run_dir}" if cfg.trainer.resume else "nothing saved in "
+             f"{run_dir}: starting from step 0")
+    return None
 
 
 def _log_finished(metrics: dict, run_dir: Path) -> None:
