@@ -175,7 +175,7 @@ def test_a_plus_key_inside_an_untyped_node_is_checked_against_its_target() -> No
 
 
 POLICY = "strategy.diffaugment.policy"
-QUOTED = """'strategy.diffaugment.policy="color,translation"'"""  # one shell word; Hydra reads one string
+QUOTED = "\"strategy.diffaugment.policy='color,translation'\""  # one shell word; Hydra reads one string
 
 
 def test_a_comma_in_a_string_setting_gets_the_quoting_that_works() -> None:

@@ -58,7 +58,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     ("strategy.ema.beta=0.5", r"^strategy\.ema\.beta=0\.5: the run did not use strategy ema; ganlab-eval keeps the "
                               r"run's strategies as trained \(none\)$"),
     ("metrics.embedder.cache_dir=~/cache", r"Hydra cannot read this value; quote it for both the shell and Hydra: "
-                                           r"'metrics\.embedder\.cache_dir=\"~/cache\"'$"),
+                                           r"\"metrics\.embedder\.cache_dir='~/cache'\"$"),
 ])
 def test_bad_eval_overrides_fail_before_any_work(ring8_run: Path, no_work: None, override: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):

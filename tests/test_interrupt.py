@@ -252,7 +252,7 @@ def test_ctrl_c_stops_a_sweep_and_names_finished_interrupted_and_unrun_jobs(tmp_
     assert summary.count("Interrupted: 1 jobs finished, 0 failed or unfinished, 1 interrupted, 1 not run.") == 1
     assert f"interrupted `{stopped}`" in summary
     assert not _no_temp_files(sweep_dir)
-    line = [x.strip() for x in printed.splitlines() if "trainer.resume=" in x]
+    line = [x.strip() for x in printed.splitlines() if "trainer.resume=" in x and "trainer.resume=auto" not in x]
     assert line and all(x == line[0] for x in line) and f"trainer.resume={stopped}" in line[0]
 
 
@@ -276,3 +276,45 @@ def test_the_printed_command_splits_back_into_the_same_words() -> None:
     line = shell_join(words)
     assert shlex.split(line) == words
     assert "\"hydra.run.dir='/r [a] b'\"" in line and "'strategy=[]'" in line
+
+
+def _in_shell(shell: str, line: str) -> list[str]:
+    """The words ``shell`` (bash, zsh) passes to the program of the pasted command ``line``."""
+    out = subprocess.run([shell, "-c", f"printf '%s\\0' {line.split(' ', 1)[1]}"], capture_output=True, check=True)
+    return [line.split(" ", 1)[0], *out.stdout.decode().split("\0")[:-1]]
+
+
+def test_one_printed_command_continues_a_whole_interrupted_sweep(tmp_path: Path) -> None:
+    """Ctrl-C in job 1 of 3; the printed whole-sweep command, run by bash, finishes job 1 from its checkpoint,
+    keeps job 0 as it was and runs job 2: every job ends at step 40. The sweep folder's name needs quoting."""
+    from ganlab.run import layout
+
+    sweep_dir = tmp_path / "sweep [a] b=c,d"
+    args = [a for a in _train_cmd(tmp_path)[3:] if not a.startswith(("hydra.run.dir=", "trainer.steps="))]
+    done = _interrupt_when(_popen(["-m", *args, "trainer.steps=40", "seed=0,1,2", f"hydra.sweep.dir='{sweep_dir}'"]),
+                           lambda: len(list(sweep_dir.glob("1_*/checkpoints/step_*.pt"))) >= 2)
+    printed = done.stdout + done.stderr
+    assert done.returncode == 130, printed[-2000:]
+    first, stopped = sorted(sweep_dir.glob("0_*"))[0], sorted(sweep_dir.glob("1_*"))[0]
+    kept = {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(first.rglob("*")) if p.is_file()}
+    step = json.loads((stopped / layout.INTERRUPTED_FILE).read_text())["step"]
+    line = [x.strip() for x in printed.splitlines() if "trainer.resume=auto" in x]
+    assert len(line) == 1 and "to continue the whole sweep" in printed, printed[-3000:]
+    assert line[0] in (sweep_dir / "summary.md").read_text()
+    words = shlex.split(line[0])
+    assert words[1] == "-m" and f"hydra.sweep.dir='{sweep_dir}'" in words and "seed=0,1,2" in words
+    assert _in_shell("bash", line[0]) == _in_shell("zsh", line[0]) == words  # pasted into either shell
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    again = subprocess.run(["bash", "-c", line[0]], capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
+    jobs = sorted(p for p in sweep_dir.iterdir() if p.is_dir())
+    assert [j.name.split("_")[0] for j in jobs] == ["0", "1", "2"]  # the same job folders, no new ones
+    assert [json.loads((j / layout.METRICS_FILE).read_text())["step"] for j in jobs] == [40, 40, 40]
+    assert {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(first.rglob("*"))
+            if p.is_file() and p.name != layout.JOB_LOG} == {k: v for k, v in kept.items()
+                                                             if not k.endswith(layout.JOB_LOG)}  # not retrained
+    log_1 = (stopped / layout.JOB_LOG).read_text()
+    assert f"resumed from {stopped} at step {step}" in log_1, log_1[-2000:]
+    assert [r["step"] for r in layout.read_evaluations(stopped)] == [40]
+    assert not (stopped / layout.INTERRUPTED_FILE).exists()
+    assert "3 jobs finished, 0 failed or unfinished, 0 not run" in (sweep_dir / "summary.md").read_text()

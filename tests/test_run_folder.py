@@ -19,11 +19,11 @@ TINY = ["device=cpu", "trainer.steps=20", "trainer.batch_size=32", "trainer.eval
         "~metrics.scorers.vendi", "~metrics.scorers.prdc", "~metrics.scorers.ndb", "~metrics.scorers.frechet"]
 
 
-def start(cwd: Path, *overrides: str) -> subprocess.Popen:
+def start(cwd: Path, *overrides: str, flags: tuple[str, ...] = ()) -> subprocess.Popen:
     """``ganlab-train`` of this checkout (``python -m ganlab.cli.train``) started in ``cwd``, not waited for."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.Popen([sys.executable, "-m", "ganlab.cli.train", *TINY, *overrides], cwd=cwd, env=env,
+    return subprocess.Popen([sys.executable, "-m", "ganlab.cli.train", *flags, *TINY, *overrides], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -89,3 +89,85 @@ def test_claim_folder_lets_a_run_continue_its_own_folder_and_holds_the_lock(tmp_
         with pytest.raises(RunFolderTaken, match=r"is in use: another ganlab-train process holds its lock \(\.lock"):
             claim_folder(run, str(run))
     claim_folder(run, str(run)).close()  # released when the holder closed it
+
+
+# ------------------------------------------------------------------- a refused run writes nothing (issue 48)
+def held_run(folder: Path) -> tuple[object, dict[str, bytes]]:
+    """``folder`` as a live run leaves it: Hydra's three files, a log and a checkpoint, its lock held by this
+    process. Returns the open lock and every file's bytes (relative path -> bytes)."""
+    (folder / layout.HYDRA_DIR).mkdir(parents=True)
+    for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
+        (folder / layout.HYDRA_DIR / name).write_text(f"# run 1's {name}\n- seed=7\n")
+    (folder / layout.JOB_LOG).write_text("[run 1] training\n")
+    (folder / layout.CHECKPOINT_DIR).mkdir()
+    (folder / layout.CHECKPOINT_DIR / "step_0000010.pt").write_bytes(b"run 1")
+    lock = layout.lock_folder(folder)
+    assert lock is not None
+    return lock, files_in(folder)
+
+
+def files_in(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_run_refused_for_a_folder_in_use_writes_nothing_there(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    lock, before = held_run(run)
+    with lock:
+        proc = start(tmp_path, f"hydra.run.dir={run}")
+        assert proc.wait(timeout=600) == 1
+        err = proc.stderr.read()
+        assert files_in(run) == before  # .hydra/*.yaml, train.log: not a byte changed, nothing added
+    assert f"ganlab-train: run folder {run} is in use: another ganlab-train process holds its lock" in err, err
+    assert "Start this run in another folder (hydra.run.dir=<new folder>), or wait for that run to end" in err
+
+
+def test_a_sweep_whose_job_folder_is_in_use_is_refused_before_writing(tmp_path: Path) -> None:
+    sweep, job = tmp_path / "sweep", tmp_path / "sweep" / "0_plain_s0"
+    lock, before = held_run(job)
+    with lock:
+        proc = start(tmp_path, "seed=0,1", f"hydra.sweep.dir={sweep}", flags=("-m",))
+        assert proc.wait(timeout=600) == 1
+        err = proc.stderr.read()
+        assert files_in(sweep) == {f"0_plain_s0/{name}": data for name, data in before.items()}  # no multirun.yaml
+    assert f"ganlab-train: job folder {job} of sweep folder {sweep} is in use" in err, err
+    assert "hydra.sweep.dir=<new folder>" in err
+
+
+def test_a_second_sweep_into_a_sweep_folder_in_use_is_refused_before_writing(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("# sweep 1\n")
+    lock = layout.lock_folder(sweep)
+    with lock:
+        proc = start(tmp_path, "seed=0,1", f"hydra.sweep.dir={sweep}", flags=("-m",))
+        assert proc.wait(timeout=600) == 1
+        err = proc.stderr.read()
+        assert files_in(sweep) == {"multirun.yaml": b"# sweep 1\n", layout.LOCK_FILE: b""}
+    assert f"ganlab-train: sweep folder {sweep} is in use: another ganlab-train -m process holds its lock" in err, err
+    assert "(hydra.sweep.dir=<new folder>, or leave hydra.sweep.dir out)" in err
+
+
+# ------------------------------------------------------------------- trainer.resume=auto (issue 44)
+def test_auto_resume_continues_a_saved_run_keeps_a_finished_one_and_refuses_a_half_ensemble(tmp_path: Path) -> None:
+    from ganlab.run.session import StartError, auto_resume, finished_record
+
+    run = tmp_path / "run"
+    run.mkdir()
+    assert auto_resume(run) is None and finished_record(run) is None  # nothing saved: start from step 0
+    (run / layout.CHECKPOINT_DIR).mkdir()
+    (run / layout.CHECKPOINT_DIR / "step_0000010.pt").write_bytes(b"x")
+    assert auto_resume(run) == str(run)  # its own folder: the newest intact checkpoint there
+    (run / layout.METRICS_FILE).write_text('{"step": 20, "scores": {"reverse_kl": 0.5}}')
+    assert finished_record(run) == {"step": 20, "scores": {"reverse_kl": 0.5}}
+    (run / layout.FAILURE_FILE).write_text("{}")
+    assert finished_record(run) is None  # a failed run did not finish
+    ensemble = tmp_path / "ens"
+    (ensemble / "seed_1").mkdir(parents=True)
+    assert auto_resume(ensemble, ensemble=True) is None and finished_record(ensemble, ensemble=True) is None
+    (ensemble / "seed_1" / layout.CURVE_FILE).write_text('{"step": 5}\n')
+    with pytest.raises(StartError, match=rf"the ensemble in {ensemble} stopped part-way \(seed_1 hold records\)"):
+        auto_resume(ensemble, ensemble=True)
+    (ensemble / layout.ENSEMBLE_FILE).write_text('{"step": 20, "seeds": [0, 1], "scores": {"0": {"a": 1.0}, '
+                                                 '"1": {"a": 3.0}}}')
+    assert finished_record(ensemble, ensemble=True)["scores"] == {"a": 2.0}

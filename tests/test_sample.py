@@ -92,7 +92,7 @@ def test_settings_are_checked_before_anything_is_loaded(tmp_path: Path) -> None:
                        (["interpolation=3"], "^interpolation=3: interpolation holds settings [(]paths, steps, "
                                              "method[)], not a value; set one of them, e.g. interpolation.paths=8$"),
                        (["out=~/pics"], "^out=~/pics: Hydra cannot read this value; quote it for both the shell and "
-                                        "Hydra: 'out=\"~/pics\"'$"),
+                                        "Hydra: \"out='~/pics'\"$"),
                        (["interpolation.step=4"], "did you mean interpolation.steps[?]")):
         with pytest.raises(ValueError, match=match):
             sample.sample_checkpoint(tmp_path / "no-such-run", bad)  # the settings fail first, not the path

@@ -111,7 +111,8 @@ def test_an_interrupted_sweep_writes_its_summary_naming_the_jobs_not_run(tmp_pat
     assert proc.returncode == 130, output[-3000:]
     summary = (out / "summary.md").read_text()
     assert "Interrupted: 0 jobs finished, 0 failed or unfinished, 1 interrupted, 2 not run." in summary
-    assert summary.endswith("## Jobs not run\n\n- 1: `seed=1`\n- 2: `seed=2`\n")
+    assert "## Jobs not run\n\n- 1: `seed=1`\n- 2: `seed=2`\n\n## Continue the whole sweep\n" in summary
+    assert summary.endswith(f" trainer.resume=auto hydra.sweep.dir={out}\n```\n")  # the command, last
     compared = cli("ganlab-compare", str(out), "--no-files", cwd=tmp_path)
     assert ("NOT RUN job 1: seed=1\nNOT RUN job 2: seed=2\n"
             "0 jobs finished, 0 failed or unfinished, 1 interrupted, 2 not run") in compared.stdout

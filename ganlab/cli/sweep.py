@@ -146,11 +146,13 @@ def jobs_not_run(sweep_dir: Path, planned: list[list[str]] | None,
 
 
 def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[str] | None = None,
-                  interrupted: bool = False, filename: str = "summary.md") -> tuple[int, int, int, int]:
+                  interrupted: bool = False, filename: str = "summary.md",
+                  resume: str | None = None) -> tuple[int, int, int, int]:
     """Write ``<sweep_dir>/<filename>``: the counts (:func:`ganlab.analysis.table.job_counts`), the comparison
     table, the failed jobs and the jobs that never ran (with their ``swept`` keys' values, see :func:`jobs_not_run`);
     log the counts and the table (the sweep's one table on the terminal: each job printed one line, see
-    :func:`job_line`), then the jobs that need attention.
+    :func:`job_line`), then the jobs that need attention. When some job did not finish, ``resume``
+    (:func:`sweep_resume_command`) is written and logged last: the command that continues the whole sweep.
 
     Returns:
         ``(finished, failed or unfinished, interrupted, not run)`` job counts.
@@ -165,12 +167,17 @@ def write_summary(sweep_dir: Path, planned: list[list[str]] | None, swept: list[
         lines += ["## Failed jobs", ""] + [f"- {f.status} `{f.run_dir}`: {f.error} (log: `{f.log}`)"
                                               for f in failed] + [""]
     if missing:
-        lines += ["## Jobs not run", ""] + [f"- {i}: `{' '.join(job)}`" for i, job in missing]
+        lines += ["## Jobs not run", ""] + [f"- {i}: `{' '.join(job)}`" for i, job in missing] + [""]
+    resume = resume if failed or missing else None
+    if resume:
+        lines += ["## Continue the whole sweep", "", CONTINUE_SWEEP + ":", "", "```", resume, "```"]
     (sweep_dir / filename).write_text("\n".join(lines).rstrip("\n") + "\n")
     table = f"\n{terminal_table(summarise(runs))}" if runs else ""
     log.info("sweep %s: %s; summary in %s%s", "interrupted" if interrupted else "finished", counts,
              sweep_dir / filename, table)
     _log_unfinished(runs if interrupted else [], failed, missing)
+    if resume:
+        log.warning("%s:\n  %s", CONTINUE_SWEEP, resume)
     stopped = sum(f.status == "interrupted" for f in failed)
     return len(runs), len(failed) - stopped, stopped, len(missing)
 
@@ -205,6 +212,32 @@ def job_line(metrics: dict[str, Any], run_dir: Path) -> str:
             f"verdict: {verdict}; folder {run_dir}")
 
 
+#: What the command of :func:`sweep_resume_command` does, as the summary and the log say it.
+CONTINUE_SWEEP = ("to continue the whole sweep (each stopped job from its newest checkpoint, finished jobs kept, the "
+                  "others started)")
+
+
+def sweep_resume_command(config: DictConfig) -> str | None:
+    """The command that continues the whole sweep of ``config`` (its multirun config): ``ganlab-train -m``, its
+    Hydra and task overrides as typed (so it plans the same jobs into the same job folders), ``trainer.resume=auto``
+    (each job continues from its own folder's checkpoint, a finished job is kept, one with nothing saved starts
+    from step 0: :func:`ganlab.cli.train.resolve_auto`) and ``hydra.sweep.dir`` (absolute); quoted for Hydra and
+    the shell (:mod:`ganlab.quoting`). None for a sweeper
+    other than Hydra's basic one (Optuna picks its trials as it goes: the same command would not give the same
+    jobs)."""
+    from ganlab.cli.common import program
+    from ganlab.quoting import hydra_override, shell_join
+
+    if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
+        return None
+    hydra = [str(o) for o in config.hydra.overrides.hydra
+             if not str(o).lstrip("+~").startswith(("hydra.sweep.dir=", "hydra.mode="))]
+    task = [str(o) for o in config.hydra.overrides.task if not str(o).lstrip("+~").startswith("trainer.resume=")]
+    folder = Path(str(config.hydra.sweep.dir)).absolute()
+    return shell_join([program("ganlab-train"), "-m", *hydra, *task, "trainer.resume=auto",
+                       hydra_override("hydra.sweep.dir", str(folder))])
+
+
 class SweepSummary(Callback):
     """Hydra callback: names the swept keys for the job names (:data:`SWEPT_KEYS_ENV`) when a multirun starts; at
     its end, writes ``<sweep dir>/summary.md`` (:func:`write_summary`) and keeps the counts for
@@ -220,18 +253,71 @@ class SweepSummary(Callback):
         self.planned: list[list[str]] | None = None
         self.swept: list[str] = []
         self.counts: tuple[int, int, int, int] | None = None
+        self.resume: str | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _ACTIVE
         self.swept = swept_keys(config)
         os.environ[SWEPT_KEYS_ENV] = ",".join(self.swept)
         self.sweep_dir, self.planned, self.counts = Path(config.hydra.sweep.dir), planned_jobs(config), None
+        self.resume = sweep_resume_command(config)
         _ACTIVE = self
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         self.sweep_dir = Path(config.hydra.sweep.dir)
         if self.sweep_dir.is_dir():
-            self.counts = write_summary(self.sweep_dir, self.planned, self.swept, filename=self.filename)
+            self.counts = write_summary(self.sweep_dir, self.planned, self.swept, filename=self.filename,
+                                        resume=self.resume)
+
+
+class SweepFolderLock(Callback):
+    """Hydra callback (``hydra.callbacks.sweep_folder_lock``, the first): when a multirun starts, before Hydra
+    writes ``multirun.yaml`` or any job's files, take the sweep folder's lock (:data:`ganlab.run.layout.LOCK_FILE`)
+    for the sweep's length, and refuse the sweep (the message on stderr, exit 1; nothing written) when another
+    process holds it or the lock of one of its job folders (a job continued alone). A job's own folder is taken
+    by the job (:func:`ganlab.run.session.claim_folder`) before it writes anything there."""
+
+    def __init__(self) -> None:
+        self.lock: Any = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from ganlab.cli.train import _report
+        from ganlab.config.keys import ConfigError
+
+        try:
+            self.lock = claim_sweep_folder(Path(str(config.hydra.sweep.dir)).absolute())
+        except ConfigError as err:
+            _report(err)
+            raise SystemExit(1) from None
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.lock is not None:
+            self.lock.close()
+            self.lock = None
+
+
+def claim_sweep_folder(sweep_dir: Path) -> Any:
+    """The sweep folder's lock, held (the open lock file: keep it open while the sweep runs).
+
+    Raises:
+        ConfigError: another process holds the lock of ``sweep_dir`` (another sweep) or of one of its job folders
+            (a job continued alone); the message names the folder and how to go on.
+    """
+    from ganlab.config.keys import ConfigError
+    from ganlab.run import layout
+
+    busy = [job for job in sorted(sweep_dir.iterdir()) if layout.folder_in_use(job)] if sweep_dir.is_dir() else []
+    if busy:  # before the sweep's own lock file is made: a refused sweep writes nothing
+        raise ConfigError(f"job folder {busy[0]} of sweep folder {sweep_dir} is in use: another ganlab-train process "
+                          f"holds its lock ({layout.LOCK_FILE}); wait for that run to end, or start this sweep in "
+                          "another folder (hydra.sweep.dir=<new folder>)")
+    lock = layout.lock_folder(sweep_dir)
+    if lock is None:
+        raise ConfigError(f"sweep folder {sweep_dir} is in use: another ganlab-train -m process holds its lock "
+                          f"({layout.LOCK_FILE}); two sweeps never write one folder. Start this sweep in another "
+                          "folder (hydra.sweep.dir=<new folder>, or leave hydra.sweep.dir out), or wait for that sweep "
+                          "to end")
+    return lock
 
 
 #: The summary callback of the sweep under way in this process (None outside a sweep).
@@ -287,7 +373,7 @@ def sweep_interrupted() -> bool:
     if active is None or active.counts is not None or active.sweep_dir is None or not active.sweep_dir.is_dir():
         return False
     active.counts = write_summary(active.sweep_dir, active.planned, active.swept, interrupted=True,
-                                  filename=active.filename)
+                                  filename=active.filename, resume=active.resume)
     return True
 
 

@@ -10,7 +10,6 @@ import contextlib
 import io
 import logging
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -25,6 +24,7 @@ from omegaconf import DictConfig
 from ganlab import _config_dir
 from ganlab.cli.help import train_help
 from ganlab.config.keys import ConfigError, check_top_level
+from ganlab.quoting import hydra_override, hydra_value, shell_join  # noqa: F401 - hydra_value: also imported from here
 from ganlab.run.session import StartError
 
 if TYPE_CHECKING:
@@ -44,12 +44,21 @@ def tensorboard_command(run_dir: Path) -> str:
 
 
 def preflight(cfg: DictConfig) -> bool:
-    """``preflight=true``: dry-run the experiment, print the pass/fail table; True when every check passed."""
+    """``preflight=true``: dry-run the experiment in its folder (held as a run's, :func:`run`), print the pass/fail
+    table; True when every check passed. A folder another run holds is refused: the message, exit 1."""
     from ganlab.run import layout
     from ganlab.run.preflight import format_table, run_preflight
+    from ganlab.run.session import RunFolderTaken, claim_folder
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    rows = run_preflight(cfg, run_dir)
+    try:
+        lock = claim_folder(run_dir, cfg.trainer.get("resume"))  # .hydra/ and preflight.json: the folder's owner only
+    except RunFolderTaken as err:
+        _report(err)
+        sys.exit(1)
+    with lock:
+        layout.save_hydra_record(run_dir, cfg, HydraConfig.instance().cfg)
+        rows = run_preflight(cfg, run_dir)
     print(format_table(rows), flush=True)
     log.info("preflight table in %s", run_dir / layout.PREFLIGHT_FILE)
     return all(r.passed is not False for r in rows)
@@ -67,17 +76,60 @@ def run(cfg: DictConfig) -> dict:
     """Train one configuration into Hydra's output directory (:func:`ganlab.run.session.train_run`) and return
     ``metrics.json``'s content; a finished single run logs its final scores, verdict and folder.
 
+    Rank 0 first takes the folder (:func:`ganlab.run.session.claim_folder`), then writes ``.hydra/``
+    (:func:`ganlab.run.layout.save_hydra_record`): a run refused there has written nothing into it.
+    ``trainer.resume=auto`` (:func:`resolve_auto`) returns a finished run's record without training.
+
     Raises:
-        StartError: the run could not be built.
+        StartError: the run could not be built, or its folder is another run's
+            (:class:`~ganlab.run.session.RunFolderTaken`).
     """
     from ganlab import distributed
-    from ganlab.run.session import claim_folder, train_run
+    from ganlab.run import layout
+    from ganlab.run.session import AUTO_RESUME, claim_folder, train_run
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     if not distributed.current().main:  # the other ranks write into rank 0's folder, which rank 0 holds
+        return resolve_auto(cfg, run_dir) or train_run(cfg, run_dir, report=_log_finished)
+    resume = cfg.trainer.get("resume")
+    with claim_folder(run_dir, str(run_dir) if resume == AUTO_RESUME else resume):  # before any work: ours alone
+        finished = resolve_auto(cfg, run_dir)
+        if finished is not None:
+            return finished
+        layout.save_hydra_record(run_dir, cfg, HydraConfig.instance().cfg)
         return train_run(cfg, run_dir, report=_log_finished)
-    with claim_folder(run_dir, cfg.trainer.get("resume")):  # before any work: the folder is this run's alone
-        return train_run(cfg, run_dir, report=_log_finished)
+
+
+def resolve_auto(cfg: DictConfig, run_dir: Path) -> dict | None:
+    """``trainer.resume=auto``: a run that finished in ``run_dir`` is kept (its record returned, nothing written,
+    not retrained); else ``cfg.trainer.resume`` becomes ``run_dir`` when it holds a checkpoint
+    (:func:`ganlab.run.session.auto_resume`), or null (the run starts from step 0). Other values: None, ``cfg``
+    untouched.
+
+    Raises:
+        StartError: see :func:`ganlab.run.session.auto_resume`; :class:`~ganlab.run.session.RunFolderTaken` when
+            nothing can be continued but the folder holds a run's records (a new run never writes among them).
+    """
+    from ganlab.run import layout
+    from ganlab.run.session import AUTO_RESUME, RunFolderTaken, auto_resume, finished_record
+
+    if cfg.trainer.get("resume") != AUTO_RESUME:
+        return None
+    ensemble = cfg.trainer.get("ensemble") is not None
+    finished = finished_record(run_dir, ensemble)
+    if finished is not None:
+        log.info("trainer.resume=auto: %s finished already (step %s); kept, not trained again", run_dir,
+                 finished.get("step"))
+        return finished
+    cfg.trainer.resume = auto_resume(run_dir, ensemble)
+    records = [] if cfg.trainer.resume else layout.run_records(run_dir)
+    if records:  # e.g. metrics.jsonl of a run killed before its first checkpoint: never appended to by a new run
+        raise RunFolderTaken(f"trainer.resume=auto: run folder {run_dir} holds a run's records ({', '.join(records)}) "
+                             "but no checkpoint to continue from; start this run in a new folder "
+                             "(hydra.run.dir=<new folder>)")
+    log.info("trainer.resume=auto: %s", f"continuing from {run_dir}" if cfg.trainer.resume else "nothing saved in "
+             f"{run_dir}: starting from step 0")
+    return None
 
 
 def _log_finished(metrics: dict, run_dir: Path) -> None:
@@ -133,29 +185,9 @@ def resume_command(run_dir: Path) -> str:
 
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
-    folder = hydra_value(str(run_dir))
-    return shell_join([program("ganlab-train"), *task, f"trainer.resume={folder}", f"hydra.run.dir={folder}"])
-
-
-def shell_join(words: list[str]) -> str:
-    """``words`` as one command line for bash and zsh, like :func:`shlex.join`, but a word holding single quotes
-    (a Hydra-quoted value, ``hydra.run.dir='/a b'``) goes in double quotes when nothing in it is special there
-    (no ``"``, ``$``, backquote, backslash or ``!``), which reads better than shlex's ``'"'"'`` splices."""
-    def quote(word: str) -> str:
-        if "'" in word and not any(c in word for c in '"$`\\!'):
-            return f'"{word}"'
-        return shlex.quote(word)
-
-    return " ".join(quote(w) for w in words)
-
-
-def hydra_value(text: str) -> str:
-    """``text`` as the value of a Hydra override: as it is when Hydra's grammar reads it back unchanged (a plain
-    path), else single-quoted with its quotes escaped (a folder name with a space, brackets or a comma).
-    :func:`shell_join` then quotes the whole ``key=value`` for the shell."""
-    if re.fullmatch(r"[\w./:@+-]+", text):
-        return text
-    return "'" + text.replace("'", "\\'") + "'"
+    folder = str(run_dir)
+    return shell_join([program("ganlab-train"), *task, hydra_override("trainer.resume", folder),
+                       hydra_override("hydra.run.dir", folder)])
 
 
 def start_command(run_dir: Path) -> str:
@@ -165,7 +197,7 @@ def start_command(run_dir: Path) -> str:
 
     task = [o for o in HydraConfig.get().overrides.task
             if not o.startswith(("trainer.resume=", "hydra.run.dir=", "debug."))]
-    return shell_join([program("ganlab-train"), *task, f"hydra.run.dir={hydra_value(str(run_dir))}"])
+    return shell_join([program("ganlab-train"), *task, hydra_override("hydra.run.dir", str(run_dir))])
 
 
 def _stopped(signal_name: str, step: int | None, checkpoint: Path | None) -> None:

@@ -30,7 +30,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationErr
 import ganlab
 from ganlab.config.check import did_you_mean, explain, type_name
 from ganlab.config.groups import adds_entries, check_group_nodes, nested_groups, options
-from ganlab.config.keys import ConfigError
+from ganlab.config.keys import ConfigError, quoted
 from ganlab.config.resume import RUN_KEYS
 from ganlab.config.run import check_config
 
@@ -68,11 +68,11 @@ def parse(overrides: Sequence[str], example: str) -> list[Override]:
         except OverrideParseException:
             key, _, value = line.partition("=")
             raise ConfigError(f"{line}: Hydra cannot read this value; quote it for both the shell and Hydra: "
-                              f"'{key}=\"{value}\"'") from None
+                              f"{quoted(key, value)}") from None
         if parsed[-1].is_sweep_override():
             key, _, value = line.partition("=")
             raise ConfigError(f"{line}: a comma (or choice, range) makes a sweep, which this command does not run; "
-                              f"give one value, or for one string with commas quote it: '{key}=\"{value}\"'")
+                              f"give one value, or for one string with commas quote it: {quoted(key, value)}")
     return parsed
 
 

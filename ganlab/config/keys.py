@@ -183,5 +183,8 @@ def yaml_default(path: str, config_dir: Path) -> Any:
 
 def quoted(key: str, value: str) -> str:
     """``key=value`` as one shell word whose value Hydra reads as one string, commas and all:
-    ``'strategy.diffaugment.policy="color,translation"'`` (the shell drops the single quotes, Hydra the double)."""
-    return f"'{key}=\"{value}\"'"
+    ``"strategy.diffaugment.policy='color,translation'"`` (the shell drops the double quotes, Hydra the single;
+    :func:`ganlab.quoting.override_word`)."""
+    from ganlab.quoting import override_word
+
+    return override_word(key, value)

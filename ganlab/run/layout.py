@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from ganlab.io import atomic_write_text, read_jsonl, remove_stale_temp_files
 
@@ -345,6 +345,33 @@ def clear_failure(run_dir: str | Path) -> bool:
     return found
 
 
+HYDRA_RECORD = ("config.yaml", "hydra.yaml", "overrides.yaml")  # in .hydra/, what Hydra's run_job would write
+
+
+def save_hydra_record(run_dir: str | Path, config: Any, hydra_config: Any) -> Path:
+    """Write ``<run_dir>/.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml`` as Hydra's ``run_job`` writes
+    them (``conf/train.yaml`` sets ``hydra.output_subdir: null``, so that a run writes them only once it holds its
+    folder: a run refused there writes nothing), each atomically.
+
+    Args:
+        run_dir: the run folder (held by this run).
+        config: the composed task config (without ``hydra``), as the job received it.
+        hydra_config: Hydra's config of the job (``HydraConfig.instance().cfg``: a node with one key, ``hydra``);
+            its ``output_subdir`` is saved as ``.hydra``, the folder the files are in.
+
+    Returns:
+        The ``.hydra`` folder.
+    """
+    folder = Path(run_dir) / HYDRA_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    record = OmegaConf.create(OmegaConf.to_container(hydra_config, resolve=False))
+    with open_dict(record):
+        record.hydra.output_subdir = HYDRA_DIR
+    for name, node in zip(HYDRA_RECORD, (config, record, hydra_config.hydra.overrides.task), strict=True):
+        atomic_write_text(folder / name, OmegaConf.to_yaml(node))
+    return folder
+
+
 #: A temporary checkpoint file in the folder of the run being resumed counts as abandoned after this many
 #: seconds without a write (that run may still be going; a checkpoint write takes seconds).
 ABANDONED_AFTER_S = 300.0
@@ -409,3 +436,15 @@ def lock_folder(run_dir: str | Path, name: str = LOCK_FILE) -> Any:
                 handle.close()
                 return None
             time.sleep(0.02)
+
+
+def folder_in_use(folder: str | Path) -> bool:
+    """Whether another process holds ``folder``'s lock (:func:`lock_folder`); a folder without a lock file is not
+    in use, and none is made there."""
+    if not (Path(folder) / LOCK_FILE).is_file():
+        return False
+    lock = lock_folder(folder)
+    if lock is None:
+        return True
+    lock.close()
+    return False

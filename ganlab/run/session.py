@@ -45,6 +45,7 @@ def claim_folder(run_dir: Path, resume: str | None):  # -> the open lock file
     Raises:
         RunFolderTaken: naming the folder, why, and how to go on (another folder, or ``trainer.resume``).
     """
+    from ganlab.quoting import hydra_override, shell_join
     from ganlab.run import layout
 
     lock = layout.lock_folder(run_dir)
@@ -57,9 +58,55 @@ def claim_folder(run_dir: Path, resume: str | None):  # -> the open lock file
         lock.close()
         raise RunFolderTaken(f"run folder {run_dir} already holds a run's records ({', '.join(records)}); a new run "
                              "never writes into another's folder. Start in a new folder (hydra.run.dir=<new folder>, "
-                             f"or leave hydra.run.dir out), or continue that run: trainer.resume={run_dir} "
-                             f"hydra.run.dir={run_dir}")
+                             "or leave hydra.run.dir out), or continue that run: "
+                             + shell_join([hydra_override("trainer.resume", str(run_dir)),
+                                           hydra_override("hydra.run.dir", str(run_dir))]))
     return lock
+
+
+#: ``trainer.resume=auto``: continue the run in this run's own folder when it holds a checkpoint, keep a finished
+#: one, else start from step 0 (what the command that continues a whole sweep gives each job).
+AUTO_RESUME = "auto"
+
+
+def finished_record(run_dir: Path, ensemble: bool = False) -> dict | None:
+    """What a finished run left in ``run_dir`` (the content :func:`train_run` returns), or None when it did not
+    finish: ``metrics.json`` of a run (not one that failed), ``ensemble.json`` of an ensemble
+    (``ensemble=True``, with ``"scores"`` each score's mean over the seeds)."""
+    import json
+
+    from ganlab.run import layout
+
+    if not ensemble:
+        return json.loads((run_dir / layout.METRICS_FILE).read_text()) if layout.is_finished(run_dir) else None
+    path = run_dir / layout.ENSEMBLE_FILE
+    if not path.is_file():
+        return None
+    from ganlab.ensemble.run import mean_scores
+
+    summary = json.loads(path.read_text())
+    return summary | {"per_seed_scores": summary["scores"], "scores": mean_scores(summary)}
+
+
+def auto_resume(run_dir: Path, ensemble: bool = False) -> str | None:
+    """``trainer.resume=auto`` for a run that did not finish: ``run_dir`` itself when it holds a checkpoint
+    (``checkpoints/*.pt``: the run continues from its newest intact one), else None (it starts from step 0).
+
+    Raises:
+        StartError: an ensemble's folder holding its members' records (``seed_<k>/``): an ensemble is not
+            resumed, and starting it again there would overwrite them.
+    """
+    from ganlab.run import layout
+
+    if ensemble:
+        members = [m.name for m in sorted(run_dir.glob("seed_*")) if layout.run_records(m)]
+        if members:
+            raise StartError(f"trainer.resume=auto: the ensemble in {run_dir} stopped part-way ({', '.join(members)} "
+                             "hold records) and an ensemble is not resumed; start it in a new folder "
+                             "(hydra.run.dir=<new folder>), or continue one seed alone: trainer.resume=<its seed_<k> "
+                             "folder>")
+        return None
+    return str(run_dir) if any((run_dir / layout.CHECKPOINT_DIR).glob("*.pt")) else None
 
 
 def train_run(cfg: DictConfig, run_dir: Path, report: Callable[[dict, Path], None] | None = None) -> dict:

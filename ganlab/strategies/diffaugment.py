@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ganlab.quoting import override_word
 from ganlab.strategies.base import GANSpec, Mode, Strategy
 from ganlab.strategies.common import augment_discriminator
 
@@ -139,8 +140,9 @@ class DiffAugment(Strategy):
                  cutout_ratio: float = 0.5) -> None:
         names = tuple(p.strip() for p in str(policy).split(",") if p.strip())
         if not names or set(names) - set(POLICIES):
+            example = override_word("strategy.diffaugment.policy", "color,translation")
             raise ValueError(f"strategy.diffaugment.policy={policy!r}: give a comma-separated list of "
-                             f"{', '.join(POLICIES)} (e.g. strategy.diffaugment.policy=\"'color,translation'\")")
+                             f"{', '.join(POLICIES)} (e.g. {example})")
         if not 0 <= translation_ratio < 1 or not 0 <= cutout_ratio <= 1:
             raise ValueError(f"strategy.diffaugment.translation_ratio must be in [0, 1) and cutout_ratio in [0, 1]; "
                              f"got {translation_ratio}, {cutout_ratio}")

@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ganlab.io import append_jsonl
+from ganlab.quoting import hydra_override
 from ganlab.run import layout
 from ganlab.study.plan import Job, folder, overrides, relative_folder, steps_of
 from ganlab.study.schema import StudySchema
@@ -53,9 +54,9 @@ def job_overrides(study: StudySchema, job: Job) -> list[str] | None:
     if done is not None and done >= steps_of(study, job.arm):
         return None
     axis = study.tuning.axis.name if study.tuning is not None else None
-    resume = [f"trainer.resume={run_dir}"] if newest_checkpoint_step(run_dir) is not None else []
-    return [*overrides(study, job), *resume, f"hydra.sweep.dir={Path(study.runs).resolve()}",
-            f"hydra.sweep.subdir={relative_folder(job, axis)}"]
+    resume = [hydra_override("trainer.resume", str(run_dir))] if newest_checkpoint_step(run_dir) is not None else []
+    return [*overrides(study, job), *resume, hydra_override("hydra.sweep.dir", str(Path(study.runs).resolve())),
+            hydra_override("hydra.sweep.subdir", str(relative_folder(job, axis)))]
 
 
 def _commit() -> str | None:
@@ -79,8 +80,9 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
     ``runtime.output_dir``), then a line in its ``study_jobs.jsonl``: ``from_step`` (the checkpoint it resumed,
     0 for a fresh run), ``to_step``, ``wall_s`` (seconds), ``commit`` and ``error`` (None, or why it failed).
 
-    Two study processes never train one folder at once: the job holds :data:`LOCK_FILE` while it trains, and a job
-    whose folder is locked by another process returns an error record and leaves the folder alone.
+    Two study processes never train one folder at once: the job holds :data:`LOCK_FILE` while it trains (and
+    writes ``.hydra/`` then), and a job whose folder is locked by another process returns an error record and
+    leaves the folder alone.
 
     Returns:
         That line. A failed run does not stop the study: its folder gets ``failure.json`` (as ``ganlab-train``
@@ -94,7 +96,8 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
         return {"from_step": None, "to_step": None, "wall_s": 0.0, "commit": None,
                 "error": f"another process is training {run_dir} (it holds {LOCK_FILE}); wait for it to end, or stop "
                          "it, then run the study again"}
-    with lock:
+    with lock:  # .hydra/ as ganlab-train writes it (conf/train.yaml leaves it to the folder's holder)
+        layout.save_hydra_record(run_dir, cfg, HydraConfig.instance().cfg)
         return _train_locked(cfg, run_dir)
 
 
@@ -129,7 +132,8 @@ def launcher_master_config(launcher: DictConfig, runs: Path) -> DictConfig:
     from hydra.types import RunMode
 
     loader = GlobalHydra.instance().config_loader()
-    master = loader.load_configuration("train", overrides=[f"hydra.sweep.dir={runs}", "hydra.job.name=train"],
+    master = loader.load_configuration("train", overrides=[hydra_override("hydra.sweep.dir", str(runs)),
+                                                           "hydra.job.name=train"],
                                        run_mode=RunMode.MULTIRUN)
     with open_dict(master.hydra):
         master.hydra.launcher = OmegaConf.create(OmegaConf.to_container(launcher, resolve=False))

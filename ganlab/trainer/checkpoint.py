@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ganlab.io import atomic_open, atomic_save, atomic_write_text
+from ganlab.quoting import hydra_override, shell_join
 from ganlab.run import layout
 
 __all__ = ["FORMAT", "LEGACY_CALLBACK_KEYS", "atomic_open", "atomic_save", "atomic_write_text", "rng_state",
@@ -113,7 +114,8 @@ def find_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
             return p, _read(p)
         except ValueError as err:
             folder = p.parent.parent if p.parent.name == layout.CHECKPOINT_DIR else None
-            hint = f"; trainer.resume={folder} takes the newest intact checkpoint of that run" if folder else ""
+            hint = f"; {shell_join([hydra_override('trainer.resume', str(folder))])} takes the newest intact " \
+                "checkpoint of that run" if folder else ""
             raise ValueError(f"trainer.resume={path}: {err}{hint}") from err
     files = sorted((p / layout.CHECKPOINT_DIR).glob("*.pt"), key=lambda f: f.stat().st_mtime, reverse=True) \
         if p.is_dir() else []

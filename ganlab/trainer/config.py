@@ -34,7 +34,7 @@ class TrainerConfig:
     ckpt_every: int = 1000     # write checkpoints/step_XXXXXXX.pt every this many G steps (last.pt at every eval)
     log_every: int = 50        # TensorBoard scalars and progress-bar losses every this many G steps
     grid_size: int = 64        # fixed-z samples drawn at every eval (image grid / scatter)
-    resume: str | None = None  # run directory or checkpoint file to continue from
+    resume: str | None = None  # run directory or checkpoint file to continue from; "auto": see ganlab.cli.train
     progress: bool = True      # show a progress bar
     projector: bool = True     # at the end, real and generated embeddings for TensorBoard's projector
     precision: str = "32"      # 32 | bf16 (autocast) | fp16 (autocast + loss scaling)

@@ -11,6 +11,7 @@ import torch
 
 from ganlab.health import AlertLog, MonitorConfig, TrainingHealthError, UpdateFindings
 from ganlab.health import recovery as diagnosis_tools
+from ganlab.quoting import hydra_override, shell_join
 from ganlab.strategies.base import TrainState
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loggers import NullLogger
@@ -95,6 +96,7 @@ def stop_at_hard_limit(found: UpdateFindings, *, step: int, steps: int, limit: f
     logger.flush()
     raise TrainingHealthError(
         f"{what} at generator step {step + 1}: the run stopped before applying that update (the step's earlier "
-        f"D updates are applied). Its state is in {checkpoint}. To continue from it: ganlab-train "
-        f"trainer.resume={checkpoint} trainer.steps={steps} monitor.clip=1.0 (or a higher monitor.hard_limit; "
-        "monitor.* is not taken from the checkpoint). To change the learning rate, start a new run")
+        f"D updates are applied). Its state is in {checkpoint}. To continue from it: "
+        f"{shell_join(['ganlab-train', hydra_override('trainer.resume', str(checkpoint)), f'trainer.steps={steps}'])} "
+        "monitor.clip=1.0 (or a higher monitor.hard_limit; monitor.* is not taken from the checkpoint). To change "
+        "the learning rate, start a new run")

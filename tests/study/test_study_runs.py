@@ -100,6 +100,8 @@ def test_a_tiny_study_end_to_end_on_joblib(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "8 run(s) trained, 0 failed" in res.stdout
     assert "Joblib.Parallel(n_jobs=2" in res.stdout + res.stderr
+    runs = sorted(p.parent for p in (tmp_path / "runs").rglob("study_jobs.jsonl"))
+    assert len(runs) == 8 and all((r / ".hydra" / "config.yaml").is_file() for r in runs)  # ganlab-train's record
     check_tuned_study(tmp_path)
     check_tensorboard(tmp_path)
 
