@@ -275,3 +275,17 @@ def test_the_printed_command_splits_back_into_the_same_words() -> None:
     line = shell_join(words)
     assert shlex.split(line) == words
     assert "\"hydra.run.dir='/r [a] b'\"" in line and "'strategy=[]'" in line
+
+
+def test_a_signal_noted_before_the_loop_stops_it_after_its_first_step(tmp_path: Path) -> None:
+    """A study job's handler notes a Ctrl-C that came while the run was built (``request_stop``): the loop then
+    saves after its first step and raises, as for a signal during that step; the note is used up."""
+    from ganlab.trainer.interrupt import request_stop
+
+    trainer = build_trainer(compose_cfg(RUN), tmp_path / "run")
+    request_stop(signal.SIGINT)
+    with pytest.raises(TrainingInterrupted) as info:
+        trainer.fit()
+    assert (info.value.step, info.value.signum, info.value.checkpoint.name) == (1, signal.SIGINT, "step_0000001.pt")
+    again = build_trainer(compose_cfg([*RUN, f"trainer.resume={tmp_path / 'run'}"]), tmp_path / "run")
+    assert again.fit()["step"] == 6
