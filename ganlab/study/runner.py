@@ -14,9 +14,11 @@ run equals an uninterrupted one bit for bit).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -140,9 +142,10 @@ def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         layout.record_failure(run_dir, err, log_traceback=True, stage=stage)
     finally:
         distributed.shutdown()
-        import matplotlib.pyplot as plt
-
-        plt.close("all")
+        plt = sys.modules.get("matplotlib.pyplot")  # not imported here: a Ctrl-C may have cut its import short
+        if plt is not None:
+            with contextlib.suppress(Exception):
+                plt.close("all")
     record = {"from_step": start, "to_step": step, "wall_s": round(time.perf_counter() - t0, 3),
               "commit": _commit(), "error": error, "status": status}
     append_jsonl(run_dir / JOBS_FILE, record)  # one short line; a torn last line is skipped when read

@@ -5,7 +5,8 @@ A Ctrl-C in a terminal reaches every process of the command's group: the study's
 * The study's process (:func:`catching_ctrl_c`, around a run) handles SIGINT without raising: no
   ``KeyboardInterrupt`` inside joblib (which killed its workers mid-save and printed a traceback); it creates the
   *stop file* and notes the signal for a training loop of this process (the ``basic`` launcher, and joblib with
-  ``n_jobs=1``, train in it). A second Ctrl-C aborts at once, as ``ganlab-train``'s does.
+  ``n_jobs=1``, train in it). A second Ctrl-C stops the running runs at once, as ``ganlab-train``'s does (the
+  workers get it themselves); a third leaves without waiting for them.
 * A joblib worker gets the same handler from :func:`worker_init` (joblib's ``initializer``): a worker that is idle,
   or building a run, when the signal comes no longer dies of it; a run it was building stops after its first step.
 * A job in its training loop: the trainer's own handler finishes the step, saves a checkpoint and raises
@@ -64,17 +65,28 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     request_stop(signum)
 
 
+#: Ctrl-Cs the study's process has had in the run under way (:func:`_on_sigint_here`).
+_SEEN = [0]
+
+
 def _on_sigint_here(signum: int, frame: FrameType | None) -> None:
-    """The study process's SIGINT: the first stops the study (:func:`_on_sigint`, and a line saying so on stderr);
-    a second aborts at once (``KeyboardInterrupt``: a launcher that waits on runs elsewhere, e.g. SLURM's, stops
-    waiting), as a second Ctrl-C aborts ``ganlab-train``."""
-    if requested():
-        raise KeyboardInterrupt
-    _on_sigint(signum, frame)
+    """The study process's SIGINT. The first stops the study (:func:`_on_sigint`) and says so on stderr; a second
+    only says that the running runs now stop at once (their own second Ctrl-C; the newest checkpoint on disk is
+    kept); a third leaves without waiting for them (``KeyboardInterrupt``: a launcher that waits on runs elsewhere,
+    e.g. SLURM's, which no Ctrl-C here reaches)."""
     import sys
 
-    print("ganlab-study: Ctrl-C: each running run finishes its step, saves a checkpoint and stops; the runs not "
-          "started stay so (Ctrl-C again aborts at once)", file=sys.stderr, flush=True)
+    _SEEN[0] += 1
+    if _SEEN[0] >= 3:
+        raise KeyboardInterrupt
+    _on_sigint(signum, frame)
+    if _SEEN[0] == 1:
+        message = ("each running run finishes its step, saves a checkpoint and stops; the runs not started stay so "
+                   "(Ctrl-C again stops them at once)")
+    else:
+        message = ("the running runs stop at once, keeping their newest checkpoint (a third Ctrl-C leaves without "
+                   "waiting for them)")
+    print(f"ganlab-study: Ctrl-C: {message}", file=sys.stderr, flush=True)
 
 
 def worker_init() -> None:
@@ -95,6 +107,7 @@ def catching_ctrl_c(runs: Path, resume: str) -> Iterator[None]:
     import threading
 
     main = threading.current_thread() is threading.main_thread()
+    _SEEN[0] = 0
     previous = signal.signal(signal.SIGINT, _on_sigint_here) if main else None
     try:
         yield
