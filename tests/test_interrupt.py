@@ -317,4 +317,18 @@ def test_one_printed_command_continues_a_whole_interrupted_sweep(tmp_path: Path)
     assert f"resumed from {stopped} at step {step}" in log_1, log_1[-2000:]
     assert [r["step"] for r in layout.read_evaluations(stopped)] == [40]
     assert not (stopped / layout.INTERRUPTED_FILE).exists()
-    assert "3 jobs finished, 0 failed or unfinished, 0 not run" in (sweep_dir / "summary.md").read_text()
+    assert "3 jobs finished, 0 failed or unfinished, 0 interrupted, 0 not run" in (sweep_dir / "summary.md").read_text()
+
+
+def test_a_signal_noted_before_the_loop_stops_it_after_its_first_step(tmp_path: Path) -> None:
+    """A study job's handler notes a Ctrl-C that came while the run was built (``request_stop``): the loop then
+    saves after its first step and raises, as for a signal during that step; the note is used up."""
+    from ganlab.trainer.interrupt import request_stop
+
+    trainer = build_trainer(compose_cfg(RUN), tmp_path / "run")
+    request_stop(signal.SIGINT)
+    with pytest.raises(TrainingInterrupted) as info:
+        trainer.fit()
+    assert (info.value.step, info.value.signum, info.value.checkpoint.name) == (1, signal.SIGINT, "step_0000001.pt")
+    again = build_trainer(compose_cfg([*RUN, f"trainer.resume={tmp_path / 'run'}"]), tmp_path / "run")
+    assert again.fit()["step"] == 6

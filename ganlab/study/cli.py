@@ -10,6 +10,7 @@ A Hydra main over ``conf/ganlab_study.yaml``; the study is its ``study`` group::
     ganlab-study report fair_table                   # table.md, curves.png, results page from that table alone
     ganlab-study status fair_table                   # runs finished, running, failed, left; hours spent and left
     ganlab-study tensorboard fair_table              # TensorBoard events of every run from its folder, by arm
+    ganlab-study cost fair_table                     # <results>/cost_spent.md: wall hours spent beside the prediction
     ganlab-study blocks [--check]                    # refresh (check) every generated block of the docs
 """
 
@@ -38,7 +39,7 @@ from ganlab.study.schema import StudyError, StudySchema, register
 register()  # conf/study/*.yaml name /schema/study
 
 #: Words that may precede the study's name on the command line (each sets ``action``).
-ACTIONS = ("run", "check", "collect", "report", "status", "tensorboard")
+ACTIONS = ("run", "check", "collect", "report", "status", "tensorboard", "cost")
 
 #: What ``ganlab-study --help`` says the command does.
 ABOUT = """Run or report a study declared in conf/study/<STUDY>.yaml (docs/howto/studies.md): its arms, data sets,
@@ -56,6 +57,8 @@ EXAMPLES = [
     ("ganlab-study status fair_table", "runs finished, running, failed and left per stage and data set; hours"),
     ("ganlab-study tensorboard fair_table", "TensorBoard events of every run, grouped by arm; no training"),
     ("ganlab-study tensorboard fair_table logdir=/tmp/tb", "the same, written to /tmp/tb"),
+    ("ganlab-study cost fair_table", "<results>/cost_spent.md: wall run-hours spent per arm and stage beside the "
+                                     "predicted cost"),
     ("ganlab-study blocks --check", "check every generated block of the docs (without --check: refresh them)"),
 ]
 
@@ -71,6 +74,8 @@ def usage() -> str:
                                "an estimate of those left; from the folders and the table, no torch"),
                     ("tensorboard", "TensorBoard event files of every run, by arm, from the run folders (no "
                                     "training); rewritten whole each time"),
+                    ("cost", "<results>/cost_spent.md from the committed table: wall run-hours spent per arm and "
+                             "stage beside the predicted cost (bench_study_cost.py); no torch"),
                     ("blocks [--check]", "refresh (check) every generated block of README.md and docs/")])
     keys = rows([("study.<key>=<value>", "any key of the study's YAML (e.g. study.budget.steps, study.seeds)"),
                  ("stage=<all|tune|final>", "all; tune: the tuning stage only; final: the reporting runs of the "
@@ -80,6 +85,7 @@ def usage() -> str:
                  ("hydra/launcher=<option>", "where the runs go: joblib (default, this machine), submitit_slurm, "
                                              "submitit_local, basic (in this process)")])
     return page(["ganlab-study [ACTION] STUDY [key=value ...]", "ganlab-study status STUDY [study.key=value ...]",
+                 "ganlab-study cost STUDY [study.key=value ...]",
                  "ganlab-study blocks [--check]"], ABOUT, EXAMPLES,
                 [("actions (the word before STUDY)", actions), ("keys (key=value)", keys),
                  ("studies (conf/study/)", textwrap.wrap(", ".join(shipped_studies()), WIDTH, initial_indent="  ",
@@ -128,12 +134,45 @@ def write_collected(study: StudySchema, recorded: collect_mod.Recorded) -> str:
     return str(collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study), recorded)))
 
 
+#: The command line as typed (before :func:`hydra_argv` rewrote it): the command that resumes a stopped study.
+TYPED: list[str] = []
+
+
+def resume_command() -> str:
+    """The command as typed, shell-quoted for bash and zsh: running it again resumes the study."""
+    from ganlab.cli.common import program
+    from ganlab.cli.train import shell_join
+
+    return shell_join([program("ganlab-study"), *TYPED])
+
+
 def run_study(study: StudySchema, cfg: DictConfig) -> None:
     """Check every job, then the tuning stage, the choice, the reporting stage (as ``cfg.stage`` says; only the
-    arms ``cfg.arms`` when set), then the table of evaluations."""
+    arms ``cfg.arms`` when set), then the table of evaluations. A Ctrl-C stops it as :mod:`ganlab.study.stopping`
+    says: :func:`report_stopped`, then exit 130."""
+    from ganlab.study import stopping
+
+    with stopping.catching_ctrl_c(Path(study.runs), resume_command()):
+        done, stopped = _run_stages(study, cfg)
+    if stopped:
+        report_stopped(study, done)
+        sys.exit(INTERRUPTED_EXIT)
+    path = write_collected(study, recorded_for(study))
+    failed = [r for r in done if r.get("status") == "failed" or r.get("error")]
+    print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
+          f"the table: ganlab-study report {study.name}; the runs in TensorBoard: ganlab-study tensorboard "
+          f"{study.name}", flush=True)
+    for r in failed:
+        print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
+    if failed:
+        sys.exit(1)
+
+
+def _run_stages(study: StudySchema, cfg: DictConfig) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`run_study`'s stages: the records of the jobs launched, and whether a Ctrl-C stopped the study."""
     from hydra.core.hydra_config import HydraConfig
 
-    from ganlab.study import stats
+    from ganlab.study import stats, stopping
     from ganlab.study.check import check_jobs
     from ganlab.study.runner import launch
 
@@ -145,22 +184,47 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
         raise StudyError(f"arms={unknown}: not arms of {study.name}; choose from {[a.name for a in study.arms]}")
     launcher = HydraConfig.get().launcher
     recorded = recorded_for(study)
-    done = []
-    if cfg.stage in ("all", "tune"):
-        done += launch(study, collect_mod.to_train(study, tuning_jobs(study, arms), recorded), launcher)
-    if cfg.stage in ("all", "final"):
+    done: list[dict[str, Any]] = []
+    if cfg.stage in ("all", "tune") and not stopping.requested():
+        done += launch(study, collect_mod.to_train(study, tuning_jobs(study, arms), recorded), launcher, recorded)
+    if cfg.stage in ("all", "final") and not stopping.requested():
         tuned = collect_mod.collect(study, tuning_jobs(study), recorded)
         chosen = stats.choices(study, tuned) if study.tuning else None
-        done += launch(study, collect_mod.to_train(study, final_jobs(study, chosen, arms), recorded), launcher)
-    path = write_collected(study, recorded)
-    failed = [r for r in done if r.get("error")]
-    print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
-          f"the table: ganlab-study report {study.name}; the runs in TensorBoard: ganlab-study tensorboard "
-          f"{study.name}", flush=True)
-    for r in failed:
-        print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
-    if failed:
-        sys.exit(1)
+        done += launch(study, collect_mod.to_train(study, final_jobs(study, chosen, arms), recorded), launcher,
+                       recorded)
+    return done, stopping.requested()
+
+
+#: The exit status of a study stopped by Ctrl-C (128 + SIGINT, as ``ganlab-train``'s).
+INTERRUPTED_EXIT = 130
+
+
+def report_stopped(study: StudySchema, done: list[dict[str, Any]]) -> None:
+    """After a Ctrl-C: one line per job launched (finished, interrupted and where it saved, failed, not started),
+    the study's total (:func:`ganlab.study.progress.total_line`) and the command that resumes it (on stdout)."""
+    from ganlab.study.cost import predicted_hours
+    from ganlab.study.progress import job_label, minutes, total_line
+
+    counts: dict[str, int] = {}
+    lines = []
+    for r in done:
+        status = r.get("status") or ("failed" if r.get("error") else "finished")
+        counts[status] = counts.get(status, 0) + 1
+        if status == "interrupted":
+            what = f"at step {r.get('to_step')}, saved; {minutes(float(r.get('wall_s') or 0.0))}"
+        elif status == "not started":
+            what = ""
+        else:
+            what = f"steps {r.get('from_step')}-{r.get('to_step')}, {minutes(float(r.get('wall_s') or 0.0))}"
+        error = f"; {r['error']}" if r.get("error") else ""
+        lines.append(f"  {status:<12} {job_label(study, r['job'])}" + (f" ({what}{error})" if what or error else ""))
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no run had started"
+    print(f"ganlab-study: {study.name} stopped by Ctrl-C: {summary}; an interrupted run continues from its "
+          "checkpoint when the study runs again", flush=True)
+    if lines:
+        print("\n".join(lines), flush=True)
+    print(total_line(study, recorded_for(study), None, predicted_hours(study)), flush=True)
+    print(f"ganlab-study: run the same command to resume: {resume_command()}", flush=True)
 
 
 def tensorboard(study: StudySchema, logdir: str | None) -> None:
@@ -216,6 +280,13 @@ def study_main(cfg: DictConfig) -> None:
             from ganlab.study.status import status
 
             print(status(study), end="")
+        elif cfg.action == "cost":
+            from ganlab.study.blocks import update_blocks
+            from ganlab.study.cost import write_spent
+
+            print(f"wrote {write_spent(study)}")
+            for doc in update_blocks(Path(".")):
+                print(f"updated {doc}")
         elif cfg.action == "report" and study.detection is not None:
             from ganlab.study.detection_report import report_detection
 
@@ -287,6 +358,7 @@ def main() -> None:
     """``ganlab-study``: ``blocks`` goes to :func:`ganlab.study.blocks.main`; anything else to :func:`study_main`
     after :func:`hydra_argv`."""
     argv = sys.argv[1:]
+    TYPED[:] = argv
     if argv[:1] == ["blocks"]:
         from ganlab.study.blocks import main as blocks_main
 
@@ -307,9 +379,18 @@ def main() -> None:
         from ganlab.study.status import main as status_main
 
         sys.exit(status_main(argv[1:]))
+    if argv[:1] == ["cost"]:  # the same: the committed table and the prediction, no torch
+        from ganlab.study.cost import main as cost_main
+
+        sys.exit(cost_main(argv[1:]))
     sys.argv = [sys.argv[0], *hydra_args]
-    assert ganlab.CONFIG_DIR  # registers the config schemas before Hydra composes
-    study_main()
+    try:
+        assert ganlab.CONFIG_DIR  # registers the config schemas before Hydra composes
+        study_main()
+    except KeyboardInterrupt:  # Ctrl-C outside a study's run (composing, checking, another action): no traceback
+        print(f"ganlab-study: interrupted. To go on, run the same command again: {resume_command()}",
+              file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT)
 
 
 if __name__ == "__main__":

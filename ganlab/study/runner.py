@@ -14,8 +14,11 @@ run equals an uninterrupted one bit for bit).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ganlab.io import append_jsonl
 from ganlab.quoting import hydra_override
 from ganlab.run import layout
+from ganlab.study import stopping
 from ganlab.study.plan import Job, folder, overrides, relative_folder, steps_of
 from ganlab.study.schema import StudySchema
 
@@ -78,22 +82,29 @@ def _lock(run_dir: Path) -> Any:
 def train_job(cfg: DictConfig) -> dict[str, Any]:
     """The launchers' task function: one ``ganlab-train`` run into the job's output folder (Hydra's
     ``runtime.output_dir``), then a line in its ``study_jobs.jsonl``: ``from_step`` (the checkpoint it resumed,
-    0 for a fresh run), ``to_step``, ``wall_s`` (seconds), ``commit`` and ``error`` (None, or why it failed).
+    0 for a fresh run), ``to_step``, ``wall_s`` (seconds), ``commit``, ``error`` (None, or why it failed) and
+    ``status`` (``finished``, ``failed`` or ``interrupted``).
 
     Two study processes never train one folder at once: the job holds :data:`LOCK_FILE` while it trains (and
     writes ``.hydra/`` then), and a job whose folder is locked by another process returns an error record and
-    leaves the folder alone.
+    leaves the folder alone. A job whose turn comes after a Ctrl-C (:mod:`ganlab.study.stopping`) returns
+    ``{"status": "not started"}`` at once and leaves no folder of its own behind.
 
     Returns:
         That line. A failed run does not stop the study: its folder gets ``failure.json`` (as ``ganlab-train``
-        writes it) and the study reports it.
+        writes it) and the study reports it. An interrupted one gets ``interrupted.json`` and its checkpoint.
     """
     from hydra.core.hydra_config import HydraConfig
 
+    from ganlab.trainer.interrupt import clear_request
+
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    clear_request()  # a signal noted for an earlier job of this process; one from now on is this job's
+    if stopping.requested():
+        return not_started(run_dir)
     lock = _lock(run_dir)
     if lock is None:
-        return {"from_step": None, "to_step": None, "wall_s": 0.0, "commit": None,
+        return {"from_step": None, "to_step": None, "wall_s": 0.0, "commit": None, "status": "failed",
                 "error": f"another process is training {run_dir} (it holds {LOCK_FILE}); wait for it to end, or stop "
                          "it, then run the study again"}
     with lock:  # .hydra/ as ganlab-train writes it (conf/train.yaml leaves it to the folder's holder)
@@ -101,28 +112,63 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
         return _train_locked(cfg, run_dir)
 
 
+def not_started(run_dir: Path) -> dict[str, Any]:
+    """The record of a job not started because the study is stopping; its folder removed when Hydra made it for
+    this job alone (nothing in it but Hydra's files and log)."""
+    import shutil
+
+    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {layout.HYDRA_DIR, layout.JOB_LOG}:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return {"from_step": None, "to_step": None, "wall_s": 0.0, "commit": None, "error": None, "status": "not started"}
+
+
 def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """:func:`train_job`'s work, its folder's lock held."""
     from ganlab import distributed
     from ganlab.run.session import StartError, train_run
+    from ganlab.trainer.interrupt import TrainingInterrupted
 
     start = (newest_checkpoint_step(run_dir) or 0) if cfg.trainer.get("resume") else 0
-    t0, error, step = time.perf_counter(), None, start
+    t0, error, step, status = time.perf_counter(), None, start, "finished"
     try:
         step = int(train_run(cfg, run_dir)["step"])
+    except TrainingInterrupted as stop:  # the step finished and a checkpoint was saved
+        step, status = stop.step, "interrupted"
+        _interrupted(run_dir, stop.signum, stop.step, stop.checkpoint)
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside the loop: the newest checkpoint on disk is kept
+        step, status = newest_checkpoint_step(run_dir) or start, "interrupted"
+        _interrupted(run_dir, signal.SIGINT, None, None)
     except Exception as err:  # noqa: BLE001 - recorded in the folder (failure.json) and reported by the study
-        error = f"{type(err).__name__}: {err}"
+        error, status = f"{type(err).__name__}: {err}", "failed"
         stage = "start" if isinstance(err, StartError) else "train"
         layout.record_failure(run_dir, err, log_traceback=True, stage=stage)
     finally:
         distributed.shutdown()
-        import matplotlib.pyplot as plt
-
-        plt.close("all")
+        plt = sys.modules.get("matplotlib.pyplot")  # not imported here: a Ctrl-C may have cut its import short
+        if plt is not None:
+            with contextlib.suppress(Exception):
+                plt.close("all")
     record = {"from_step": start, "to_step": step, "wall_s": round(time.perf_counter() - t0, 3),
-              "commit": _commit(), "error": error}
+              "commit": _commit(), "error": error, "status": status}
     append_jsonl(run_dir / JOBS_FILE, record)  # one short line; a torn last line is skipped when read
     return record
+
+
+def _interrupted(run_dir: Path, signum: int, step: int | None, checkpoint: Path | None) -> None:
+    """A job stopped by a signal: ``interrupted.json`` in its folder (with the command that resumes the study), a
+    log line, and, for SIGINT (a Ctrl-C), the whole study stopping (a SIGTERM, e.g. one job's pre-emption on a
+    cluster, stops this job alone)."""
+    name = signal.Signals(signum).name
+    layout.remove_interrupted_writes(run_dir, None)  # a checkpoint write the signal cut off
+    if checkpoint is None:
+        found = layout.step_checkpoints(run_dir)
+        checkpoint = max(found)[1] if found else None
+    layout.record_interrupt(run_dir, name, step, checkpoint, stopping.resume_command())
+    log.warning("%s: run folder %s saved at %s; the study resumes it: %s", name, run_dir,
+                checkpoint.name if checkpoint is not None else "no checkpoint (it starts again)",
+                stopping.resume_command())
+    if signum == signal.SIGINT:
+        stopping.request()
 
 
 def launcher_master_config(launcher: DictConfig, runs: Path) -> DictConfig:
@@ -140,13 +186,39 @@ def launcher_master_config(launcher: DictConfig, runs: Path) -> DictConfig:
     return master
 
 
-def launch(study: StudySchema, jobs: Sequence[Job], launcher: DictConfig) -> list[dict[str, Any]]:
+def parallelism(launcher: DictConfig, jobs: int) -> int:
+    """How many of ``jobs`` runs the launcher runs at once: joblib's ``n_jobs`` (-1: every core; -2: all but one),
+    submitit's ``array_parallelism``, else 1 (``basic``); never more than ``jobs``, at least 1."""
+    import os
+
+    n = launcher.get("n_jobs", launcher.get("array_parallelism", 1))
+    n = int(n) if n is not None else 1
+    if n < 0:
+        n = (os.cpu_count() or 1) + 1 + n
+    return max(1, min(n, jobs))
+
+
+def quiet_joblib(plugin: Any) -> None:
+    """Study settings of Hydra's joblib launcher ``plugin`` (nothing for another launcher): joblib's own progress
+    lines off (``verbose=0``; :mod:`ganlab.study.progress` prints the study's), the launcher's list of every job's
+    overrides off, and the workers' SIGINT handled (:func:`ganlab.study.stopping.worker_init`)."""
+    if not isinstance(getattr(plugin, "joblib", None), dict):
+        return
+    plugin.joblib["verbose"] = 0
+    plugin.joblib["initializer"] = stopping.worker_init
+    logging.getLogger("hydra_plugins.hydra_joblib_launcher._core").setLevel(logging.WARNING)
+
+
+def launch(study: StudySchema, jobs: Sequence[Job], launcher: DictConfig,
+           recorded: dict | None = None) -> list[dict[str, Any]]:
     """Run the jobs of ``jobs`` that have not reached the budget, through the launcher ``launcher`` (a
-    ``hydra.launcher`` node: ``_target_`` and its settings), and wait for them.
+    ``hydra.launcher`` node: ``_target_`` and its settings), and wait for them, printing a line per job that ends
+    and the study's total (:mod:`ganlab.study.progress`; ``recorded``: the committed rows it counts). Nothing is
+    launched once the study is stopping (:func:`ganlab.study.stopping.requested`).
 
     Returns:
-        One record per job run (see :func:`train_job`); a job whose launcher reports a failure gets
-        ``{"error": ...}``.
+        One record per job run (see :func:`train_job`), with its ``job``; a job whose launcher reports a failure
+        gets ``{"error": ..., "status": "failed"}``; when the study is stopping, every job ``not started``.
     """
     from hydra._internal.callbacks import Callbacks
     from hydra.core.global_hydra import GlobalHydra
@@ -155,18 +227,30 @@ def launch(study: StudySchema, jobs: Sequence[Job], launcher: DictConfig) -> lis
     from hydra.core.utils import JobStatus
     from hydra.types import HydraContext
 
+    from ganlab.study import progress
+    from ganlab.study.cost import predicted_hours
+
     todo = [(job, ov) for job in jobs if (ov := job_overrides(study, job)) is not None]
     if not todo:
         return []
+    if stopping.requested():
+        return [{"job": job, "status": "not started", "error": None} for job, _ in todo]
     runs = Path(study.runs).resolve()
     runs.mkdir(parents=True, exist_ok=True)
     master = launcher_master_config(launcher, runs)
     context = HydraContext(config_loader=GlobalHydra.instance().config_loader(), callbacks=Callbacks(master))
     saved = HydraConfig.instance().cfg  # the basic launcher runs jobs in this process and leaves the last one's
+    at_once = parallelism(launcher, len(todo))
+    predicted = predicted_hours(study)
+    watcher = progress.Watcher(study, [job for job, _ in todo],
+                               lambda: progress.total_line(study, recorded or {}, at_once, predicted))
+    print(f"ganlab-study: launching {len(todo)} run(s), {at_once} at once, into {runs}", flush=True)
     try:
         plugin = Plugins.instance().instantiate_launcher(hydra_context=context, task_function=train_job,
                                                         config=master)
-        returns = plugin.launch([ov for _, ov in todo], initial_job_idx=0)
+        quiet_joblib(plugin)
+        with progress.watching(watcher):
+            returns = plugin.launch([ov for _, ov in todo], initial_job_idx=0)
     finally:
         HydraConfig.instance().cfg = saved
     out = []
@@ -174,5 +258,6 @@ def launch(study: StudySchema, jobs: Sequence[Job], launcher: DictConfig) -> lis
         if ret.status == JobStatus.COMPLETED:
             out.append({"job": job, **ret.return_value})
         else:
-            out.append({"job": job, "error": f"{type(ret._return_value).__name__}: {ret._return_value}"})
+            out.append({"job": job, "status": "failed",
+                        "error": f"{type(ret._return_value).__name__}: {ret._return_value}"})
     return out

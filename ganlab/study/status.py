@@ -15,8 +15,9 @@ which import torch. So a run left from an earlier choice, before a tuning run ch
 is what the runs recorded: the wall seconds of each job in a folder (``study_jobs.jsonl``; the ``wall_s`` column of
 committed rows), summed per run. No CPU time is recorded, so "run-hours" are wall hours of one run each (a run uses
 the threads its ``threads=`` gives it). The estimate of what is left is, per left run, the mean run-hours of the
-finished runs of its arm on its data set (either stage: the budget is the same), summed; left runs of an arm with no
-finished run yet are counted as unknown.
+finished runs of its arm on its data set (either stage: the budget is the same), summed; a left run of an arm with
+no finished run yet takes the study's predicted cost of one run (:func:`ganlab.study.cost.predicted_hours`), or is
+counted as unknown without one. A run stopped by Ctrl-C (``interrupted.json``) is left: the study continues it.
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ class Line:
     counts: dict[str, int]
     planned: int
     hours: float             # run-hours of the finished runs
-    left_hours: float        # estimated run-hours of the left runs whose arm has a measured mean
-    left_unknown: int        # left runs whose arm has no finished run yet
+    left_hours: float        # estimated run-hours of the left runs whose arm has a measured mean (or a prediction)
+    left_unknown: int        # left runs whose arm has no finished run yet (and no prediction)
+    left_predicted: int = 0  # left runs estimated from the study's predicted cost (no finished run of their arm)
 
 
 def compose_study(name: str, overrides: Sequence[str] = ()) -> StudySchema:
@@ -112,53 +114,56 @@ def rows_wall_s(rows: Iterable[dict[str, Any]]) -> float | None:
     return sum(float(w) for _, w in chunks) if chunks else None
 
 
-def run_state(study: StudySchema, job: Job, recorded: Recorded) -> RunState:
-    """The state of one planned run from its folder (when it holds a run) or else its committed rows."""
+def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = True) -> RunState:
+    """The state of one planned run from its folder (when it holds a run) or else its committed rows
+    (``folders=False``: from the committed rows alone, as a fresh clone sees the study; no run then is running)."""
     run_dir = folder(study, job)
-    if has_run(study, job) or not recorded.get(job_key(job)):
+    if folders and (has_run(study, job) or not recorded.get(job_key(job))):
         done = run_status(study, job)
         if done is True:
             return RunState(job, "finished", folder_wall_s(run_dir))
         if lock_held(run_dir):
             return RunState(job, "running")
         failure = layout.job_failure(run_dir) if run_dir.is_dir() else None
-        if done == FAILED or (failure is not None and failure.status != "unfinished"):
+        if done == FAILED or (failure is not None and failure.status not in ("unfinished", "interrupted")):
             return RunState(job, "failed", folder_wall_s(run_dir))
         return RunState(job, "left")
-    rows = recorded[job_key(job)]
+    rows = recorded.get(job_key(job), [])
     if recorded_finished(study, job, rows):
         return RunState(job, "finished", rows_wall_s(rows))
-    if lock_held(run_dir):
+    if folders and lock_held(run_dir):
         return RunState(job, "running")
     if any(r.get("finished") == FAILED for r in rows):
         return RunState(job, "failed", rows_wall_s(rows))
     return RunState(job, "left")
 
 
-def final_state(study: StudySchema, job: Job, recorded: Recorded) -> RunState:
+def final_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = True) -> RunState:
     """The state of a reporting run of a study with a tuning stage, ``job`` without its axis value: the furthest
     (:data:`STATES` order) of its folders at the axis values (the runner trains only the chosen one) and their
     committed rows; a left run keeps value None (its value is not chosen, or not started)."""
-    found = [run_state(study, dataclasses.replace(job, value=float(v)), recorded) for v in study.tuning.axis.values]
+    found = [run_state(study, dataclasses.replace(job, value=float(v)), recorded, folders)
+             for v in study.tuning.axis.values]
     best = min(found, key=lambda r: STATES.index(r.state))
     return RunState(job, "left") if best.state == "left" else best
 
 
-def states(study: StudySchema, recorded: Recorded) -> list[RunState]:
+def states(study: StudySchema, recorded: Recorded, folders: bool = True) -> list[RunState]:
     """Every planned run's state: each tuning run (:func:`run_state`) and each reporting run (arm, data set, seed),
     at the value its folders show (:func:`final_state`; the choice itself is not recomputed, which would need the
-    scores' directions and so torch)."""
-    out = [run_state(study, j, recorded) for j in tuning_jobs(study)]
+    scores' directions and so torch). ``folders=False``: from the committed rows alone (:func:`run_state`)."""
+    out = [run_state(study, j, recorded, folders) for j in tuning_jobs(study)]
     if study.tuning is None:
-        return out + [run_state(study, j, recorded) for j in final_jobs(study)]
+        return out + [run_state(study, j, recorded, folders) for j in final_jobs(study)]
     every = final_jobs(study, {(a.name, d): None for a in study.arms for d in study.datasets})
-    return out + [final_state(study, j, recorded) for j in every]
+    return out + [final_state(study, j, recorded, folders) for j in every]
 
 
-def summarize(runs: Sequence[RunState]) -> list[Line]:
+def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] | None = None) -> list[Line]:
     """The status table's lines (stage, then data set, in plan order) from the runs' states: counts per state, the
     run-hours of the finished runs, and the estimate for the left ones from the mean run-hours per (data set, arm)
-    of the finished runs with a known cost."""
+    of the finished runs with a known cost; where a (data set, arm) has none, ``predicted`` (hours of one run, as
+    :func:`ganlab.study.cost.predicted_hours` gives) when it has the pair, else the run is unknown."""
     costs: dict[tuple[str, str], list[float]] = {}
     for r in runs:
         if r.state == "finished" and r.wall_s is not None:
@@ -174,10 +179,14 @@ def summarize(runs: Sequence[RunState]) -> list[Line]:
             line.hours += r.wall_s / 3600
         if r.state == "left":
             m = mean.get((r.job.dataset, r.job.arm))
-            if m is None:
-                line.left_unknown += 1
-            else:
+            guess = (predicted or {}).get((r.job.dataset, r.job.arm))
+            if m is not None:
                 line.left_hours += m
+            elif guess is not None:
+                line.left_hours += guess
+                line.left_predicted += 1
+            else:
+                line.left_unknown += 1
     return list(lines.values())
 
 
@@ -187,10 +196,12 @@ def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
     head = ["stage", "data set", *STATES, "of", "run-h done", "run-h left (est.)"]
     total = Line("all", "", {s: sum(line.counts[s] for line in lines) for s in STATES},
                  sum(line.planned for line in lines), sum(line.hours for line in lines),
-                 sum(line.left_hours for line in lines), sum(line.left_unknown for line in lines))
+                 sum(line.left_hours for line in lines), sum(line.left_unknown for line in lines),
+                 sum(line.left_predicted for line in lines))
 
     def cells(line: Line) -> list[str]:
-        left = f"{line.left_hours:.2f}" + (f" + {line.left_unknown} unknown" if line.left_unknown else "")
+        left = (f"{line.left_hours:.2f}" + (f" ({line.left_predicted} predicted)" if line.left_predicted else "")
+                + (f" + {line.left_unknown} unknown" if line.left_unknown else ""))
         return [line.stage, line.dataset, *(str(line.counts[s]) for s in STATES), str(line.planned),
                 f"{line.hours:.2f}", left]
 
@@ -200,7 +211,8 @@ def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
     text += ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
              for row in table]
     text += ["run-h done: the finished runs' wall hours (study_jobs.jsonl, the table's wall_s), one run each;",
-             "run-h left: per left run, the mean of its arm's finished runs on that data set (unknown: none yet);",
+             "run-h left: per left run, the mean of its arm's finished runs on that data set (predicted: none yet, the",
+             "study's benchmark per run instead, CPU hours, docs/results/bench/study_cost/; unknown: neither);",
              "divide by the runs going at once for the time left."]
     return "\n".join(text) + "\n"
 
@@ -208,10 +220,11 @@ def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
 def status(study: StudySchema) -> str:
     """``ganlab-study status``'s text for ``study``: its committed rows (and a reusing arm's other study's), its
     run folders' states, summed (:func:`summarize`) and formatted (:func:`format_status`)."""
+    from ganlab.study.cost import predicted_hours
     from ganlab.study.reuse import reused_rows
 
     recorded = {**reused_rows(study, compose_study), **recorded_rows(study)}
-    return format_status(study, summarize(states(study, recorded)))
+    return format_status(study, summarize(states(study, recorded), predicted_hours(study)))
 
 
 def main(argv: Sequence[str]) -> int:

@@ -16,6 +16,24 @@ log = logging.getLogger("ganlab")
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
+#: A signal that arrived before the training loop (while a run was built): the next :class:`GracefulStop` starts
+#: with it, so the loop stops after its first step. Set by :func:`request_stop` (a study job's own handler).
+_PENDING: int | None = None
+
+
+def request_stop(signum: int) -> None:
+    """Note ``signum`` (``signal.SIGINT`` or ``signal.SIGTERM``) for the next training loop of this process: it
+    saves a checkpoint after its first step and raises :class:`TrainingInterrupted`, as if the signal had come
+    during the step. For a handler installed outside the loop (``ganlab.study.stopping``)."""
+    global _PENDING
+    _PENDING = int(signum)
+
+
+def clear_request() -> None:
+    """Forget a signal noted by :func:`request_stop` (a new job starts in this process)."""
+    global _PENDING
+    _PENDING = None
+
 
 class TrainingInterrupted(Exception):
     """Training stopped on a signal after saving ``checkpoint`` at generator step ``step``.
@@ -52,6 +70,8 @@ class GracefulStop:
                     "once, without saving)", signal.Signals(signum).name)
 
     def __enter__(self) -> GracefulStop:
+        global _PENDING
+        self.signum, _PENDING = _PENDING, None  # a signal noted while the run was built: stop after one step
         if threading.current_thread() is threading.main_thread():
             for s in SIGNALS:
                 self._previous[s] = signal.signal(s, self._handle)

@@ -126,3 +126,24 @@ def test_a_bad_key_is_refused_without_a_traceback():
     out = run_cli("status", "smoke", "study.seeds=x")
     assert out.returncode == 1 and "Error merging override study.seeds=x" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_run_stopped_by_ctrl_c_is_left_not_failed(tmp_path):
+    """interrupted.json (a Ctrl-C saved the run at step 20): the study continues it, so it is left, not failed."""
+    s = study(tmp_path)
+    job = Job(GAN, "ring8", "tune", 100, 1e-3)
+    run_dir = folder(s, job)
+    (run_dir / layout.CHECKPOINT_DIR).mkdir(parents=True)
+    (run_dir / layout.CHECKPOINT_DIR / "step_0000020.pt").write_bytes(b"x")
+    layout.record_interrupt(run_dir, "SIGINT", 20, run_dir / layout.CHECKPOINT_DIR / "step_0000020.pt", "ganlab-study")
+    by = {(r.job.stage, r.job.arm, r.job.value): r.state for r in states(s, {})}
+    assert by[("tune", GAN, 1e-3)] == "left"
+
+
+def test_a_left_run_without_a_finished_one_of_its_arm_takes_the_prediction(interrupted):
+    """The fixture's damping runs have no finished run: with a prediction of 0.25 h a run, its 2 left reporting runs
+    are 0.5 h of the estimate, counted as predicted, none unknown."""
+    runs = states(interrupted, collect_mod.recorded_rows(interrupted))
+    tune, final = summarize(runs, {("ring8", DAMP): 0.25, ("ring8", GAN): 99.0})  # GAN's measured mean wins
+    assert (final.left_hours, final.left_predicted, final.left_unknown) == (pytest.approx(1.5 + 0.5), 2, 0)
+    assert format_status(interrupted, [tune, final]).splitlines()[3].split()[-3:] == ["2.00", "(2", "predicted)"]

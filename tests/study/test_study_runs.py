@@ -99,7 +99,16 @@ def test_a_tiny_study_end_to_end_on_joblib(tmp_path):
     res = ganlab_study(tmp_path, *study_args(tmp_path, "study.budget.steps=40", "hydra.launcher.n_jobs=2"))
     assert res.returncode == 0, res.stderr[-3000:]
     assert "8 run(s) trained, 0 failed" in res.stdout
-    assert "Joblib.Parallel(n_jobs=2" in res.stdout + res.stderr
+    # the study's own lines, not joblib's or its launcher's (issue 46): a line per job that ended, then the total
+    assert "Parallel(" not in res.stdout + res.stderr and "#0 : " not in res.stdout + res.stderr
+    assert res.stdout.count("ganlab-study: launching 4 run(s), 2 at once") == 2
+    ended = [ln for ln in res.stdout.splitlines() if ln.startswith("ganlab-study: [")]
+    assert len(ended) == 8 and all(": finished (steps 0-40), " in ln for ln in ended)
+    assert sorted(ln.split("]")[0] for ln in ended) == sorted(["ganlab-study: [1/4", "ganlab-study: [2/4",
+                                                               "ganlab-study: [3/4", "ganlab-study: [4/4"] * 2)
+    totals = [ln for ln in res.stdout.splitlines() if ln.startswith("ganlab-study: total: ")]
+    assert totals and totals[-1].startswith("ganlab-study: total: tune 4/4 finished, 0 running, 0 failed, 0 left; "
+                                            "final 4/4 finished, 0 running, 0 failed, 0 left; ")
     runs = sorted(p.parent for p in (tmp_path / "runs").rglob("study_jobs.jsonl"))
     assert len(runs) == 8 and all((r / ".hydra" / "config.yaml").is_file() for r in runs)  # ganlab-train's record
     check_tuned_study(tmp_path)

@@ -1,0 +1,83 @@
+"""What ``ganlab-study NAME`` prints while it runs (issue 46): a line per job that ended, read from the run folders
+(built by hand here), then the study's total with an estimate of the time left; no torch, no training."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from omegaconf import OmegaConf
+from test_status import DAMP, GAN, finished_run, interrupted, study  # noqa: F401 - the fixture
+
+from ganlab.io import append_jsonl
+from ganlab.study import collect as collect_mod
+from ganlab.study.plan import Job, folder
+from ganlab.study.progress import Watcher, job_line, minutes, total_line, watching
+from ganlab.study.runner import JOBS_FILE, parallelism
+
+
+def test_a_line_per_job_that_ended_then_the_total(tmp_path):
+    s = study(tmp_path)
+    a, b = Job(GAN, "ring8", "tune", 100, 1e-3), Job(DAMP, "ring8", "tune", 100, 3e-3)
+    folder(s, a).mkdir(parents=True)
+    append_jsonl(folder(s, a) / JOBS_FILE, {"from_step": 0, "to_step": 20, "wall_s": 5.0, "status": "interrupted"})
+    out = io.StringIO()
+    watcher = Watcher(s, [a, b], lambda: "TOTAL", out)
+    assert watcher.poll() == []  # the record written before the launch is not a job that ended now
+    append_jsonl(folder(s, a) / JOBS_FILE, {"from_step": 20, "to_step": 40, "wall_s": 216.0, "error": None,
+                                            "status": "finished"})
+    assert watcher.poll() == ["ganlab-study: [1/2] tune ring8 / GAN (no strategy) / lr 0.001 / seed 100: finished "
+                              "(steps 20-40), 3.6 min", "TOTAL"]
+    assert watcher.poll() == []
+    folder(s, b).mkdir(parents=True)
+    append_jsonl(folder(s, b) / JOBS_FILE, {"from_step": 0, "to_step": 20, "wall_s": 7300.0,
+                                            "error": "RuntimeError: nan", "status": "failed"})
+    last = ("ganlab-study: [2/2] tune ring8 / D lr damping (x0.5) / lr 0.003 / seed 100: failed (steps 0-20), "
+            "2.03 h: RuntimeError: nan")
+    assert watcher.poll() == [last, "TOTAL"]
+    assert out.getvalue().splitlines()[2:] == [last, "TOTAL"]  # printed as returned, one line each
+
+
+def test_watching_polls_once_more_on_leaving(tmp_path):
+    s = study(tmp_path)
+    job = Job(GAN, "ring8", "final", 0, 1e-3)
+    out = io.StringIO()
+    with watching(Watcher(s, [job], lambda: "TOTAL", out), every_s=3600):
+        finished_run(s, job, (4, 5), [42.0])
+    assert out.getvalue().splitlines() == [
+        "ganlab-study: [1/1] final ring8 / GAN (no strategy) / lr 0.001 / seed 0: finished (steps 0-20), 42 s", "TOTAL"]
+
+
+def test_the_total_counts_as_status_does_and_estimates_the_time_left(interrupted):  # noqa: F811
+    """The status fixture: tune 2 finished (1 h, 2 h), 1 running (damping), 1 failed; final 1 finished (1.5 h), 3
+    left (GAN seed 1, damping seeds 0, 1). Left and running: GAN seed 1 at the GAN's mean, 1.5 h; the damping runs
+    have no finished run: predicted 0.25 h each (3 of them: the running one too) = 2.25 h; at 2 at once 1.125 h."""
+    s = interrupted
+    recorded = collect_mod.recorded_rows(s)
+    line = total_line(s, recorded, 2, {("ring8", DAMP): 0.25})
+    assert line == ("ganlab-study: total: tune 2/4 finished, 1 running, 1 failed, 0 left; final 1/4 finished, "
+                    "0 running, 0 failed, 3 left; 4.50 run-h spent; about 1.12 h left at 2 at once (3 from the "
+                    "predicted cost)")
+    assert total_line(s, recorded, None, {}).endswith("4.50 run-h spent; 1.50 run-h left (est.) (3 of unknown cost)")
+
+
+def test_no_finished_run_and_no_prediction_is_an_unknown_time(tmp_path):
+    s = study(tmp_path)
+    assert total_line(s, {}, 2, {}).endswith("0.00 run-h spent; time left unknown (no run of the arms left has "
+                                             "finished, and the study has no predicted cost)")
+
+
+@pytest.mark.parametrize(("node", "jobs", "expected"), [
+    ({"n_jobs": 2}, 8, 2), ({"n_jobs": 16}, 3, 3), ({"array_parallelism": 32}, 100, 32), ({}, 5, 1)])
+def test_parallelism(node, jobs, expected):
+    assert parallelism(OmegaConf.create(node), jobs) == expected
+
+
+def test_minutes():
+    assert [minutes(x) for x in (41.6, 216.0, 7300.0)] == ["42 s", "3.6 min", "2.03 h"]
+
+
+def test_a_record_written_before_statuses_were(tmp_path):
+    job = Job(GAN, "ring8", "final", 0, 1e-3)
+    assert job_line(study(tmp_path), job, {"wall_s": 1.0, "error": "X: y"}, 1, 1).endswith(": failed, 1 s: X: y")
+    assert job_line(study(tmp_path), job, {"wall_s": 1.0, "error": None}, 1, 1).endswith(": finished, 1 s")
