@@ -163,6 +163,10 @@ def test_top_level_near_misses_name_the_settings_that_exist() -> None:
     assert refused("+gamma=3") == ("+gamma=3: gamma is not a setting of ganlab (a + adds a key nothing reads); the "
                                    "settings named gamma: strategy.r1.gamma (with 'strategy=[r1]')")
     check_command_line(["strategy=[r1]", "strategy.r1.gamma=3"])  # that advice works too
+    assert refused("from_step=0") == ("from_step=0: from_step is not a setting of ganlab; the settings named "
+                                      "from_step: callbacks.collapse_detector.from_step; set it, e.g. "
+                                      "callbacks.collapse_detector.from_step=0")  # a default callback's key
+    check_command_line(["callbacks.collapse_detector.from_step=0"])
 
 
 def test_a_plus_key_inside_an_untyped_node_is_checked_against_its_target() -> None:
