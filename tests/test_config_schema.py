@@ -163,6 +163,10 @@ def test_top_level_near_misses_name_the_settings_that_exist() -> None:
     assert refused("+gamma=3") == ("+gamma=3: gamma is not a setting of ganlab (a + adds a key nothing reads); the "
                                    "settings named gamma: strategy.r1.gamma (with 'strategy=[r1]')")
     check_command_line(["strategy=[r1]", "strategy.r1.gamma=3"])  # that advice works too
+    assert refused("from_step=0") == ("from_step=0: from_step is not a setting of ganlab; the settings named "
+                                      "from_step: callbacks.collapse_detector.from_step; set it, e.g. "
+                                      "callbacks.collapse_detector.from_step=0")  # a default callback's key
+    check_command_line(["callbacks.collapse_detector.from_step=0"])
 
 
 def test_a_plus_key_inside_an_untyped_node_is_checked_against_its_target() -> None:
@@ -234,11 +238,11 @@ def test_an_optimiser_keyword_missing_from_the_yaml_is_added_with_plus() -> None
 
 
 def test_nested_and_untyped_nodes_and_other_groups() -> None:
-    assert refused("monitor.detector.patiense=3").endswith(
-        "did you mean monitor.detector.patience? monitor.detector takes: coverage_fraction, similarity_threshold, "
-        "duplicate_threshold, drop_fraction, min_rise, patience, from_step")
-    assert refused("monitor.risk.weights.d_gap=abc") == ("monitor.risk.weights.d_gap=abc: "
-                                                         "monitor.risk.weights.d_gap must be a number, got 'abc'")
+    assert refused("callbacks.collapse_detector.patiense=3").endswith(
+        "did you mean callbacks.collapse_detector.patience? callbacks.collapse_detector takes: coverage_fraction, "
+        "similarity_threshold, duplicate_threshold, drop_fraction, min_rise, patience, from_step")
+    assert refused("callbacks.collapse_risk.weights.d_gap=abc") == (
+        "callbacks.collapse_risk.weights.d_gap=abc: callbacks.collapse_risk.weights.d_gap must be a number, got 'abc'")
     assert refused("strategy=[wgan_gp]", "strategy.wgan_gp.betas=0.5") == (
         "strategy.wgan_gp.betas=0.5: strategy.wgan_gp.betas must be a list of numbers or null, got 0.5")
     assert "did you mean dataset.std?" in refused("dataset.stdd=0.1")  # a group without a schema: its YAML's keys
@@ -268,7 +272,7 @@ def test_frozen_runtime_dataclasses_become_writable_schemas() -> None:
     assert schema is not DetectorConfig and not schema.__dataclass_params__.frozen
     assert [(f.name, f.default) for f in dataclasses.fields(schema)] == \
         [(f.name, f.default) for f in dataclasses.fields(DetectorConfig)]
-    assert compose_cfg(["monitor.detector.patience=5"]).monitor.detector.patience == 5
+    assert compose_cfg(["callbacks.collapse_detector.patience=5"]).callbacks.collapse_detector.patience == 5
 
 
 # ------------------------------------------------------------------ the schemas cannot drift from the code
@@ -337,8 +341,9 @@ def test_a_config_pickled_to_another_process_keeps_its_schemas(tmp_path: Path) -
     (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(compose_cfg(["strategy=[r1,wgan_gp]"])))
     code = ("import pickle, sys; from omegaconf import OmegaConf; from ganlab.config.check import check_typed; "
             "c = pickle.load(open(sys.argv[1], 'rb')); check_typed(c); "
-            "print(OmegaConf.get_type(c.strategy.r1).__name__, OmegaConf.get_type(c.monitor.detector).__name__)")
+            "print(OmegaConf.get_type(c.strategy.r1).__name__, "
+            "OmegaConf.get_type(c.callbacks.collapse_detector).__name__)")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cfg.pkl")], capture_output=True, text=True,
                           env=os.environ | {"OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["R1Schema", "DetectorConfigSchema"]
+    assert done.stdout.split() == ["R1Schema", "CollapseDetectorCallbackSchema"]

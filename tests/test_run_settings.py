@@ -110,11 +110,11 @@ def test_the_adopted_settings_are_checked(tmp_path: Path) -> None:
     assert not (tmp_path / "resumed").exists()
 
 
-def test_the_callbacks_settings_under_monitor_are_checked_before_the_build() -> None:
-    """``monitor.detector`` and ``monitor.risk`` are the detector's and the risk's callback settings, checked by their
-    own classes with the rest of the config: refused naming the key, before any data or model."""
-    with pytest.raises(ValueError, match=r"monitor.detector.coverage_fraction must be in \(0, 1\), got 1.5"):
-        check_config(compose_cfg(["monitor.detector.coverage_fraction=1.5"]))
-    with pytest.raises(ValueError, match=r"monitor.risk.threshold must be in \(0, 1\), got 2.0"):
-        check_config(compose_cfg(["monitor.risk.threshold=2.0"]))
+def test_the_callbacks_settings_are_checked_before_the_build() -> None:
+    """``callbacks.collapse_detector`` and ``callbacks.collapse_risk`` are the detector's and the risk's settings,
+    checked by their own classes with the rest of the config: refused naming the key, before any data or model."""
+    with pytest.raises(ValueError, match=r"callbacks.collapse_detector.coverage_fraction must be in \(0, 1\), got 1.5"):
+        check_config(compose_cfg(["callbacks.collapse_detector.coverage_fraction=1.5"]))
+    with pytest.raises(ValueError, match=r"callbacks.collapse_risk.threshold must be in \(0, 1\), got 2.0"):
+        check_config(compose_cfg(["callbacks.collapse_risk.threshold=2.0"]))
     assert not hasattr(check_config(compose_cfg([])).monitor, "detector")  # the health monitor's settings only

@@ -154,8 +154,10 @@ def schema_reference() -> list[str]:
     _ = ganlab.CONFIG_DIR  # its first use stores the schemas
     lines = ["## Schemas", "",
              "The typed groups name a schema in their defaults list (`- /schema/<name>@_here_`): OmegaConf then "
-             "refuses a wrong type or an unknown key while the config is composed. A strategy's schema is made from "
-             "its class's `__init__`.", ""]
+             "refuses a wrong type or an unknown key while the config is composed. The defaults below are the only "
+             "ones: a YAML names each key with `???` (the schema's default) and its documentation. A strategy's schema "
+             "is made from its class's `__init__`, a callback's from its `__init__` and its `Settings` dataclass.",
+             ""]
     for path, node in _store_nodes(ConfigStore.instance().repo):
         cls = OmegaConf.get_type(node.node)
         if cls is None or not dataclasses.is_dataclass(cls):

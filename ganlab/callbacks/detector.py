@@ -39,11 +39,14 @@ from ganlab.trainer.loop import Trainer
 
 #: The coverage scores the rules judge, as the score families declare them: ``modes_covered``, ``clusters_covered``.
 COVERAGE_KEYS = coverage_keys()
+#: The config node of the detector's settings (``conf/callbacks/collapse_detector.yaml``).
+NODE = "callbacks.collapse_detector"
 
 
 @dataclass(frozen=True)
 class DetectorConfig:
-    """Thresholds of :class:`CollapseDetector` (keys ``monitor.detector.<name>``).
+    """Thresholds of :class:`CollapseDetector` (keys ``callbacks.collapse_detector.<name>``); the one place their
+    defaults are written.
 
     Raises:
         ValueError: from :meth:`validate`, naming the key, when a fraction is outside (0, 1) or patience < 1.
@@ -60,11 +63,11 @@ class DetectorConfig:
     def validate(self) -> DetectorConfig:
         for key in ("coverage_fraction", "similarity_threshold", "duplicate_threshold", "drop_fraction"):
             if not 0 < float(getattr(self, key)) < 1:
-                raise ValueError(f"monitor.detector.{key} must be in (0, 1), got {getattr(self, key)}")
+                raise ValueError(f"{NODE}.{key} must be in (0, 1), got {getattr(self, key)}")
         if int(self.from_step) < 0:
-            raise ValueError(f"monitor.detector.from_step must be >= 0, got {self.from_step}")
+            raise ValueError(f"{NODE}.from_step must be >= 0, got {self.from_step}")
         if not float(self.min_rise) >= 0 or int(self.patience) < 1:
-            raise ValueError(f"monitor.detector needs min_rise >= 0 and patience >= 1; got {self.min_rise}, "
+            raise ValueError(f"{NODE} needs min_rise >= 0 and patience >= 1; got {self.min_rise}, "
                              f"{self.patience}")
         return self
 
@@ -193,7 +196,7 @@ class CollapseDetector:
         """
         if not self.last:
             return (f"not judged: the detector judges evaluations from step {self.cfg.from_step} on "
-                    "(monitor.detector.from_step)")
+                    f"({NODE}.from_step)")
         s = self.last["scores"]
         parts = []
         for key, noun in (("modes_covered", "modes"), ("clusters_covered", "clusters")):
@@ -230,13 +233,14 @@ class CollapseDetectorCallback(Callback):
     ``metrics.json``.
 
     Args:
-        settings: the thresholds, ``monitor.detector`` (:class:`DetectorConfig`'s keys).
+        settings: the thresholds, :class:`DetectorConfig`'s keys (``callbacks.collapse_detector.<key>``).
     """
 
     name = "collapse_detector"
+    Settings = DetectorConfig
 
-    def __init__(self, settings: dict[str, Any] | None = None) -> None:
-        self.settings = DetectorConfig(**dict(settings or {})).validate()
+    def __init__(self, **settings: Any) -> None:
+        self.settings = DetectorConfig(**settings).validate()
         self.detector = CollapseDetector(self.settings)
 
     def on_start(self, trainer: Trainer) -> None:

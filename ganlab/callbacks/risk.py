@@ -20,9 +20,10 @@ corpus's collapse label, on a signal computed 50 times per evaluation), alert ``
 ``health/diversity_drop`` (1 while below).
 
 Combined by logistic regression on standardised signals (:func:`risk_score`); the weights, means, scales,
-bias and threshold are ``monitor.risk.*`` defaults fitted by :func:`ganlab.study.detection.fit_risk` on the ring8 runs
-of the collapse corpus (``docs/results/collapse_detection.md``). When the risk rises through the threshold at
-step >= ``warmup``, an alert ``collapse_risk`` is written (once per crossing).
+bias and threshold are :class:`RiskConfig`'s defaults (``callbacks.collapse_risk.*``), fitted by
+:func:`ganlab.study.detection.fit_risk` on the ring8 runs of the collapse corpus
+(``docs/results/collapse_detection.md``). When the risk rises through the threshold at step >= ``warmup``, an
+alert ``collapse_risk`` is written (once per crossing).
 
 The fixed codes and the fixed real/held-out subsets come from dedicated generators seeded from the run's
 seed, drawn once at construction; G and D run in eval mode without gradients, so the training RNG streams,
@@ -56,50 +57,71 @@ from ganlab.models.base import eval_mode
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import StepResult, Trainer
 
-#: The early-warning risk's signals, the names ``monitor.risk.weights`` etc. take.
+#: The early-warning risk's signals, the names ``callbacks.collapse_risk.weights`` etc. take.
 SIGNALS = ("d_gap", "d_loss_trend", "r_t", "r_v", "grad_cv_D", "grad_cv_G", "loss_std_D", "loss_std_G",
            "update_ratio_G", "diversity")
 
 
 
+#: The config node of the risk's settings (``conf/callbacks/collapse_risk.yaml``).
+NODE = "callbacks.collapse_risk"
+
+# The shipped fit: sigmoid(bias + sum_i w_i (x_i - mean_i) / scale_i), fitted on the 28 ring8 runs of the collapse
+# corpus only (``ganlab-study report collapse_corpus`` writes the fit; docs/results/collapse_detection.md).
+RING8_BIAS = 0.6146
+RING8_WEIGHTS = {"d_gap": -0.6629, "d_loss_trend": -0.2717, "r_t": -0.1025, "r_v": 0.08008, "grad_cv_D": -0.5776,
+                 "grad_cv_G": 0.453, "loss_std_D": 0.6145, "loss_std_G": -0.1736, "update_ratio_G": 0.0001096,
+                 "diversity": -2.191}
+RING8_MEAN = {"d_gap": 0.2835, "d_loss_trend": 0.02247, "r_t": 0.2236, "r_v": 0.1635, "grad_cv_D": 0.3422,
+              "grad_cv_G": 0.3581, "loss_std_D": 0.03738, "loss_std_G": 0.07087, "update_ratio_G": 1,
+              "diversity": 0.8632}
+RING8_SCALE = {"d_gap": 0.421, "d_loss_trend": 0.3737, "r_t": 0.3249, "r_v": 0.7291, "grad_cv_D": 0.1269,
+               "grad_cv_G": 0.1314, "loss_std_D": 0.03865, "loss_std_G": 0.06925, "update_ratio_G": 0.001,
+               "diversity": 0.296}
+
+
 @dataclass
 class RiskConfig:
-    """``monitor.risk.*``. Missing weights/means/scales count as 0/0/1 (the signal is ignored).
+    """``callbacks.collapse_risk.*``, the one place their defaults are written (the shipped ring8 fit). Missing
+    weights/means/scales count as 0/0/1 (the signal is ignored).
 
     Raises:
         ValueError: from :meth:`validate`, naming the key, for sizes < 2, a window < 3, a threshold outside
             (0, 1), a non-positive scale or an unknown signal name.
     """
 
-    enabled: bool = True
-    n_z: int = 48          # fixed codes (a multiple of PacGAN's pack size m: 48 = 4 x lcm(2, 3, 4))
-    n_real: int = 48       # fixed training and held-out real samples
+    enabled: bool = True   # false: the risk is not computed
+    n_z: int = 48          # fixed codes of the cheap diversity signal (a multiple of PacGAN's m: 4 x lcm(2, 3, 4))
+    n_real: int = 48       # fixed training and held-out real samples (diversity baseline, ADA's r_v)
     n_d: int = 24          # of those (and of the fixed-code samples), how many D scores for r_v (its cost)
     window: int = 10       # monitored steps in the loss trend and fluctuation windows
-    warmup: int = 0        # no alert before this step (G starts near one point: every run looks collapsed)
-    threshold: float = 0.5
-    diversity_drop: float | None = None  # warn when diversity < this x its best since warmup (None: off)
-    bias: float = 0.0
-    weights: dict[str, float] = field(default_factory=dict)
-    mean: dict[str, float] = field(default_factory=dict)
-    scale: dict[str, float] = field(default_factory=dict)
+    warmup: int = 1000     # no alert before this step (G starts near one point: every run looks collapsed)
+    # the smallest multiple of 0.01 that no healthy ring8 run of the corpus reaches after the warm-up
+    threshold: float = 0.85
+    # a second early warning: fixed-code diversity below this x its best since warmup (alert diversity_drop;
+    # None: off); the largest multiple of 0.01 at which no healthy ring8 run of the corpus warns (fit_drop)
+    diversity_drop: float | None = 0.86
+    bias: float = RING8_BIAS
+    weights: dict[str, float] = field(default_factory=lambda: dict(RING8_WEIGHTS))
+    mean: dict[str, float] = field(default_factory=lambda: dict(RING8_MEAN))
+    scale: dict[str, float] = field(default_factory=lambda: dict(RING8_SCALE))
 
     def validate(self) -> RiskConfig:
         if not 2 <= int(self.n_d) <= min(int(self.n_z), int(self.n_real)) or int(self.window) < 3 \
                 or int(self.warmup) < 0:
-            raise ValueError(f"monitor.risk needs 2 <= n_d <= min(n_z, n_real), window >= 3 and warmup >= 0, got "
+            raise ValueError(f"{NODE} needs 2 <= n_d <= min(n_z, n_real), window >= 3 and warmup >= 0, got "
                              f"n_z={self.n_z}, n_real={self.n_real}, n_d={self.n_d}, window={self.window}, "
                              f"warmup={self.warmup}")
         if not 0 < float(self.threshold) < 1:
-            raise ValueError(f"monitor.risk.threshold must be in (0, 1), got {self.threshold}")
+            raise ValueError(f"{NODE}.threshold must be in (0, 1), got {self.threshold}")
         if self.diversity_drop is not None and not 0 < float(self.diversity_drop) < 1:
-            raise ValueError(f"monitor.risk.diversity_drop must be in (0, 1) or null (off), got {self.diversity_drop}")
+            raise ValueError(f"{NODE}.diversity_drop must be in (0, 1) or null (off), got {self.diversity_drop}")
         for key in ("weights", "mean", "scale"):
             unknown = set(getattr(self, key)) - set(SIGNALS)
             if unknown:
-                raise ValueError(f"monitor.risk.{key} names unknown signals {sorted(unknown)}; known: {SIGNALS}")
+                raise ValueError(f"{NODE}.{key} names unknown signals {sorted(unknown)}; known: {SIGNALS}")
         if any(not float(v) > 0 for v in self.scale.values()):
-            raise ValueError(f"monitor.risk.scale values must be positive, got {self.scale}")
+            raise ValueError(f"{NODE}.scale values must be positive, got {self.scale}")
         return self
 
 
@@ -152,8 +174,8 @@ class DiversityDrop:
     evaluations.
 
     Args:
-        fraction: in (0, 1); ``monitor.risk.diversity_drop``.
-        start: first step judged (``monitor.risk.warmup``).
+        fraction: in (0, 1); ``callbacks.collapse_risk.diversity_drop``.
+        start: first step judged (``callbacks.collapse_risk.warmup``).
     """
 
     def __init__(self, fraction: float, start: int) -> None:
@@ -201,7 +223,7 @@ class CollapseRisk:
     scalars for the loop to log.
 
     Args:
-        cfg: the ``monitor.risk`` settings.
+        cfg: the ``callbacks.collapse_risk`` settings.
         generator: G (used for ``sample_z`` only here).
         data: the training data, on the training device (``holdout`` None: ``r_v`` is NaN).
         seed: the run's seed; the fixed codes use seed + 5 and the fixed subsets seed + 4.
@@ -265,8 +287,8 @@ class CollapseRisk:
         threshold or above at step >= ``warmup``. Keeps ``{"collapse_risk": r, <signal>: value}`` in
         :attr:`last` and returns it as the scalars to log (:func:`risk_scalars`: ``health/collapse_risk``,
         ``health/risk/<signal>``), plus ``health/diversity_drop`` (1.0 while :class:`DiversityDrop` warns, else
-        0.0) when ``monitor.risk.diversity_drop`` is set; its alert ``diversity_drop`` is written when it starts
-        warning."""
+        0.0) when ``callbacks.collapse_risk.diversity_drop`` is set; its alert ``diversity_drop`` is written when it
+        starts warning."""
         c = self.cfg
         sig = self.signals(G, D, d_real, d_fake, monitor, last)
         risk = risk_score(sig, c.weights, c.mean, c.scale, c.bias)
@@ -307,18 +329,18 @@ class CollapseRiskCallback(Callback):
     ``health/diversity_drop``). ``conf/callbacks/collapse_risk.yaml``.
 
     Args:
-        settings: ``monitor.risk`` (:class:`RiskConfig`'s keys); ``enabled: false`` turns
-            it off.
         every: ``monitor.every``, the generator steps between its calls (the loss trend's units).
+        settings: :class:`RiskConfig`'s keys (``callbacks.collapse_risk.<key>``); ``enabled=false`` turns it off.
 
     Raises:
         ValueError: a setting out of range (:meth:`RiskConfig.validate`).
     """
 
     name = "collapse_risk"
+    Settings = RiskConfig
 
-    def __init__(self, settings: dict[str, Any] | None = None, every: int = 20) -> None:
-        self.settings, self.every = RiskConfig(**dict(settings or {})).validate(), int(every)
+    def __init__(self, every: int = 20, **settings: Any) -> None:
+        self.settings, self.every = RiskConfig(**settings).validate(), int(every)
         self.risk: CollapseRisk | None = None
         self._state: dict[str, Any] = {}  # loaded before on_start (a resume)
 

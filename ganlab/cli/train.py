@@ -282,6 +282,17 @@ def check_arguments(argv: list[str]) -> None:
         sys.exit(1)
 
 
+def upgraded_arguments(argv: list[str]) -> list[str]:
+    """``argv`` with each moved key (``monitor.risk.threshold=0.9``) renamed to its new one
+    (``callbacks.collapse_risk.threshold=0.9``, :mod:`ganlab.config.legacy`), one line on stderr per renamed key."""
+    from ganlab.config.legacy import upgrade_overrides
+
+    upgraded, notes = upgrade_overrides(argv)
+    for text in notes:
+        print(f"ganlab-train: {text}", file=sys.stderr)
+    return upgraded
+
+
 def check_no_sweep_under_torchrun() -> None:
     """Refuse ``-m`` in a process torchrun started (``WORLD_SIZE`` > 1 before Hydra runs).
 
@@ -300,6 +311,7 @@ def main() -> None:
     job failed or never ran, and writes its ``summary.md`` also when it is interrupted
     (:func:`ganlab.cli.sweep.sweep_interrupted`)."""
     try:
+        sys.argv[1:] = upgraded_arguments(sys.argv[1:])  # Hydra reads sys.argv: it composes the new keys
         check_arguments(sys.argv[1:])
         from ganlab import CONFIG_DIR  # the schemas the YAMLs name, stored before Hydra composes
         from ganlab.cli import sweep  # the resolvers of the run and job folders' names

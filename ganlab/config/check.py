@@ -27,7 +27,14 @@ from omegaconf.errors import ValidationError
 
 import ganlab
 from ganlab.config.keys import ConfigError, check_top_level, not_a_setting, quoted, top_level_keys, yaml_default
-from ganlab.config.schema import HYDRA_KEYS, strategy_schema, strategy_targets, typed_groups
+from ganlab.config.schema import (
+    HYDRA_KEYS,
+    callback_schema,
+    callback_targets,
+    strategy_schema,
+    strategy_targets,
+    typed_groups,
+)
 
 #: Both spellings of a union: ``Optional[int]`` (typing.Union) and ``int | None`` (types.UnionType, PEP 604).
 UNIONS = (typing.Union, types.UnionType)
@@ -64,13 +71,15 @@ def type_name(annotation: Any) -> str:
 
 def schema_at(path: str) -> Any:
     """The annotation the schemas give the config key ``path`` (``trainer.steps`` -> int, ``strategy.r1`` -> R1's
-    schema, ``monitor.risk.weights.d_gap`` -> float); None where no schema covers it."""
+    schema, ``callbacks.collapse_risk.weights.d_gap`` -> float); None where no schema covers it."""
     parts = path.split(".")
-    if parts[0] == "strategy":
-        targets = strategy_targets(_config_dir())
-        if len(parts) < 2 or parts[1] not in targets:
+    per_entry = {"strategy": (strategy_targets, strategy_schema), "callbacks": (callback_targets, callback_schema)}
+    if parts[0] in per_entry:
+        targets, make = per_entry[parts[0]]
+        found = targets(_config_dir())
+        if len(parts) < 2 or parts[1] not in found:
             return None
-        current, rest = strategy_schema(get_object(targets[parts[1]])), parts[2:]
+        current, rest = make(get_object(found[parts[1]])), parts[2:]
     else:
         current, rest = typed_groups().get(parts[0]), parts[1:]
     for part in rest:
@@ -133,7 +142,7 @@ def not_a_strategy(name: str) -> str:
 
 def _check_keys(path: str, node: DictConfig, schema: type) -> None:
     hints = typing.get_type_hints(schema)
-    accepted = set(hints) | set(target_arguments(node))
+    accepted = set(hints) | set(target_arguments(node)) | set(HYDRA_KEYS)  # Hydra's own keys fit any node
     for key in node:
         if key not in accepted:
             raise ConfigError(unknown_key(path, str(key), list(hints), node=node))
@@ -173,7 +182,8 @@ def _strategy_node_message(name: str, value: Any, selected: Sequence[str]) -> st
 def check_typed(cfg: DictConfig) -> None:
     """Check a composed config's top-level keys (no key a ``+`` added that nothing reads, see
     :mod:`ganlab.config.keys`) and its typed nodes against their schemas (``trainer``, ``monitor``, ``optim``, each
-    ``strategy.<name>``): no key the schema lacks (unless the node's ``_target_`` takes it as a keyword), every
+    ``strategy.<name>``, each shipped ``callbacks.<name>`` with its YAML's ``_target_``): no key the schema lacks
+    (unless the node's ``_target_`` takes it as a keyword), every
     value of its type, every strategy known and a group of settings.
 
     Raises:
@@ -197,6 +207,10 @@ def check_typed(cfg: DictConfig) -> None:
             selected = [n for n in strategies if isinstance(strategies._get_node(n), DictConfig)] + [str(name)]
             raise ConfigError(_strategy_node_message(str(name), node._value(), selected))
         _check_node(f"strategy.{name}", node, strategy_schema(get_object(strategy_targets(_config_dir())[name])))
+    shipped = callback_targets(_config_dir())
+    for name, node in (cfg.get("callbacks") or {}).items():
+        if isinstance(node, DictConfig) and shipped.get(str(name)) == node.get("_target_"):
+            _check_node(f"callbacks.{name}", node, callback_schema(get_object(shipped[str(name)])))
 
 
 def _is_group(key: str) -> bool:

@@ -31,6 +31,7 @@ import ganlab
 from ganlab.config.check import did_you_mean, explain, type_name
 from ganlab.config.groups import adds_entries, check_group_nodes, nested_groups, options
 from ganlab.config.keys import ConfigError, quoted
+from ganlab.config.legacy import upgrade_overrides, upgrade_stored, warn_once
 from ganlab.config.resume import RUN_KEYS
 from ganlab.config.run import check_config
 
@@ -222,11 +223,18 @@ def compose_stored(stored: DictConfig, overrides: Sequence[str], command: str = 
     ``metrics/scorers=[kid,inception_score]`` adds those scorers to the stored ones. Every other override is a key of
     the stored config (``metrics.num_samples=500``, ``device=cpu``; ``+key=value`` adds a key a ``_target_`` takes,
     ``~key`` deletes one). The result is a plain config (not in struct mode), interpolations left for the build.
+    Keys that moved (:mod:`ganlab.config.legacy`: ``monitor.risk.*`` -> ``callbacks.collapse_risk.*``) are read in
+    their old place, in the stored config and in ``overrides``, with a one-line note each.
 
     Raises:
         ConfigError: a bad override (naming it, the closest key or option, what to type instead) or a composed
             config that fails the run's checks; before anything is built.
     """
+    overrides, notes = upgrade_overrides(overrides)
+    plain_stored, stored_notes = upgrade_stored(OmegaConf.to_container(stored, resolve=False))  # type: ignore[arg-type]
+    for text in notes + [f"the run's config: {n}" for n in stored_notes]:
+        warn_once(text)
+    stored = OmegaConf.create(plain_stored)
     parsed = parse(overrides, "metrics.num_samples=500")
     used = [str(k) for k in (stored.get("strategy") or {})]
     for o in parsed:

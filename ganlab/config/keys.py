@@ -62,6 +62,8 @@ def _load_into(tree: dict, config_dir: Path, group: str, option: str) -> None:
                 if not str(sub).startswith(("/", "override")):
                     for o in _options(chosen):
                         _load_into(tree, config_dir, f"{group}/{sub}", o)
+        elif isinstance(entry, str) and not entry.startswith(("/", "_")) and entry != option:
+            _load_into(tree, config_dir, group, entry)  # another option of the same group: callbacks/default.yaml
     _merge(node, content)
 
 

@@ -5,12 +5,12 @@ the conditional model's switches. Each check raises ValueError naming the key an
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from hydra.utils import get_object
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ganlab.callbacks.detector import DetectorConfig
-from ganlab.callbacks.risk import RiskConfig
 from ganlab.config.check import check_target_values, check_typed, is_conditional
 from ganlab.config.groups import check_group_nodes
 from ganlab.health import MonitorConfig
@@ -55,7 +55,8 @@ def check_config(cfg: DictConfig) -> RunSettings:
     The checks, in this order (the first failure is the one reported): the typed nodes against their schemas
     (:func:`ganlab.config.check.check_typed`) and the untyped nodes' values against their ``_target_``
     (:func:`~ganlab.config.check.check_target_values`), positive learning rates, ``trainer.*``
-    (:meth:`TrainerConfig.validate`), ``threads``, ``monitor.*``, the lr schedules, the conditional D head
+    (:meth:`TrainerConfig.validate`), ``threads``, ``monitor.*``, the callbacks' settings
+    (:func:`check_callback_settings`), the lr schedules, the conditional D head
     (:func:`conditional_model`), the config groups' nodes, the scores a best is kept of
     (:func:`check_score_directions`), ``seed``.
 
@@ -75,6 +76,7 @@ def check_config(cfg: DictConfig) -> RunSettings:
                                                 and threads >= 1):
         raise ValueError(f"threads must be auto, a positive integer or null (torch's default), got {threads!r}")
     monitor = monitor_config(cfg)
+    check_callback_settings(cfg)
     schedules = lr_schedules(cfg)
     conditional, weight = conditional_model(cfg)  # model.conditional, model.conditional_head and its weight
     check_group_nodes(cfg)  # metrics.embedder=classifier (a dot) made the node a string
@@ -120,22 +122,35 @@ def lr_schedules(cfg: DictConfig) -> dict[str, LRSchedule]:
     return out
 
 
-#: The keys of the ``monitor`` node that hold a callback's settings (``conf/callbacks/*.yaml`` reads them from
-#: there), with the class that checks them.
-CALLBACK_SETTINGS = {"detector": DetectorConfig, "risk": RiskConfig}
-
-
 def monitor_config(cfg: DictConfig) -> MonitorConfig:
-    """The validated ``monitor`` node (defaults when the config has none), and its callbacks' settings
-    (:data:`CALLBACK_SETTINGS`) checked by their own classes. Raises ValueError naming the key."""
+    """The validated ``monitor`` node (defaults when the config has none). Raises ValueError naming the key."""
     node = cfg.get("monitor")
     plain = OmegaConf.to_container(node, resolve=True) if node is not None else {}
     assert isinstance(plain, dict)
-    callbacks = {key: plain.pop(key, None) or {} for key in CALLBACK_SETTINGS}
-    monitor = MonitorConfig.from_dict(plain)  # type: ignore[arg-type]
-    for key, settings in CALLBACK_SETTINGS.items():
-        settings(**callbacks[key]).validate()
-    return monitor
+    return MonitorConfig.from_dict(plain)  # type: ignore[arg-type]
+
+
+def check_callback_settings(cfg: DictConfig) -> None:
+    """Each ``callbacks.<name>`` node whose ``_target_`` declares a ``Settings`` dataclass
+    (:class:`ganlab.trainer.callback.Callback`): that dataclass made from the node's keys and validated, by the
+    callback's own rules, before anything is built. The class is found through the ``_target_`` (the config layer
+    imports no callback); a target that cannot be imported is left to the build, which names it.
+
+    Raises:
+        ValueError: the callback's message, naming the key (``callbacks.collapse_risk.threshold must be ...``).
+    """
+    for node in (cfg.get("callbacks") or {}).values():
+        target = node.get("_target_") if isinstance(node, DictConfig) else None
+        try:
+            settings = getattr(get_object(target), "Settings", None) if isinstance(target, str) else None
+        except (ImportError, AttributeError, ValueError):
+            continue
+        if settings is None:
+            continue
+        keys = {f.name for f in dataclasses.fields(settings)}
+        plain = OmegaConf.to_container(node, resolve=True)
+        assert isinstance(plain, dict)
+        settings(**{k: v for k, v in plain.items() if k in keys}).validate()
 
 
 def repeated_strategies(overrides: list[str]) -> list[str]:

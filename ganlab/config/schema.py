@@ -4,11 +4,15 @@ Each YAML of a typed group names its schema first in its defaults list (``- /sch
 checks every value against the schema's type when the config is composed (``trainer.steps=abc`` or
 ``trainer.eval_every=2.5`` fail there, naming the key and the type) and refuses keys the schema lacks:
 
-* ``trainer`` -> :class:`ganlab.trainer.config.TrainerConfig`, ``monitor`` -> :class:`MonitorNode` (the
-  dataclasses the run itself is built from: :class:`ganlab.health.MonitorConfig` and the callbacks' settings);
+* ``trainer`` -> :class:`ganlab.trainer.config.TrainerConfig`, ``monitor`` -> :class:`ganlab.health.MonitorConfig`
+  (the dataclasses the run itself is built from, which hold the keys' defaults);
 * ``optim`` -> :class:`OptimSchema` (the optimiser of each network and its lr schedule);
 * ``strategy.<name>`` -> :func:`strategy_schema` of the class named by ``conf/strategy/<name>.yaml``'s
-  ``_target_``: exactly the keyword arguments of its ``__init__``, with their annotated types.
+  ``_target_``: exactly the keyword arguments of its ``__init__``, with their annotated types;
+* ``callbacks.<name>`` -> :func:`callback_schema` of the class named by ``conf/callbacks/<name>.yaml``'s
+  ``_target_``: its ``__init__``'s keyword arguments and the fields of its ``Settings`` dataclass
+  (:class:`ganlab.trainer.callback.Callback`). Found through the ``_target_``, as the strategies are: the config
+  layer imports no callback.
 
 :func:`register` stores them; ``ganlab.CONFIG_DIR`` calls it on first use, so anything that composes ``conf/``
 through ``ganlab.CONFIG_DIR`` finds them.
@@ -29,8 +33,6 @@ import yaml
 from hydra.utils import get_object
 
 from ganlab import _config_dir
-from ganlab.callbacks.detector import DetectorConfig
-from ganlab.callbacks.risk import RiskConfig
 from ganlab.health import MonitorConfig
 from ganlab.lr import LRSchedule
 from ganlab.trainer.config import TrainerConfig
@@ -80,11 +82,14 @@ def _named(schema: type) -> type:
 
 
 def __getattr__(name: str) -> type:
-    """A strategy schema by name (``R1Schema``), made on demand: how unpickling finds one in a new process."""
-    for target in strategy_targets(_config_dir()).values() if name.endswith("Schema") else ():
-        cls = get_object(target)
-        if f"{cls.__name__}Schema" == name:
-            return strategy_schema(cls)
+    """A strategy's or a callback's schema by name (``R1Schema``), made on demand: how unpickling finds one in a new
+    process."""
+    makers = ((strategy_targets, strategy_schema), (callback_targets, callback_schema))
+    for targets, make in makers if name.endswith("Schema") else ():
+        for target in targets(_config_dir()).values():
+            cls = get_object(target)
+            if f"{cls.__name__}Schema" == name:
+                return make(cls)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -108,17 +113,7 @@ class OptimSchema:
     schedule: SchedulesSchema = dataclasses.field(default_factory=SchedulesSchema)
 
 
-@dataclasses.dataclass
-class MonitorNode(MonitorConfig):
-    """``monitor``: the per-update health monitor's settings (:class:`ganlab.health.MonitorConfig`) and, under
-    ``detector`` and ``risk``, the settings of the collapse detector's and the collapse risk's callbacks, which
-    ``conf/callbacks/`` reads from here (``monitor.detector.from_step=0`` sets the detector's)."""
-
-    detector: DetectorConfig = dataclasses.field(default_factory=DetectorConfig)
-    risk: RiskConfig = dataclasses.field(default_factory=RiskConfig)
-
-
-TrainerSchema, MonitorSchema = schema_of(TrainerConfig), schema_of(MonitorNode)
+TrainerSchema, MonitorSchema = schema_of(TrainerConfig), schema_of(MonitorConfig)
 
 
 def _config_type(annotation: Any) -> Any:
@@ -134,22 +129,23 @@ def _config_type(annotation: Any) -> Any:
     return annotation
 
 
-def _is_list(annotation: Any) -> bool:
-    return typing.get_origin(annotation) is list or any(_is_list(a) for a in typing.get_args(annotation))
+def _is_container(annotation: Any) -> bool:
+    """A list or a dict, at any depth of a union: Hydra must hand the constructor plain ones (``_convert_: all``)."""
+    return typing.get_origin(annotation) in (list, dict) or any(_is_container(a) for a in typing.get_args(annotation))
 
 
-@functools.cache
-def strategy_schema(cls: type) -> type:
-    """The schema of a strategy class: a dataclass with ``_target_`` (the class's import path) and one field per
-    keyword argument of ``cls.__init__`` (its annotated type via :func:`_config_type`, its default), plus
-    ``_convert_: all`` when an argument is a list (the constructor then gets a Python list, not a ListConfig).
+def _argument_fields(cls: type, settings: bool) -> list[tuple[str, Any, Any]]:
+    """``(name, type, field)`` of each keyword argument of ``cls.__init__`` (its annotated type via
+    :func:`_config_type`, its default); ``settings``: a ``**settings`` argument is allowed (left out).
 
     Raises:
-        TypeError: an ``__init__`` argument has no annotation, or is ``*args`` / ``**kwargs``.
+        TypeError: an argument has no annotation, or is ``*args`` (or ``**kwargs`` where not ``settings``).
     """
     hints = typing.get_type_hints(cls.__init__)
     fields: list[tuple[str, Any, Any]] = []
     for name, p in list(inspect.signature(cls.__init__).parameters.items())[1:]:
+        if settings and p.kind is p.VAR_KEYWORD:
+            continue
         if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or name not in hints:
             raise TypeError(f"{cls.__qualname__}.__init__ argument {name!r} needs a type annotation and a name "
                             "(no *args/**kwargs): the config schema is made from them")
@@ -159,20 +155,67 @@ def strategy_schema(cls: type) -> type:
             fields.append((name, kind, dataclasses.field(default_factory=functools.partial(list, default))))
         else:
             fields.append((name, kind, dataclasses.field(default=default)))
+    return fields
+
+
+def _target_schema(cls: type, fields: list[tuple[str, Any, Any]]) -> type:
+    """A dataclass named ``<cls>Schema``: ``_target_`` (the class's import path), ``_convert_: all`` when a field is a
+    list or a dict (the constructor then gets plain Python containers), then ``fields``."""
     head = [("_target_", str, dataclasses.field(default=f"{cls.__module__}.{cls.__qualname__}"))]
-    if any(_is_list(kind) for _, kind, _ in fields):
+    if any(_is_container(kind) for _, kind, _ in fields):
         head.append(("_convert_", str, dataclasses.field(default="all")))
     return _named(dataclasses.make_dataclass(f"{cls.__name__}Schema", head + fields))
 
 
-def strategy_targets(config_dir: Path) -> dict[str, str]:
-    """``{name: _target_}`` of every ``<config_dir>/strategy/<name>.yaml`` (its node sits under ``<name>:``)."""
+@functools.cache
+def strategy_schema(cls: type) -> type:
+    """The schema of a strategy class: a dataclass with ``_target_`` (the class's import path) and one field per
+    keyword argument of ``cls.__init__`` (its annotated type via :func:`_config_type`, its default), plus
+    ``_convert_: all`` when an argument is a list or a dict.
+
+    Raises:
+        TypeError: an ``__init__`` argument has no annotation, or is ``*args`` / ``**kwargs``.
+    """
+    return _target_schema(cls, _argument_fields(cls, settings=False))
+
+
+@functools.cache
+def callback_schema(cls: type) -> type:
+    """The schema of a callback class (:class:`ganlab.trainer.callback.Callback`): ``_target_``, its ``__init__``'s
+    keyword arguments (as :func:`strategy_schema`), then the fields of its ``Settings`` dataclass, when it has one,
+    with their types and defaults (the one place those are written), which ``__init__`` takes as ``**settings``.
+
+    Raises:
+        TypeError: an ``__init__`` argument has no annotation, or ``**kwargs`` without a ``Settings`` dataclass.
+    """
+    settings = getattr(cls, "Settings", None)
+    fields = _argument_fields(cls, settings=settings is not None)
+    if settings is not None:
+        copy = schema_of(settings)  # a frozen Settings: a non-frozen copy, so that overrides are accepted
+        hints = typing.get_type_hints(copy)
+        fields += [(f.name, hints[f.name], dataclasses.field(default=f.default, default_factory=f.default_factory))
+                   for f in dataclasses.fields(copy)]
+    return _target_schema(cls, fields)
+
+
+def _group_targets(config_dir: Path, group: str) -> dict[str, str]:
+    """``{name: _target_}`` of every ``<config_dir>/<group>/<name>.yaml`` whose node (under ``<name>:``) has one."""
     out = {}
-    for path in sorted((Path(config_dir) / "strategy").glob("*.yaml")):
+    for path in sorted((Path(config_dir) / group).glob("*.yaml")):
         node = (yaml.safe_load(path.read_text()) or {}).get(path.stem) or {}
-        if "_target_" in node:
+        if isinstance(node, dict) and "_target_" in node:
             out[path.stem] = node["_target_"]
     return out
+
+
+def callback_targets(config_dir: Path) -> dict[str, str]:
+    """``{name: _target_}`` of every ``<config_dir>/callbacks/<name>.yaml`` (its node sits under ``<name>:``)."""
+    return _group_targets(config_dir, "callbacks")
+
+
+def strategy_targets(config_dir: Path) -> dict[str, str]:
+    """``{name: _target_}`` of every ``<config_dir>/strategy/<name>.yaml`` (its node sits under ``<name>:``)."""
+    return _group_targets(config_dir, "strategy")
 
 
 def typed_groups() -> dict[str, type]:
@@ -181,8 +224,8 @@ def typed_groups() -> dict[str, type]:
 
 
 def register(config_dir: Path) -> None:
-    """Store the schemas in Hydra's ConfigStore: ``schema/{trainer,monitor,optim}`` and ``schema/strategy/<name>``
-    for every strategy YAML in ``config_dir`` (idempotent)."""
+    """Store the schemas in Hydra's ConfigStore: ``schema/{trainer,monitor,optim}``, ``schema/strategy/<name>`` for
+    every strategy YAML and ``schema/callbacks/<name>`` for every callback YAML in ``config_dir`` (idempotent)."""
     from hydra.core.config_store import ConfigStore
     from hydra.utils import get_class
 
@@ -191,3 +234,5 @@ def register(config_dir: Path) -> None:
         store.store(group="schema", name=group, node=schema, provider="ganlab")
     for name, target in strategy_targets(config_dir).items():
         store.store(group="schema/strategy", name=name, node=strategy_schema(get_class(target)), provider="ganlab")
+    for name, target in callback_targets(config_dir).items():
+        store.store(group="schema/callbacks", name=name, node=callback_schema(get_class(target)), provider="ganlab")

@@ -6,7 +6,6 @@ from ganlab.health.alerts import ALERTS_FILE, AlertLog, TrainingHealthError, rea
 from ganlab.health.config import MonitorConfig, PreflightConfig
 from ganlab.health.memory import peak_memory_mib
 from ganlab.health.monitor import HealthMonitor, UpdateFindings
-from ganlab.health.precision import MixedPrecision, parse_precision
 
-__all__ = ["ALERTS_FILE", "AlertLog", "HealthMonitor", "MixedPrecision", "MonitorConfig", "PreflightConfig",
-           "TrainingHealthError", "UpdateFindings", "parse_precision", "peak_memory_mib", "read_alerts"]
+__all__ = ["ALERTS_FILE", "AlertLog", "HealthMonitor", "MonitorConfig", "PreflightConfig",
+           "TrainingHealthError", "UpdateFindings", "peak_memory_mib", "read_alerts"]

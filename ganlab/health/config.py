@@ -1,7 +1,6 @@
-"""Keys of ``conf/monitor/default.yaml`` (``monitor.<key>=`` on the command line) that the per-update health
-monitor and the preflight dry run read. The node's ``detector`` and ``risk`` keys are the settings of the collapse
-detector's and the collapse risk's callbacks (:class:`ganlab.callbacks.detector.DetectorConfig`,
-:class:`ganlab.callbacks.risk.RiskConfig`)."""
+"""Keys of the ``monitor`` node (``monitor.<key>=`` on the command line) that the per-update health monitor and the
+preflight dry run read. The collapse detector's and the collapse risk's settings are their callbacks' own
+(``callbacks.collapse_detector.*``, ``callbacks.collapse_risk.*``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The per-update health checks of the training loop: loss scaling (under the mixed precision of
-:mod:`ganlab.health.precision`), gradient norms, the hard limit, the non-finite guard's trigger and effective update
-ratios.
+"""The per-update health checks of the training loop: loss scaling (the fp16 loss scalers of the trainer's mixed
+precision, :mod:`ganlab.trainer.precision`, handed to the monitor), gradient norms, the hard limit, the non-finite
+guard's trigger and effective update ratios.
 
 The monitor reads, the loop acts. Per update the loop runs ``zero_grad``, backward (scaled under fp16),
 ``unscale_``, then :meth:`HealthMonitor.inspect` (returns :class:`UpdateFindings`), then clips and steps
@@ -33,7 +33,6 @@ from torch import Tensor, nn
 from ganlab.health.alerts import AlertLog
 from ganlab.health.config import MonitorConfig
 from ganlab.health.norms import RollingStats, global_norm, layer_norms
-from ganlab.health.precision import MixedPrecision, parse_precision
 from ganlab.health.update_ratio import effective_update_ratios, snapshot
 
 
@@ -91,16 +90,16 @@ class _Streak:
 
 
 class HealthMonitor:
-    """The health checks of every D and G update, under the run's mixed precision
-    (:class:`~ganlab.health.precision.MixedPrecision`, attribute ``amp``; its ``autocast``, ``scalers`` and
-    ``dtype`` are the monitor's too).
+    """The health checks of every D and G update. The trainer owns the run's mixed precision
+    (:class:`ganlab.trainer.precision.MixedPrecision`: autocast and the loss scalers); the monitor reads the scalers
+    it is given (an fp16 overflow is theirs to handle; their scale is logged and checkpointed with the monitor).
 
     Args:
         cfg: the ``monitor`` settings.
-        precision: ``"32"``, ``"bf16"`` (autocast, no loss scaling) or ``"fp16"`` (autocast + one
-            ``torch.amp.GradScaler`` per network, Micikevicius et al. 2018).
         device: the training device.
         alerts: where alerts go.
+        scalers: ``{"D", "G"}`` -> the ``torch.amp.GradScaler`` of each network (enabled under fp16 only); None:
+            disabled ones (a float32 or bf16 run).
         defer: read each update's values one update later where the optimiser allows it (module docstring);
             None (default): on CUDA only, where the read stalls the host; True forces it (tests, on the CPU).
 
@@ -110,13 +109,12 @@ class HealthMonitor:
     fp16, ``health/loss_scale/{D,G}``.
     """
 
-    def __init__(self, cfg: MonitorConfig, precision: str, device: torch.device, alerts: AlertLog,
-                 defer: bool | None = None) -> None:
-        self.cfg, self.precision, self.device, self.alerts = cfg, parse_precision(precision), device, alerts
+    def __init__(self, cfg: MonitorConfig, device: torch.device, alerts: AlertLog,
+                 scalers: dict[str, torch.amp.GradScaler] | None = None, defer: bool | None = None) -> None:
+        self.cfg, self.device, self.alerts = cfg, device, alerts
         self.defer = device.type == "cuda" if defer is None else bool(defer)
-        self.amp = MixedPrecision(self.precision, device)
-        self.dtype, self.scalers = self.amp.dtype, self.amp.scalers
-        self.autocast = self.amp.autocast  # the loop's forward passes: autocast to bf16/fp16, a no-op at 32
+        self.scalers = scalers if scalers is not None else \
+            {net: torch.amp.GradScaler(device.type, enabled=False) for net in "DG"}
         self.stats = {net: RollingStats(cfg.window) for net in "DG"}
         self.last = {net: UpdateFindings(net) for net in "DG"}  # the latest measured update of each network
         self.detail = False                     # collect per-layer norms and update ratios in this G step

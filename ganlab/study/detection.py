@@ -9,7 +9,7 @@
    on, else 0; signals standardised by their mean and std over those rows (std floored at 1e-3; NaN -> the
    mean); ``sklearn.linear_model.LogisticRegression`` (L2, C=1, balanced classes). Threshold: the smallest
    multiple of 0.01 that no healthy fit run reaches at step >= the warm-up.
-3. :func:`fit_drop` fixes ``monitor.risk.diversity_drop`` on the same runs: the largest multiple of 0.01 at
+3. :func:`fit_drop` fixes ``callbacks.collapse_risk.diversity_drop`` on the same runs: the largest multiple of 0.01 at
    which no healthy fit run's ``diversity`` falls below that fraction of its best since the warm-up
    (:class:`ganlab.callbacks.risk.DiversityDrop`).
 4. :func:`outcomes` gives, per run, the first step of each warning; :mod:`ganlab.study.detection_table` turns
@@ -35,7 +35,7 @@ SCORE_KEYS = ("modes_covered", "clusters_covered", "high_similarity_fraction", "
 
 def replay(evals: list[Row], points: bool, from_step: int) -> tuple[int | None, int | None]:
     """(first step a presence rule fired, first step any rule fired) of a fresh detector on one run's
-    evaluations, judging those at step >= ``from_step`` (``monitor.detector.from_step``); None: never."""
+    evaluations, judging those at step >= ``from_step`` (``callbacks.collapse_detector.from_step``); None: never."""
     det, presence, anything = CollapseDetector(DetectorConfig(from_step=from_step), points=points), None, None
     for e in evals:
         scores = {p: float(e[p]) for k in SCORE_KEYS for p in (k, f"{DATA_PREFIX}{k}")
@@ -50,8 +50,8 @@ def replay(evals: list[Row], points: bool, from_step: int) -> tuple[int | None, 
 
 @dataclasses.dataclass
 class RiskFit:
-    """The risk's fitted ``monitor.risk`` values: ``bias``, per-signal ``weights``, ``mean`` and ``scale``, the
-    alert ``threshold``; ``rows`` and ``positives``: the fit's monitored steps and its target-1 rows."""
+    """The risk's fitted ``callbacks.collapse_risk`` values: ``bias``, per-signal ``weights``, ``mean`` and
+    ``scale``, the alert ``threshold``; ``rows`` and ``positives``: the fit's monitored steps and its target-1 rows."""
 
     bias: float
     weights: dict[str, float]
@@ -109,8 +109,8 @@ def drop_warning(signals: list[Row], fraction: float, warmup: int) -> int | None
 
 
 def fit_drop(corpus: Corpus, warmup: int, fit_on: tuple[str, ...] = ("ring8",)) -> float:
-    """``monitor.risk.diversity_drop``: the largest multiple of 0.01 in (0, 1) at which no healthy run of the fit
-    data sets warns (0.01 when every fraction warns)."""
+    """``callbacks.collapse_risk.diversity_drop``: the largest multiple of 0.01 in (0, 1) at which no healthy run of
+    the fit data sets warns (0.01 when every fraction warns)."""
     healthy = [corpus.signals.get(r["name"], []) for r in corpus.runs
                if r["dataset"] in fit_on and r["collapsed"] == 0]
     quiet = [f / 100 for f in range(1, 100) if all(drop_warning(s, f / 100, warmup) is None for s in healthy)]
@@ -138,8 +138,8 @@ def outcomes(corpus: Corpus, fit: RiskFit, fraction: float, warmup: int,
 
 
 def shipped_fit(risk: Any) -> tuple[RiskFit, float]:
-    """The fit and diversity-drop fraction of a ``monitor.risk`` config node (as shipped in
-    ``conf/monitor/default.yaml``)."""
+    """The fit and diversity-drop fraction of the risk's settings (``callbacks.collapse_risk``; as shipped:
+    :class:`ganlab.callbacks.risk.RiskConfig`'s defaults)."""
     fit = RiskFit(float(risk.bias), {k: float(v) for k, v in risk.weights.items()},
                   {k: float(v) for k, v in risk.mean.items()}, {k: float(v) for k, v in risk.scale.items()},
                   float(risk.threshold))

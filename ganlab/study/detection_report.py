@@ -5,8 +5,9 @@ alone (no training), written to ``<results>/``:
 * ``table.md``: detection, false alarms, AUROC and lead times against the corpus label (``runs.csv``), the fit's
   own classifiers (:func:`ganlab.study.detection_table.corpus_table`);
 * ``table_<label>.md`` per label of ``detection.labels``: the shipped detector, risk and diversity drop
-  (``conf/monitor/default.yaml``) against that label, each rate with its Wilson score interval and each lead time
-  and AUROC with its percentile bootstrap interval (:func:`ganlab.stats.stratified_resamples`);
+  (their defaults, ``callbacks.collapse_detector`` and ``callbacks.collapse_risk``) against that label, each rate
+  with its Wilson score interval and each lead time and AUROC with its percentile bootstrap interval
+  (:func:`ganlab.stats.stratified_resamples`);
 * ``labels_<label>.md``: how that label and the corpus label agree, per data set.
 
 Then every generated block that embeds one of them is refreshed (:mod:`ganlab.study.blocks`).
@@ -111,7 +112,7 @@ def agreement_table(old: list[Row], new: list[Row], sets: tuple[str, ...], name:
 
 def detection_texts(study: StudySchema, monitor_risk: Any) -> dict[str, str]:
     """File name -> text of every file of the module docstring, from the corpus CSVs and ``monitor_risk`` (the
-    shipped ``monitor.risk`` config node)."""
+    shipped ``callbacks.collapse_risk`` settings: :class:`ganlab.callbacks.risk.RiskConfig`'s defaults)."""
     d = study.detection
     assert d is not None
     corpus = read_corpus(Path(d.corpus))
@@ -122,7 +123,7 @@ def detection_texts(study: StudySchema, monitor_risk: Any) -> dict[str, str]:
         texts = {"fit.md": dt.fit_table(fit, fraction, d.warmup, fit_on)}
     except ValueError as err:  # too few runs to fit: the corpus table shows the shipped settings
         fit, fraction = shipped, shipped_fraction
-        texts = {"fit.md": f"No fit ({err}); the table uses the shipped monitor.risk settings.\n"}
+        texts = {"fit.md": f"No fit ({err}); the table uses the shipped callbacks.collapse_risk settings.\n"}
     texts["table.md"] = dt.corpus_table(det.outcomes(corpus, fit, fraction, d.warmup, tuple(d.image_sets)), sets,
                                         fit_on, d.warmup)
     rows = det.outcomes(corpus, shipped, shipped_fraction, d.warmup, tuple(d.image_sets))
@@ -140,15 +141,12 @@ def report_detection(study: StudySchema, root: Path = Path(".")) -> list[Path]:
     Returns:
         The files written.
     """
-    from omegaconf import OmegaConf
-
-    import ganlab
+    from ganlab.callbacks.risk import RiskConfig
     from ganlab.io import atomic_write_text
     from ganlab.study.blocks import update_blocks
 
-    risk = OmegaConf.load(Path(ganlab.CONFIG_DIR) / "monitor" / "default.yaml").risk
     out = []
-    for name, text in detection_texts(study, risk).items():
+    for name, text in detection_texts(study, RiskConfig()).items():  # the shipped settings: their one home
         path = Path(study.results) / name
         atomic_write_text(path, text)
         out.append(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from ganlab.config.legacy import upgrade_overrides, warn_once
 from ganlab.study.schema import StudyError, StudySchema
 
 #: Stages of a study: ``tune`` runs every axis value on the tuning seeds, ``final`` the chosen value on the
@@ -61,7 +62,8 @@ def overrides(study: StudySchema, job: Job, steps: int | None = None) -> list[st
     """The ``ganlab-train`` overrides of ``job``: the study's ``common``, the data set's (``dataset=<name>`` unless
     ``dataset_overrides`` gives others), the arm's, the axis
     overrides at the job's value, ``seed=`` and the budget (``trainer.steps`` (:func:`steps_of`), ``eval_every``,
-    ``ckpt_every`` = the chunk). ``steps`` replaces the budget's steps (the checks compose one short variant)."""
+    ``ckpt_every`` = the chunk). ``steps`` replaces the budget's steps (the checks compose one short variant). A key
+    that moved (``monitor.risk.*``, :mod:`ganlab.config.legacy`) is given its new name, with a note once."""
     arm = arm_of(study, job.arm)
     axis: list[str] = []
     if job.value is not None:
@@ -70,9 +72,12 @@ def overrides(study: StudySchema, job: Job, steps: int | None = None) -> list[st
         axis = [o.replace("{value}", f"{job.value:g}") for o in template]
     b = study.budget
     data = study.dataset_overrides.get(job.dataset) or [f"dataset={job.dataset}"]
-    return [*study.common, *data, *arm.overrides, *axis, f"seed={job.seed}",
-            f"trainer.steps={steps or steps_of(study, job.arm)}", f"trainer.eval_every={b.eval_every}",
-            f"trainer.ckpt_every={b.chunk}"]
+    lines, notes = upgrade_overrides([*study.common, *data, *arm.overrides, *axis, f"seed={job.seed}",
+                                      f"trainer.steps={steps or steps_of(study, job.arm)}",
+                                      f"trainer.eval_every={b.eval_every}", f"trainer.ckpt_every={b.chunk}"])
+    for text in notes:
+        warn_once(f"study {study.name}: {text}")
+    return lines
 
 
 def tuning_jobs(study: StudySchema, arms: list[str] | None = None) -> list[Job]:

@@ -16,6 +16,13 @@ calls each, in config order, at these points, never branching on which callbacks
 5. ``state_dict()`` / ``load_state_dict(state)``: what a resume needs, saved under the checkpoint's
    ``callbacks`` entry by :attr:`name` (tensors, numbers, strings, lists and dicts only).
 
+A callback's settings are the keys of its own config node, ``callbacks.<name>.<key>``: its constructor's keyword
+arguments and, when it declares :attr:`Callback.Settings` (a dataclass with a ``validate()`` method, such as the
+collapse detector's thresholds), that dataclass's fields, the one place their defaults are written. The config layer
+finds the class through the node's ``_target_``, makes the node's schema from it
+(:func:`ganlab.config.schema.callback_schema`) and calls ``Settings(...).validate()`` before the run is built, so a
+wrong key, type or value is refused with the rest of the config.
+
 Scalars go through the one channel :attr:`Trainer.stats <ganlab.trainer.stats.Stats>`:
 ``trainer.stats.report(name, value)``. Reported in ``after_step`` they are written to TensorBoard at that step;
 reported in ``after_eval`` as ``health/<key>`` they go to TensorBoard, to ``metrics.jsonl``'s ``"health"`` and to
@@ -39,6 +46,8 @@ class Callback:
     """Base class of the loop's observers; every hook is a no-op here. See the module docstring."""
 
     name: ClassVar[str] = "callback"  # its key in the checkpoint's ``callbacks`` entry (one callback per name)
+    #: The dataclass of its settings (taken as keyword arguments by ``__init__``), or None: see the module docstring.
+    Settings: ClassVar[type | None] = None
 
     def on_start(self, trainer: Trainer) -> None:
         """Once, before the first step or evaluation (after a resume, after :meth:`load_state_dict`)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ganlab.health import parse_precision
 from ganlab.trainer import speed
+from ganlab.trainer.precision import parse_precision
 
 #: The update schemes ``trainer.update`` selects (docs/concepts/update_scheme.md).
 UPDATE_SCHEMES = ("alternating", "simultaneous")

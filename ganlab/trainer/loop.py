@@ -42,6 +42,7 @@ from ganlab.trainer.checkpointing import Checkpointing
 from ganlab.trainer.config import TrainerConfig
 from ganlab.trainer.interrupt import GracefulStop, TrainingInterrupted
 from ganlab.trainer.loggers import NullLogger
+from ganlab.trainer.precision import MixedPrecision
 from ganlab.trainer.progress import Progress
 from ganlab.trainer.state import scored_generator
 from ganlab.trainer.stats import HEALTH, SCORES, Stats
@@ -136,7 +137,8 @@ class Trainer(Checkpointing):
         self._pending_after_eval: dict[str, float] | None = None  # from last.pt: the strategies' reaction to replay
         self._started = False
         self.alerts = AlertLog(self.run_dir, self.logger, write=self.dist.main)
-        self.health = HealthMonitor(monitor or MonitorConfig(), cfg.precision, self.device, self.alerts)
+        self.amp = MixedPrecision(cfg.precision, self.device)  # autocast of the forward passes, fp16's loss scalers
+        self.health = HealthMonitor(monitor or MonitorConfig(), self.device, self.alerts, scalers=self.amp.scalers)
         self.callbacks = list(callbacks)
         names = [c.name for c in self.callbacks]
         if len(set(names)) < len(names):
@@ -182,7 +184,7 @@ class Trainer(Checkpointing):
         dropped (gradients cleared, the scaler's iteration closed); the caller rolls back or stops the run.
         """
         k = self.cfg.accumulate
-        scaler = self.health.scalers[net]
+        scaler = self.amp.scalers[net]
         fp16 = scaler.is_enabled()  # otherwise the scaler's calls would pass through: they are skipped
         opt.zero_grad(set_to_none=True)
         losses = []
@@ -198,7 +200,7 @@ class Trainer(Checkpointing):
         """The second half of an update, once the gradients of ``net``'s whole-batch loss ``total`` are in
         ``.grad``: unscale (fp16), the monitor's findings, clip, step; a stopped update is dropped. ``fp16``:
         whether ``net``'s GradScaler is on, when the caller has read it."""
-        scaler = self.health.scalers[net]
+        scaler = self.amp.scalers[net]
         fp16 = scaler.is_enabled() if fp16 is None else fp16
         if fp16:
             scaler.unscale_(opt)  # the monitor and the clipping see the true gradients
@@ -299,7 +301,7 @@ class Trainer(Checkpointing):
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
             labels = code_labels(z_i) if self.num_classes else None
-            with self.health.autocast():
+            with self.amp.autocast():
                 with torch.no_grad():
                     fake = self.G(z_i) if self.g_groups == 1 else self._fakes(self.G, z_i)
                 d_real, d_fake, class_terms = self._d_outputs(real_i, fake, labels, accuracy)  # (B/k,) each
@@ -339,7 +341,7 @@ class Trainer(Checkpointing):
                     out[name] = value
             return out
 
-        with self.health.autocast():
+        with self.amp.autocast():
             first = terms_of(ctxs[0])
         if not first:
             return {}, None
@@ -349,7 +351,7 @@ class Trainer(Checkpointing):
             if i == 0:
                 terms = first
             else:
-                with self.health.autocast():
+                with self.amp.autocast():
                     terms = terms_of(ctxs[i])
             parts.append((ctxs[i], terms))
             return _total(terms)
@@ -366,7 +368,7 @@ class Trainer(Checkpointing):
 
         def micro_loss(i: int) -> Tensor:
             real_i, z_i = micro[i]
-            with self.health.autocast():
+            with self.amp.autocast():
                 fake = self.g_train(z_i) if self.g_groups == 1 else self._fakes(self.g_train, z_i)
                 ctx = StepContext(self.state, real_i, fake, z_i, labels=code_labels(z_i) if self.num_classes else None)
                 class_terms = self._score_fakes(ctx)  # sets ctx.d_fake
@@ -396,7 +398,7 @@ class Trainer(Checkpointing):
         idx = self.batcher.next()  # (B,) sample indices
         real, z = self.data.x[idx], self._codes(idx)  # (B, *shape), (B, z_dim) or (B, z_dim + 1)
         k, opt_d, opt_g = self.cfg.accumulate, self.state.opt_d, self.state.opt_g
-        scale_d, scale_g = self.health.scalers["D"], self.health.scalers["G"]
+        scale_d, scale_g = self.amp.scalers["D"], self.amp.scalers["G"]
         d_params = [p for p in self.D.parameters() if p.requires_grad]
         g_params = [p for p in self.G.parameters() if p.requires_grad]
         opt_d.zero_grad(set_to_none=True)
@@ -404,7 +406,7 @@ class Trainer(Checkpointing):
         d_parts, g_parts, d_losses, g_losses = [], [], [], []
         for real_i, z_i in self._micro(real, z):
             labels = code_labels(z_i) if self.num_classes else None
-            with self.health.autocast():
+            with self.amp.autocast():
                 fake = self._fakes(self.g_train, z_i)  # attached to G
                 d_real, d_fake, _ = self._d_outputs(real_i, fake, labels, [])  # (B/k,) each; the one D pass
                 d_ctx = StepContext(self.state, real_i, fake.detach(), z_i, d_real, d_fake, labels)
@@ -724,7 +726,7 @@ class Trainer(Checkpointing):
         self.health.recoveries += 1
         recovery.recover_from_nan(found, state=self.state, batch=self.last_batch, recoveries=self.health.recoveries,
                                   good_checkpoint=self.good_checkpoint, restore=self._restore,
-                                  monitor=self.health.cfg, dtype=self.health.dtype,
+                                  monitor=self.health.cfg, dtype=self.amp.dtype,
                                   run_dir=self.run_dir, alerts=self.alerts, logger=self.logger,
                                   rank=self.dist.rank if self.dist.active else None)
 

@@ -1,6 +1,6 @@
 """Speed options of the training loop: ``trainer.compile``, ``trainer.channels_last``, ``trainer.fused_optim``.
 
-(``trainer.precision=bf16`` is in :mod:`ganlab.health.monitor`, with the other precision settings.) Each option
+(``trainer.precision=bf16`` is in :mod:`ganlab.trainer.precision`, with the other precision settings.) Each option
 keeps checkpoints interchangeable: ``nn.Module.compile`` compiles in place, so ``state_dict`` keys do not change.
 """
 

@@ -39,7 +39,7 @@ the device is synchronised at block ends:
   monitor.nan_guard=false`` (the guard off: only monitored steps read gradient norms), and ``ganlab steps,
   monitor.every=1e9`` (a second trainer whose periodic per-layer norms and update ratios never fall due);
 * where the loop has the early-warning risk (``ganlab/callbacks/risk.py``): ``ganlab steps + after_step``
-  with ``monitor.risk.enabled=false`` and ``+ risk`` (fit()'s per-step health bookkeeping without and with
+  with ``callbacks.collapse_risk.enabled=false`` and ``+ risk`` (fit()'s per-step health bookkeeping without and with
   ``CollapseRisk.observe`` on monitored steps), and ``risk_cost``: the median CPU time of one
   ``risk.observe`` call over ``monitor.every`` times the CPU time of one ganlab step, in percent.
 
@@ -338,7 +338,7 @@ def bench(kind: str, args: argparse.Namespace, device: torch.device) -> dict[str
     }
     if args.ablation and hasattr(trainer, "health"):
         jobs["ganlab steps, health.update -> backward+step (ablation)"] = lambda: ganlab_steps_plain_update(trainer, k)
-    if risk_of(trainer) is not None:  # monitor.risk.enabled=false vs true, on the same trainer
+    if risk_of(trainer) is not None:  # callbacks.collapse_risk.enabled=false vs true, on the same trainer
         jobs["ganlab steps + after_step (monitor.risk.enabled=false)"] = lambda: ganlab_steps_after(trainer, k, False)
         jobs["ganlab steps + after_step + risk"] = lambda: ganlab_steps_after(trainer, k, True)
     if args.monitor_variant and "monitor" in cfg:  # the training-health monitor's periodic part pushed out
@@ -443,7 +443,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="skip the extra trainer with monitor.every=1e9 (only where the config has a monitor group)")
     p.add_argument("--out", type=Path, default=None, help="folder for bench_loop.json")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="config overrides for ganlab's side, e.g. monitor.risk.enabled=false")
+                   help="config overrides for ganlab's side, e.g. callbacks.collapse_risk.enabled=false")
     args = p.parse_args(argv)
     device = resolve_device(args.device)
     set_threads(args.threads if args.threads is not None else (1 if device.type == "cpu" else None))

@@ -101,14 +101,14 @@ def test_state_round_trip_keeps_trends() -> None:
 
 @pytest.mark.parametrize("key,value", [("coverage_fraction", 0.0), ("drop_fraction", 1.0), ("patience", 0)])
 def test_bad_thresholds_name_the_key(key: str, value: float) -> None:
-    with pytest.raises(ValueError, match="monitor.detector"):
+    with pytest.raises(ValueError, match="callbacks.collapse_detector"):
         CollapseDetector(DetectorConfig(**{key: value}))
 
 
 def test_evaluations_before_from_step_are_not_judged() -> None:
     det = CollapseDetector(points=True)  # from_step 1000
     assert rules(det.observe(500, {"modes_covered": 0.0} | RING)) == [] and det.verdict() == (
-        "not judged: the detector judges evaluations from step 1000 on (monitor.detector.from_step)")
+        "not judged: the detector judges evaluations from step 1000 on (callbacks.collapse_detector.from_step)")
     assert rules(det.observe(1000, {"modes_covered": 0.0} | RING)) == ["coverage"]
     assert det.first_alarm_step == 1000
 

@@ -25,7 +25,7 @@ def _update(loss_scale: float = 1.0) -> tuple[torch.nn.Linear, torch.optim.Adam,
 
 
 def _monitor(tmp_path: Path, **cfg: object) -> HealthMonitor:
-    return HealthMonitor(MonitorConfig(**cfg), "32", torch.device("cpu"), AlertLog(tmp_path, NullLogger()))
+    return HealthMonitor(MonitorConfig(**cfg), torch.device("cpu"), AlertLog(tmp_path, NullLogger()))
 
 
 def test_inspect_reads_loss_and_norm_and_changes_nothing(tmp_path: Path) -> None:

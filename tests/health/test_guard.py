@@ -7,10 +7,11 @@ import pytest
 import torch
 from tiny_config import RecordingLogger, compose_cfg
 
+import ganlab.health
 from ganlab.health import TrainingHealthError, read_alerts
-from ganlab.health.precision import parse_precision
 from ganlab.run.build import build_trainer
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.precision import parse_precision
 
 BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0"]
 
@@ -111,6 +112,15 @@ def test_bad_settings_are_refused_before_training(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="monitor.clip"):
         build_trainer(compose_cfg([*BASE, "monitor.clip=-1"]), tmp_path)
     assert parse_precision(32) == parse_precision("fp32") == "32"
+
+
+def test_the_trainer_owns_mixed_precision(tmp_path: Path) -> None:
+    """``trainer.precision`` is the trainer's: it makes the autocast and the fp16 loss scalers
+    (:mod:`ganlab.trainer.precision`); the health monitor reads the scalers it is handed, nothing else."""
+    trainer = build_trainer(compose_cfg([*BASE, "trainer.precision=fp16"]), tmp_path)
+    assert trainer.amp.precision == "fp16" and trainer.amp.dtype is torch.float16
+    assert trainer.health.scalers is trainer.amp.scalers and trainer.amp.scalers["G"].is_enabled()
+    assert not hasattr(trainer.health, "autocast") and not hasattr(ganlab.health, "MixedPrecision")
 
 
 def test_without_guard_only_logged_and_monitored_steps_read_the_norms(tmp_path: Path) -> None:

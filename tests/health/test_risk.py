@@ -49,9 +49,13 @@ MONITOR = {"grad_norm/D/mean": 2.0, "grad_norm/D/std": 1.0, "grad_norm/G/mean": 
 D_REAL, D_FAKE = torch.tensor([1.0, -2.0, 3.0, 0.5]), torch.full((4,), -1.0)
 
 
+#: No fit, no warm-up, no diversity drop: the tests give what they need (RiskConfig's defaults are the shipped fit).
+UNFITTED = {"warmup": 0, "threshold": 0.5, "diversity_drop": None, "bias": 0.0, "weights": {}, "mean": {}, "scale": {}}
+
+
 def make_risk(tmp_path: Path, **cfg: object) -> CollapseRisk:
     data = GANData("toy", REAL.clone(), holdout=HELD.clone())
-    config = RiskConfig(n_z=4, n_real=4, n_d=4, window=3, **cfg)  # type: ignore[arg-type]
+    config = RiskConfig(n_z=4, n_real=4, n_d=4, window=3, **(UNFITTED | cfg))  # type: ignore[arg-type]
     return CollapseRisk(config, FixedG(), data, seed=0, every=20, alerts=AlertLog(tmp_path, NullLogger()))
 
 
@@ -145,12 +149,12 @@ def test_diversity_drop_alert_scalar_and_state(tmp_path: Path) -> None:
     other = make_risk(tmp_path / "other", diversity_drop=0.5, warmup=100)
     other.load_state_dict(risk.state_dict())
     assert other.drop.state_dict() == {"best": 1.0, "below": True, "armed": False}
-    with pytest.raises(ValueError, match="monitor.risk.diversity_drop"):
+    with pytest.raises(ValueError, match="callbacks.collapse_risk.diversity_drop"):
         RiskConfig(diversity_drop=1.0).validate()
 
 
 def test_config_errors_name_the_key() -> None:
-    with pytest.raises(ValueError, match="monitor.risk.threshold"):
+    with pytest.raises(ValueError, match="callbacks.collapse_risk.threshold"):
         RiskConfig(threshold=1.0).validate()
     with pytest.raises(ValueError, match="unknown signals"):
         RiskConfig(weights={"nope": 1.0}).validate()
@@ -163,12 +167,12 @@ def test_training_is_unchanged_by_the_risk_and_resumes_exactly(tmp_path: Path) -
     on = build_trainer(compose_cfg(RUN), tmp_path / "on")
     on.logger = logger = RecordingLogger()
     on.fit()
-    off = build_trainer(compose_cfg([*RUN, "monitor.risk.enabled=false"]), tmp_path / "off")
+    off = build_trainer(compose_cfg([*RUN, "callbacks.collapse_risk.enabled=false"]), tmp_path / "off")
     off.logger = off_logger = RecordingLogger()
     off.fit()
     on_risk = on.callback("collapse_risk").risk
     assert off.callback("collapse_risk").risk is None and set(on_risk.last) == {"collapse_risk", *SIGNALS}
-    assert on_risk.drop is not None and on_risk.drop.fraction == 0.86  # conf/monitor/default.yaml
+    assert on_risk.drop is not None and on_risk.drop.fraction == 0.86  # RiskConfig's default
     # the loop logs the risk with the monitor's scalars at every monitored step (monitor.every=2)
     assert [s for s, _ in logger.logged["health/collapse_risk"]] == list(range(2, 13, 2))
     assert logger.logged["health/collapse_risk"][-1][1] == on_risk.last["collapse_risk"]

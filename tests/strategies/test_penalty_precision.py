@@ -73,6 +73,6 @@ def test_an_fp16_wgan_gp_run_has_a_finite_penalty_at_the_initial_loss_scale(make
     cfg = make_cfg("strategy=[wgan_gp]", "trainer.precision=fp16", "trainer.steps=1", "trainer.eval_every=1",
                    "monitor.collapse_z=0")
     trainer = build_trainer(cfg, tmp_path)
-    assert trainer.health.scalers["D"].get_scale() == 2.0 ** 16
+    assert trainer.amp.scalers["D"].get_scale() == 2.0 ** 16
     trainer.fit()
     assert len(penalties) == 5 and all(math.isfinite(p) and p > 0 for p in penalties), penalties

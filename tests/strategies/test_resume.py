@@ -32,7 +32,7 @@ CASES = {
     # 3 x 32 / 10,000 every 3rd D step (speed 0.01 kimg, batch 32), across the checkpoint with an unfinished interval
     "ada": [*DIGITS, "strategy=[ada]", "strategy.ada.speed_kimg=0.01", "strategy.ada.interval=3",
             "strategy.ada.initial_p=0.5"],
-    "risk": ["monitor.every=2", "monitor.risk.threshold=0.01", "monitor.risk.warmup=0"],
+    "risk": ["monitor.every=2", "callbacks.collapse_risk.threshold=0.01", "callbacks.collapse_risk.warmup=0"],
     # lazy R1 after D updates 0, 3, 6 (k = 3): the schedule's clock and D's adjusted Adam cross the checkpoint
     "r1_lazy": ["strategy=[r1]", "strategy.r1.interval=3"],
     # PacGAN's scheme: simultaneous updates, G once per pack column (its batch-norm statistics per column)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
+from tiny_config import compose_cfg
 
 from ganlab.study import detection as det
 from ganlab.study import detection_table as dt
@@ -100,18 +101,18 @@ def test_run_risk_window_by_hand():
 
 
 def test_shipped_diversity_drop_is_the_one_fixed_on_the_corpus_ring8_runs(corpus):
-    """``monitor.risk.diversity_drop`` in conf/monitor/default.yaml is what the corpus gives (the largest fraction
-    at which no healthy ring8 run warns), and one step above it two healthy ring8 runs do warn."""
-    shipped = OmegaConf.load(ROOT / "conf" / "monitor" / "default.yaml").risk
+    """``callbacks.collapse_risk.diversity_drop`` as shipped (RiskConfig's default) is what the corpus gives (the
+    largest fraction at which no healthy ring8 run warns), and one step above it two healthy ring8 runs do warn."""
+    shipped = compose_cfg([]).callbacks.collapse_risk
     assert det.fit_drop(corpus, 1000) == shipped.diversity_drop == 0.86
     healthy = [corpus.signals[r["name"]] for r in corpus.runs if r["dataset"] == "ring8" and r["collapsed"] == 0]
     assert sum(det.drop_warning(s, 0.87, 1000) is not None for s in healthy) == 2
 
 
 def test_shipped_risk_is_the_fit_on_the_corpus(corpus):
-    """The shipped ``monitor.risk`` threshold, bias and weights are the fit on the corpus's ring8 runs (to the 4
-    significant digits written in the config)."""
-    shipped = OmegaConf.load(ROOT / "conf" / "monitor" / "default.yaml").risk
+    """The shipped ``callbacks.collapse_risk`` threshold, bias and weights are the fit on the corpus's ring8 runs (to
+    the 4 significant digits written in the config)."""
+    shipped = compose_cfg([]).callbacks.collapse_risk
     fit = det.fit_risk(corpus, horizon=500, warmup=1000)
     assert fit.threshold == shipped.threshold == 0.85
     assert fit.bias == pytest.approx(shipped.bias, rel=1e-3)
@@ -130,8 +131,7 @@ def test_committed_detection_tables_regenerate_exactly(corpus):
     with initialize_config_dir(config_dir=str(ganlab.CONFIG_DIR), version_base="1.3"):
         study = OmegaConf.to_object(compose("ganlab_study", overrides=["study=collapse_corpus"]).study)
     study.detection.corpus = str(CORPUS)
-    risk = OmegaConf.load(ROOT / "conf" / "monitor" / "default.yaml").risk
-    texts = detection_texts(study, risk)
+    texts = detection_texts(study, compose_cfg([]).callbacks.collapse_risk)  # the shipped settings
     assert sorted(texts) == ["fit.md", "labels_mode_balance.md", "table.md", "table_mode_balance.md"]
     for name, text in texts.items():
         assert text == (CORPUS / name).read_text(), name
