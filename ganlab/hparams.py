@@ -22,11 +22,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ganlab.layout import SCORE_TAG_PREFIX
 from ganlab.metrics.directions import ordered_scores
 from ganlab.metrics.registry import DATA_PREFIX
-
-#: Prefix of the loop's score scalars (``Trainer.evaluate`` logs ``diversity/<score>``); keep the two in step.
-SCORE_TAG_PREFIX = "diversity/"
 
 #: Hyperparameters flagged as varying, so TensorBoard's HParams table shows them first.
 DIFFERS = ("strategy", "seed", "dataset")

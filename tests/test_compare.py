@@ -421,7 +421,7 @@ def test_p_values_say_a_tie_is_a_tie() -> None:
 
 def test_job_counts_tell_interrupted_jobs_from_failed_ones(tmp_path: Path) -> None:
     from ganlab.analysis.table import job_counts
-    from ganlab.run.layout import FailedJob
+    from ganlab.layout import FailedJob
 
     failed = [FailedJob(tmp_path / "a", tmp_path / "a.log", "boom"),
               FailedJob(tmp_path / "b", tmp_path / "b.log", "killed", status="unfinished"),

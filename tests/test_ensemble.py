@@ -1,4 +1,4 @@
-"""trainer.ensemble=S (ganlab/ensemble): member k of an ensemble against the single-seed run with seed k, and the
+"""trainer.ensemble=S (ganlab/run/ensemble): member k of an ensemble against the single-seed run with seed k, and the
 refusals (each before any work, each with advice that works).
 
 Tolerance: after N_STEPS = 10 generator steps (batch 16, float32, CPU), every parameter and buffer of member k lies
@@ -25,10 +25,10 @@ import torch
 from tiny_config import compose_cfg
 
 from ganlab.config.check import check_command_line
-from ganlab.ensemble import Stacked, build_ensemble
 from ganlab.health import TrainingHealthError
 from ganlab.models import MLPGenerator
 from ganlab.run.build import build_trainer
+from ganlab.run.ensemble import Stacked, build_ensemble
 
 N_STEPS, ATOL, SIZE = 10, 1e-6, 2
 BASE = ["logger=none", "threads=1", "monitor.nan_guard=false", "trainer.steps=20", "trainer.eval_every=20",

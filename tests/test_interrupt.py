@@ -198,7 +198,7 @@ def _no_temp_files(folder: Path) -> list[Path]:
 
 
 def test_ctrl_c_saves_marks_the_folder_and_prints_a_pasteable_resume_command(tmp_path: Path) -> None:
-    from ganlab.run import layout
+    from ganlab import layout
 
     run_dir = tmp_path / "run [a]"  # a folder name the shell must see quoted
     args = [a for a in _train_cmd(run_dir)[3:] if not a.startswith("hydra.run.dir=")]
@@ -257,7 +257,7 @@ def test_ctrl_c_stops_a_sweep_and_names_finished_interrupted_and_unrun_jobs(tmp_
 
 
 def test_a_second_ctrl_c_stops_at_once_and_keeps_the_newest_checkpoint(tmp_path: Path) -> None:
-    from ganlab.run import layout
+    from ganlab import layout
 
     done = _interrupt_when(_popen(_train_cmd(tmp_path)[3:]),
                            lambda: len(list((tmp_path / "checkpoints").glob("step_*.pt"))) >= 2, times=2)
@@ -287,7 +287,7 @@ def _in_shell(shell: str, line: str) -> list[str]:
 def test_one_printed_command_continues_a_whole_interrupted_sweep(tmp_path: Path) -> None:
     """Ctrl-C in job 1 of 3; the printed whole-sweep command, run by bash, finishes job 1 from its checkpoint,
     keeps job 0 as it was and runs job 2: every job ends at step 40. The sweep folder's name needs quoting."""
-    from ganlab.run import layout
+    from ganlab import layout
 
     sweep_dir = tmp_path / "sweep [a] b=c,d"
     args = [a for a in _train_cmd(tmp_path)[3:] if not a.startswith(("hydra.run.dir=", "trainer.steps="))]

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from ganlab.io import atomic_save, remove_stale_temp_files
-from ganlab.run.layout import ABANDONED_AFTER_S, remove_interrupted_writes
+from ganlab.layout import ABANDONED_AFTER_S, remove_interrupted_writes
 
 KILLED_WRITE = """
 import os, sys, torch

@@ -1,4 +1,4 @@
-"""The run folder's file and folder names and the score-name prefixes are spelled once, in ``ganlab.run.layout``
+"""The run folder's file and folder names and the score-name prefixes are spelled once, in ``ganlab.layout``
 (``ganlab.metrics.registry`` re-exports the prefixes); every other module, the light study modules included, takes
 them from there."""
 
@@ -8,8 +8,8 @@ import ast
 import re
 from pathlib import Path
 
+from ganlab import layout
 from ganlab.metrics import registry
-from ganlab.run import layout
 
 PACKAGE = Path(layout.__file__).resolve().parents[1]
 #: Where the same words mean something else, or a light module avoids importing the package that holds the name.

@@ -13,9 +13,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import open_dict
 
-from ganlab import CONFIG_DIR
+from ganlab import CONFIG_DIR, layout
 from ganlab.quoting import hydra_override, hydra_value, override_word, shell_join
-from ganlab.run import layout
 
 #: Folder names Hydra's grammar or a shell would misread unquoted.
 AWKWARD = ["run a b", "run=x", "run,x", "run [a]", "it's", "back\\", "a\\'b", "naïve", "null", "$HOME!`x`", 'say "hi"',

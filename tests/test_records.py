@@ -8,10 +8,9 @@ import json
 import logging
 from pathlib import Path
 
-from ganlab import io
+from ganlab import io, layout
 from ganlab.analysis.plots import read_curve
 from ganlab.health import AlertLog, read_alerts
-from ganlab.run import layout
 from ganlab.trainer.loggers import NullLogger
 from tests.tiny_config import RING8_RUN, train_tiny
 
@@ -70,7 +69,7 @@ def test_a_folder_lock_held_for_a_moment_is_waited_for_and_one_held_on_is_refuse
     import fcntl
     import threading
 
-    from ganlab.run import layout
+    from ganlab import layout
 
     held = open(tmp_path / layout.LOCK_FILE, "a")  # noqa: SIM115
     fcntl.flock(held, fcntl.LOCK_SH | fcntl.LOCK_NB)

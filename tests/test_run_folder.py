@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ganlab.run import layout
+from ganlab import layout
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["device=cpu", "trainer.steps=20", "trainer.batch_size=32", "trainer.eval_every=10", "trainer.log_every=5",

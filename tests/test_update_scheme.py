@@ -25,10 +25,10 @@ from torch import Tensor, nn
 
 from ganlab import CONFIG_DIR
 from ganlab.data.base import GANData
-from ganlab.ensemble.check import check_ensemble
 from ganlab.health import MonitorConfig
 from ganlab.losses import WassersteinLoss
 from ganlab.run.build import build_trainer
+from ganlab.run.ensemble.check import check_ensemble
 from ganlab.strategies.base import Mode, Strategy
 from ganlab.strategies.pacgan import pack
 from ganlab.trainer.config import TrainerConfig

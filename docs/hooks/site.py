@@ -10,7 +10,7 @@ Added before the site is built (none of them is a file in the repository):
 - ``reference/commands.md``: each ``ganlab-*`` command of ``pyproject.toml`` with its ``--help`` output, run at
   build time (a command that fails to print its help fails the build).
 - The run folder's names on ``reference/run-directory.md`` (where the page holds the marker
-  ``<!-- generated: the run folder's names -->``), from ``ganlab/run/layout.py``.
+  ``<!-- generated: the run folder's names -->``), from ``ganlab/layout.py``.
 - The score table on ``concepts/scores.md`` (where the page holds the marker ``<!-- generated: the score table -->``),
   one row per score family registered in ``ganlab.metrics.registry``, in table order.
 - ``notebooks/*.ipynb``: the notebooks of ``notebooks/``, rendered by mkdocs-jupyter (not executed).
@@ -238,7 +238,7 @@ LAYOUT_MARK = "<!-- generated: the run folder's names -->"
 
 
 def run_layout() -> str:
-    """The run folder as ``ganlab.run.layout`` defines it: the layout drawn in its docstring, then every name constant
+    """The run folder as ``ganlab.layout`` defines it: the layout drawn in its docstring, then every name constant
     (``NAME = "value"  # comment``) as a table row."""
     import ast
 
@@ -253,7 +253,7 @@ def run_layout() -> str:
                 and isinstance(node.value.value, str)):
             comment = lines[node.lineno - 1].partition("#")[2].strip()
             rows.append(f"| `{node.value.value}` | `{node.targets[0].id}` | {plain_roles(comment)} |")
-    return "\n".join(["Generated from [`ganlab.run.layout`](api/ganlab.run.layout.md), the one module that names "
+    return "\n".join(["Generated from [`ganlab.layout`](api/ganlab.layout.md), the one module that names "
                       "them (the trainer, the commands and the notebook API take the names from there):", "",
                       "```text", bare_roles(drawn.rstrip()), "```", "", "| name | constant | what |", "|---|---|---|",
                       *rows])

@@ -19,9 +19,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ganlab import layout
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.registry import DATA_PREFIX
-from ganlab.run import layout
 
 log = logging.getLogger(__name__)
 

@@ -29,12 +29,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ganlab import layout
 from ganlab.analysis.plots import one_run_per_seed, row_label
 from ganlab.io import md_row, md_rule
+from ganlab.layout import FailedJob
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.registry import DATA_PREFIX, headline
-from ganlab.run import layout
-from ganlab.run.layout import FailedJob
 from ganlab.stats import ZERO_VARIANCE, bootstrap_ci, no_t_test_reason, welch_t_test
 
 #: One row's scores: score name -> (mean, std over seeds, number of distinct seeds).

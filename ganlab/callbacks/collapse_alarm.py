@@ -18,6 +18,7 @@ from ganlab.metrics.similarity import similarity_histogram
 from ganlab.models.base import eval_mode
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.stats import HEALTH
 
 
 class CollapseAlarm:
@@ -125,7 +126,7 @@ class CollapseAlarmCallback(Callback):
     def after_eval(self, trainer: Trainer, generator: nn.Module, result: EvalResult) -> None:
         if self.alarm is not None:
             values = self.alarm.observe(generator, trainer.evaluator, trainer.data, trainer.state.step)
-            trainer.stats.report_all(values, prefix="health/")
+            trainer.stats.report_all(values, prefix=HEALTH)
 
     def state_dict(self) -> dict[str, Any]:
         return self.alarm.state_dict() if self.alarm is not None else dict(self._state)

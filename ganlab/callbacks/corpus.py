@@ -34,6 +34,7 @@ from ganlab.metrics.mixture import mixture_scores, mode_counts, reverse_kl_unifo
 from ganlab.models.base import eval_mode
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.stats import HEALTH
 
 LABELS_FILE = "corpus_labels.jsonl"
 SIGNALS_FILE = "corpus_signals.jsonl"
@@ -82,7 +83,7 @@ class CorpusRecorder(Callback):
         self.data_stats = {"label_data_coverage": coverage, "label_data_kl": kl}
 
     def after_step(self, trainer: Trainer, out: Any, monitor: dict[str, float]) -> None:
-        health = trainer.stats.under("health/")
+        health = trainer.stats.under(HEALTH)
         if not monitor or "collapse_risk" not in health or not trainer.dist.main:
             return
         signals = {k.removeprefix("risk/"): v for k, v in health.items() if k.startswith("risk/")}

@@ -36,6 +36,7 @@ from ganlab.metrics.evaluator import EvalResult
 from ganlab.metrics.registry import DATA_PREFIX, FIXED_Z_PREFIX, coverage_keys
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import Trainer
+from ganlab.trainer.stats import HEALTH
 
 #: The coverage scores the rules judge, as the score families declare them: ``modes_covered``, ``clusters_covered``.
 COVERAGE_KEYS = coverage_keys()
@@ -248,7 +249,7 @@ class CollapseDetectorCallback(Callback):
 
     def after_eval(self, trainer: Trainer, generator: nn.Module, result: EvalResult) -> None:
         step = trainer.state.step
-        values = result.scores | trainer.stats.under("health/")
+        values = result.scores | trainer.stats.under(HEALTH)
         found = self.detector.observe(step, values, covered_ids(result, trainer.data, trainer.evaluator))
         for f in (f for f in found if f.onset):
             kind = "collapse" if f.presence else "collapse_trend"

@@ -1,13 +1,13 @@
 """``ganlab-eval <run dir | checkpoint> [key=value ...]``: recompute every score for a checkpoint.
 
 The run's stored config is rebuilt (data, G/D, strategies), the checkpoint's weights are loaded, and the
-evaluator runs again, with any overrides applied first. ``metrics/embedder=<option>`` switches the embedder
-(``pixels``, ``classifier``, ``inception``, ...: the stored ``metrics.embedder`` node is replaced by
-``conf/metrics/embedder/<option>.yaml``, as on ganlab-train's command line), before the ``key=value``
-overrides (``metrics.num_samples=10000``, ``device=cpu``, ``metrics.embedder.weights_path=...``). Those change
-keys of the stored config (after the switch) only: each key must already exist there, a config node (a dict
-such as ``metrics.embedder``) is only replaced by a dict, and ``+``/``~`` prefixes are refused. Bad overrides
-fail with a ValueError before any work.
+evaluator runs again, with any overrides composed first by Hydra as on ganlab-train's command line
+(:func:`ganlab.config.compose.compose_stored`): ``metrics/embedder=<option>`` switches the embedder (``pixels``,
+``classifier``, ``inception``, ...: the stored ``metrics.embedder`` node is replaced by
+``conf/metrics/embedder/<option>.yaml``), ``metrics/scorers=[kid]`` adds scorers, and ``key=value`` changes a key of
+the stored config (``metrics.num_samples=10000``, ``device=cpu``, ``metrics.embedder.weights_path=...``;
+``+key=value`` adds a key a ``_target_`` takes, ``~key`` deletes one). A bad override fails with a ConfigError (a
+ValueError) naming it and what to type instead, before any work.
 
 Results go to ``<run dir>/eval/<checkpoint stem>/metrics.json`` without overrides, and to
 ``<run dir>/eval/<checkpoint stem>__<hash>/metrics.json`` with overrides (``<hash>``: 8 hex digits of the
@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ganlab import layout
 from ganlab.cli.common import checkpoint_command, format_scores
 from ganlab.cli.help import page, rows
-from ganlab.run import layout
 from ganlab.run.rebuild import overrides_tag, rebuild_from_checkpoint
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.state import scored_generator
@@ -74,7 +74,7 @@ def evaluate_checkpoint(path: str | Path, overrides: list[str] | None = None) ->
 
     Raises:
         FileNotFoundError: ``path`` does not exist or holds no checkpoint.
-        ValueError: a bad override (see :func:`ganlab.run.rebuild.check_overrides`) or not a ganlab checkpoint;
+        ValueError: a bad override (:func:`ganlab.config.compose.compose_stored`) or not a ganlab checkpoint;
             raised before any work.
     """
     ckpt_path, _, _, trainer = rebuild_from_checkpoint(path, overrides)

@@ -34,14 +34,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ganlab import CONFIG_DIR
+from ganlab import CONFIG_DIR, layout
 from ganlab.cli.common import checkpoint_command
 from ganlab.cli.help import page, rows, yaml_settings
 from ganlab.config.compose import compose_settings
 from ganlab.data.base import GANData
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import make_codes
-from ganlab.run import layout
 from ganlab.run.build import resolve_device
 from ganlab.run.rebuild import find_run_checkpoint, load_generator, overrides_tag
 from ganlab.trainer import checkpoint as ckpt_io

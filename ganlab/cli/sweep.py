@@ -5,7 +5,7 @@
   ``1_model=dcgan_plain_s0``), so ``tensorboard --logdir <sweep dir>`` labels every run readably and no two jobs of
   a sweep share a name.
 * Under multirun a job that raises does not stop the sweep: ``ganlab.cli.train.train`` logs the traceback into
-  the job's log and calls :func:`ganlab.run.layout.record_failure`, which writes ``failure.json`` and ``FAILED``
+  the job's log and calls :func:`ganlab.layout.record_failure`, which writes ``failure.json`` and ``FAILED``
   into the job.
 * ``debug.fail_at_step=k`` (tests only; :mod:`ganlab.strategies.debug`) makes a run raise after its k-th
   generator step; the failed job returns the worst objective (:func:`failed_objective`) to an Optuna sweep.
@@ -272,7 +272,7 @@ class SweepSummary(Callback):
 
 class SweepFolderLock(Callback):
     """Hydra callback (``hydra.callbacks.sweep_folder_lock``, the first): when a multirun starts, before Hydra
-    writes ``multirun.yaml`` or any job's files, take the sweep folder's lock (:data:`ganlab.run.layout.LOCK_FILE`)
+    writes ``multirun.yaml`` or any job's files, take the sweep folder's lock (:data:`ganlab.layout.LOCK_FILE`)
     for the sweep's length, and refuse the sweep (the message on stderr, exit 1; nothing written) when another
     process holds it or the lock of one of its job folders (a job continued alone). A job's own folder is taken
     by the job (:func:`ganlab.run.session.claim_folder`) before it writes anything there."""
@@ -303,8 +303,8 @@ def claim_sweep_folder(sweep_dir: Path) -> Any:
         ConfigError: another process holds the lock of ``sweep_dir`` (another sweep) or of one of its job folders
             (a job continued alone); the message names the folder and how to go on.
     """
+    from ganlab import layout
     from ganlab.config.keys import ConfigError
-    from ganlab.run import layout
 
     busy = [job for job in sorted(sweep_dir.iterdir()) if layout.folder_in_use(job)] if sweep_dir.is_dir() else []
     if busy:  # before the sweep's own lock file is made: a refused sweep writes nothing
@@ -353,7 +353,7 @@ def remove_unstarted_run_folder() -> Path | None:
     then the empty parents this call made. Returns the folder removed, or None."""
     import shutil
 
-    from ganlab.run import layout
+    from ganlab import layout
 
     if not _NEW_FOLDERS or not _NEW_FOLDERS[0].is_dir():
         return None

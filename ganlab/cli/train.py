@@ -46,7 +46,7 @@ def tensorboard_command(run_dir: Path) -> str:
 def preflight(cfg: DictConfig) -> bool:
     """``preflight=true``: dry-run the experiment in its folder (held as a run's, :func:`run`), print the pass/fail
     table; True when every check passed. A folder another run holds is refused: the message, exit 1."""
-    from ganlab.run import layout
+    from ganlab import layout
     from ganlab.run.preflight import format_table, run_preflight
     from ganlab.run.session import RunFolderTaken, claim_folder
 
@@ -77,15 +77,14 @@ def run(cfg: DictConfig) -> dict:
     ``metrics.json``'s content; a finished single run logs its final scores, verdict and folder.
 
     Rank 0 first takes the folder (:func:`ganlab.run.session.claim_folder`), then writes ``.hydra/``
-    (:func:`ganlab.run.layout.save_hydra_record`): a run refused there has written nothing into it.
+    (:func:`ganlab.layout.save_hydra_record`): a run refused there has written nothing into it.
     ``trainer.resume=auto`` (:func:`resolve_auto`) returns a finished run's record without training.
 
     Raises:
         StartError: the run could not be built, or its folder is another run's
             (:class:`~ganlab.run.session.RunFolderTaken`).
     """
-    from ganlab import distributed
-    from ganlab.run import layout
+    from ganlab import distributed, layout
     from ganlab.run.session import AUTO_RESUME, claim_folder, train_run
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -110,7 +109,7 @@ def resolve_auto(cfg: DictConfig, run_dir: Path) -> dict | None:
         StartError: see :func:`ganlab.run.session.auto_resume`; :class:`~ganlab.run.session.RunFolderTaken` when
             nothing can be continued but the folder holds a run's records (a new run never writes among them).
     """
-    from ganlab.run import layout
+    from ganlab import layout
     from ganlab.run.session import AUTO_RESUME, RunFolderTaken, auto_resume, finished_record
 
     if cfg.trainer.get("resume") != AUTO_RESUME:
@@ -155,8 +154,8 @@ def _failed_start(cfg: DictConfig, err: StartError) -> float | None:
     ganlab-compare as a config error) and go on. A folder another run holds
     (:class:`~ganlab.run.session.RunFolderTaken`) is left as it is: the message, then exit 1 (a sweep's job: the
     worst objective)."""
+    from ganlab import layout
     from ganlab.cli import sweep
-    from ganlab.run import layout
     from ganlab.run.session import RunFolderTaken
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -201,15 +200,15 @@ def start_command(run_dir: Path) -> str:
 
 
 def _stopped(signal_name: str, step: int | None, checkpoint: Path | None) -> None:
-    """A run stopped by a signal: mark its folder (:func:`ganlab.run.layout.record_interrupt`, not a failure)
+    """A run stopped by a signal: mark its folder (:func:`ganlab.layout.record_interrupt`, not a failure)
     and log where it is and the command that continues it (shell-quoted, one line of its own to paste).
 
     ``step``/``checkpoint`` None: the signal came outside the training loop (while the run was built or scored,
     or a second Ctrl-C); then the newest checkpoint already on disk (every file is written atomically) is the
     one to resume from, and a run that saved none has its folder removed when nothing else is in it, and
     the command that starts it again is printed."""
+    from ganlab import layout
     from ganlab.cli import sweep
-    from ganlab.run import layout
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     dist = sys.modules.get("ganlab.distributed")  # not imported anew: the signal may have cut its import short
@@ -367,9 +366,8 @@ def train(cfg: DictConfig) -> float | None:
 
 def _train(cfg: DictConfig) -> float | None:
     """:func:`train` after the preflight branch: run, and report a failed start, a signal or an error."""
-    from ganlab import distributed
+    from ganlab import distributed, layout
     from ganlab.cli import sweep
-    from ganlab.run import layout
     from ganlab.trainer.interrupt import TrainingInterrupted
 
     try:

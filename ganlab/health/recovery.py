@@ -10,8 +10,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ganlab import layout
 from ganlab.io import atomic_save
-from ganlab.run import layout
 
 
 def all_finite(tensors: Any) -> bool:

@@ -15,7 +15,7 @@ clusters are the k-means fit the ``clusters`` scorer uses, so every picture agre
 Plotting functions return ``matplotlib.figure.Figure`` objects made without pyplot, so they never change the
 backend: a notebook shows one as a cell's value, a script saves it with ``fig.savefig(path)``.
 
-Modules: :mod:`~ganlab.inspection.runs` (loading runs; finding them: :mod:`ganlab.run.layout`),
+Modules: :mod:`~ganlab.inspection.runs` (loading runs; finding them: :mod:`ganlab.layout`),
 :mod:`~ganlab.inspection.clusters`,
 :mod:`~ganlab.inspection.similarity` (histograms, most similar pairs, the scores table),
 :mod:`~ganlab.inspection.plots` and :mod:`~ganlab.inspection.similarity_plots` (the figures).
@@ -46,7 +46,7 @@ from ganlab.inspection.similarity_plots import (
                                         plot_most_similar_pairs,
                                         plot_similarity_histograms,
 )
-from ganlab.run.layout import find_latest_run, find_latest_sweep, find_runs_root, is_run_dir
+from ganlab.layout import find_latest_run, find_latest_sweep, find_runs_root, is_run_dir
 
 __all__ = ["CheckpointHistogram", "ClusterAssignment", "LoadedRun", "assign_class_clusters", "assign_clusters",
            "cluster_occupancy",

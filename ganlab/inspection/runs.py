@@ -1,4 +1,4 @@
-"""Listing a run's checkpoints, rebuilding a run and scoring it (finding runs: :mod:`ganlab.run.layout`)."""
+"""Listing a run's checkpoints, rebuilding a run and scoring it (finding runs: :mod:`ganlab.layout`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
+from ganlab import layout
 from ganlab.data.base import GANData
+from ganlab.layout import is_run_dir
 from ganlab.metrics.evaluator import EvalResult, Evaluator
-from ganlab.run import layout
-from ganlab.run.layout import is_run_dir
 from ganlab.run.rebuild import rebuild_from_checkpoint
 from ganlab.trainer.loop import Trainer
 from ganlab.trainer.state import scored_generator

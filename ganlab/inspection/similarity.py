@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from ganlab import layout
 from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
 from ganlab.io import md_row, md_rule
 from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
@@ -17,7 +18,6 @@ from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.evaluator import EvalResult, Evaluator, generated_range, model_range
 from ganlab.metrics.registry import DATA_PREFIX
 from ganlab.metrics.similarity import SimilarityHistogram, SimilarityScorer, normalize_rows
-from ganlab.run import layout
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.state import scored_generator
 

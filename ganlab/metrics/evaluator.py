@@ -159,7 +159,7 @@ class Evaluator:
 
         ``baseline=False`` leaves the baseline's scoring for :meth:`prepare_baseline` (the first evaluation does it
         otherwise), so that an ensemble can score its members' baselines side by side
-        (:func:`ganlab.ensemble.run.build_ensemble`); the scores are the same.
+        (:func:`ganlab.run.ensemble.run.build_ensemble`); the scores are the same.
 
         Under several processes rank 0 prepares the embedder first (it may train and cache a classifier), then the
         other ranks prepare theirs from that cache, so the ranks neither train it N times nor write one cache file
@@ -224,8 +224,8 @@ class Evaluator:
         """Score ``samples`` now and keep the result for the next :meth:`score` of the same samples (equal
         element by element) on the same data set, which returns it instead of scoring again: an ensemble scores
         its members' evaluations side by side before each member's trainer evaluates
-        (:meth:`ganlab.ensemble.trainer.EnsembleTrainer.precompute_evaluations`). Samples that differ (or are read in
-        another ``value_range``) are simply scored again, so the scores never depend on this."""
+        (:meth:`ganlab.run.ensemble.trainer.EnsembleTrainer.precompute_evaluations`). Samples that differ (or are
+        read in another ``value_range``) are simply scored again, so the scores never depend on this."""
         result = self.score(samples, data, value_range)  # prepares first (which empties the list) on a new data set
         self._ready.append((samples, id(data), data.value_range if value_range is None else tuple(value_range), result))
 

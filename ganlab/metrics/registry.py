@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 # the score keys' prefixes (data baseline, fixed latent codes) are spelled where a run's names are
-from ganlab.run.layout import DATA_PREFIX, FIXED_Z_PREFIX
+from ganlab.layout import DATA_PREFIX, FIXED_Z_PREFIX
 
 if TYPE_CHECKING:
     from ganlab.metrics.base import Scorer

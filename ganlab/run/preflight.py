@@ -22,11 +22,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from torch import Tensor, nn
 
+from ganlab import layout
 from ganlab.config.run import check_config
 from ganlab.data.base import Batcher
 from ganlab.health.memory import peak_memory_mib
 from ganlab.io import atomic_write_text
-from ganlab.run import layout
 from ganlab.run.build import build_trainer
 
 

@@ -22,11 +22,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from ganlab import layout
 from ganlab.config.check import is_conditional
 from ganlab.config.compose import compose_stored
 from ganlab.data.base import GANData
 from ganlab.models.standing_stats import StandingStats, recalibrate_batch_norm
-from ganlab.run import layout
 from ganlab.run.build import build_strategies, build_trainer, class_count, load_data, make
 from ganlab.strategies.base import Part
 from ganlab.trainer import checkpoint as ckpt_io

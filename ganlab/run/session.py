@@ -35,8 +35,8 @@ def resumes(run_dir: Path, resume: str | None) -> bool:
 
 
 def claim_folder(run_dir: Path, resume: str | None):  # -> the open lock file
-    """Take ``run_dir`` for this run before any work: its exclusive lock (:func:`ganlab.run.layout.lock_folder`),
-    and a refusal when it already holds another run's records (:func:`ganlab.run.layout.run_records`) unless
+    """Take ``run_dir`` for this run before any work: its exclusive lock (:func:`ganlab.layout.lock_folder`),
+    and a refusal when it already holds another run's records (:func:`ganlab.layout.run_records`) unless
     ``resume`` continues that run.
 
     Returns:
@@ -45,8 +45,8 @@ def claim_folder(run_dir: Path, resume: str | None):  # -> the open lock file
     Raises:
         RunFolderTaken: naming the folder, why, and how to go on (another folder, or ``trainer.resume``).
     """
+    from ganlab import layout
     from ganlab.quoting import hydra_override, shell_join
-    from ganlab.run import layout
 
     lock = layout.lock_folder(run_dir)
     if lock is None:
@@ -75,14 +75,14 @@ def finished_record(run_dir: Path, ensemble: bool = False) -> dict | None:
     (``ensemble=True``, with ``"scores"`` each score's mean over the seeds)."""
     import json
 
-    from ganlab.run import layout
+    from ganlab import layout
 
     if not ensemble:
         return json.loads((run_dir / layout.METRICS_FILE).read_text()) if layout.is_finished(run_dir) else None
     path = run_dir / layout.ENSEMBLE_FILE
     if not path.is_file():
         return None
-    from ganlab.ensemble.run import mean_scores
+    from ganlab.run.ensemble.run import mean_scores
 
     summary = json.loads(path.read_text())
     return summary | {"per_seed_scores": summary["scores"], "scores": mean_scores(summary)}
@@ -96,7 +96,7 @@ def auto_resume(run_dir: Path, ensemble: bool = False) -> str | None:
         StartError: an ensemble's folder holding its members' records (``seed_<k>/``): an ensemble is not
             resumed, and starting it again there would overwrite them.
     """
-    from ganlab.run import layout
+    from ganlab import layout
 
     if ensemble:
         members = [m.name for m in sorted(run_dir.glob("seed_*")) if layout.run_records(m)]
@@ -117,8 +117,7 @@ def train_run(cfg: DictConfig, run_dir: Path, report: Callable[[dict, Path], Non
     Raises:
         StartError: the run could not be built (see :class:`StartError`).
     """
-    from ganlab import distributed
-    from ganlab.run import layout
+    from ganlab import distributed, layout
     from ganlab.run.build import build_trainer
 
     if cfg.trainer.get("ensemble") is not None:
@@ -140,14 +139,14 @@ def train_run(cfg: DictConfig, run_dir: Path, report: Callable[[dict, Path], Non
 
 
 def train_ensemble(cfg: DictConfig, run_dir: Path) -> dict:
-    """``trainer.ensemble=S``: train seeds ``seed .. seed + S - 1`` together (:mod:`ganlab.ensemble`) into
+    """``trainer.ensemble=S``: train seeds ``seed .. seed + S - 1`` together (:mod:`ganlab.run.ensemble`) into
     ``run_dir/seed_<k>/``; returns ``ensemble.json``'s content with ``"scores"``: each score's mean over the seeds
     (what a sweep's ``objective`` reads).
 
     Raises:
         StartError: the ensemble could not be built (a setting it or a single run refuses).
     """
-    from ganlab.ensemble.run import build_ensemble, format_members, mean_scores
+    from ganlab.run.ensemble.run import build_ensemble, format_members, mean_scores
 
     try:
         ensemble = build_ensemble(cfg, run_dir)

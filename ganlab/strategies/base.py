@@ -124,7 +124,7 @@ class TrainState:
         g_ema_stats: how ``g_ema``'s batch-norm statistics are recomputed (set by the strategy that keeps it;
             None: the defaults of :class:`~ganlab.models.standing_stats.StandingStats`).
         draw_uniform: where :meth:`StepContext.uniform` draws per-sample numbers from, ``(n, dtype, device) ->
-            (n,)``; None: the global RNG (a single run). The ensemble (:mod:`ganlab.ensemble`) sets it so that each
+            (n,)``; None: the global RNG (a single run). The ensemble (:mod:`ganlab.run.ensemble`) sets it so that each
             member's rows come from that member's own stream.
     """
 
@@ -234,12 +234,12 @@ class Mode(StrEnum):
 
     DISTRIBUTED = "distributed"  # trainer.distributed=true: one process per device, each hook on its rank's slice
     CONDITIONAL = "conditional"  # model.conditional=true: G and D take class labels
-    ENSEMBLE = "ensemble"        # trainer.ensemble=S: S seeds vectorised in one process (ganlab.ensemble)
+    ENSEMBLE = "ensemble"        # trainer.ensemble=S: S seeds vectorised in one process (ganlab.run.ensemble)
     SIMULTANEOUS = "simultaneous"  # trainer.update=simultaneous: D's and G's gradients from one D pass on one batch
 
 
 #: What a strategy that declares nothing about a mode gets: the ensemble is opt-in (a strategy runs there only once
-#: it is shown to run vectorised, see :mod:`ganlab.ensemble.trainer`), the other modes opt-out.
+#: it is shown to run vectorised, see :mod:`ganlab.run.ensemble.trainer`), the other modes opt-out.
 DEFAULT_REFUSALS: Mapping[Mode, str | None] = MappingProxyType(
     {Mode.DISTRIBUTED: None, Mode.CONDITIONAL: None, Mode.ENSEMBLE: "it is not vectorised yet",
      Mode.SIMULTANEOUS: None})

@@ -51,7 +51,7 @@ class EMA(Strategy):
 
     name = "ema"
     replaces = frozenset({Part.G_EMA})
-    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
+    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.run.ensemble)
 
     def __init__(self, beta: float = 0.999, bn_batches: int = 16, bn_batch_size: int = 256, bn_seed: int = 0) -> None:
         if not 0 <= beta < 1:

@@ -84,7 +84,7 @@ class MinibatchStdDev(Strategy):
 
     name = "minibatch_stddev"
     replaces = frozenset({Part.DISCRIMINATOR_HEAD})
-    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
+    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.run.ensemble)
 
     def __init__(self, group_size: int = 4) -> None:
         if int(group_size) < 1:

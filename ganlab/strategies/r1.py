@@ -59,7 +59,7 @@ class R1(Strategy):
     """
 
     name = "r1"
-    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
+    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.run.ensemble)
     per_sample_critic = "its penalty differentiates each real sample's score by that sample (Mescheder et al. 2018, " \
                         "eq. 9)"
 

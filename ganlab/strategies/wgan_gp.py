@@ -70,7 +70,7 @@ class WGANGP(Strategy):
 
     name = "wgan_gp"
     replaces = frozenset({Part.LOSS})
-    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.ensemble)
+    refuses = {Mode.ENSEMBLE: None}  # runs vectorised (ganlab.run.ensemble)
     per_sample_critic = "its gradient penalty differentiates each sample's score by that sample (Gulrajani et al. " \
                         "2017, Sec. 4)"
 

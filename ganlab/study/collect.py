@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ganlab import layout
 from ganlab.io import atomic_write_text, read_jsonl
-from ganlab.run import layout
 from ganlab.study.plan import Job, folder, steps_of
 from ganlab.study.runner import JOBS_FILE, finished_step, newest_checkpoint_step
 from ganlab.study.schema import StudySchema

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from ganlab import layout
 from ganlab.io import read_jsonl
-from ganlab.run import layout
 from ganlab.study.collect import by_step
 from ganlab.study.corpus import Row, read_raw, write_corpus
 from ganlab.study.labels import coverage_label

@@ -26,7 +26,7 @@ import numpy as np
 
 from ganlab.callbacks.detector import CollapseDetector, DetectorConfig
 from ganlab.callbacks.risk import SIGNALS, DiversityDrop, risk_score
-from ganlab.run.layout import DATA_PREFIX
+from ganlab.layout import DATA_PREFIX
 from ganlab.study.corpus import Corpus, Row
 
 #: The evaluation scores (and their ``data/`` baselines) the detector reads.

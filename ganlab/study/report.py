@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.io import atomic_write_text, md_row, md_rule
-from ganlab.run.layout import DATA_PREFIX
+from ganlab.layout import DATA_PREFIX
 from ganlab.stats import compare, factorial, holm, no_test_reason
 from ganlab.study import stats
 from ganlab.study.plan import arm_of, steps_of

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ganlab.run.layout import DATA_PREFIX
+from ganlab.layout import DATA_PREFIX
 from ganlab.study.collect import TABLE, Recorded, job_key, recorded_rows
 from ganlab.study.plan import Job, all_jobs, overrides
 from ganlab.study.schema import StudyError, StudySchema

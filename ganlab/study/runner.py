@@ -26,9 +26,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ganlab import layout
 from ganlab.io import append_jsonl
 from ganlab.quoting import hydra_override
-from ganlab.run import layout
 from ganlab.study import stopping
 from ganlab.study.plan import Job, folder, overrides, relative_folder, steps_of
 from ganlab.study.schema import StudySchema
@@ -74,7 +74,7 @@ LOCK_FILE = ".study.lock"
 
 
 def _lock(run_dir: Path) -> Any:
-    """An exclusive lock on ``run_dir`` (:data:`LOCK_FILE`, see :func:`ganlab.run.layout.lock_folder`): the open
+    """An exclusive lock on ``run_dir`` (:data:`LOCK_FILE`, see :func:`ganlab.layout.lock_folder`): the open
     lock file, to keep open while training, or None when another process holds it."""
     return layout.lock_folder(run_dir, LOCK_FILE)
 

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional  # noqa: UP035 (OmegaConf reads these)
 
 from omegaconf import MISSING
 
-from ganlab.run.layout import DATA_PREFIX
+from ganlab.layout import DATA_PREFIX
 
 
 @dataclasses.dataclass

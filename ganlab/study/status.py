@@ -28,8 +28,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ganlab import layout
 from ganlab.io import read_jsonl
-from ganlab.run import layout
 from ganlab.study.collect import (
     TABLE,
     Recorded,
@@ -82,7 +82,7 @@ def compose_study(name: str, overrides: Sequence[str] = ()) -> StudySchema:
 
 def lock_held(run_dir: Path) -> bool:
     """Whether a process holds the lock of ``run_dir`` (:data:`ganlab.study.runner.LOCK_FILE` or
-    :data:`ganlab.run.layout.LOCK_FILE`). Tested by taking a shared lock without waiting and releasing it at once
+    :data:`ganlab.layout.LOCK_FILE`). Tested by taking a shared lock without waiting and releasing it at once
     (nothing is created); False without ``fcntl``."""
     try:
         import fcntl

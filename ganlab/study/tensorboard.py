@@ -30,13 +30,11 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
-from ganlab.run.layout import DATA_PREFIX
+from ganlab.layout import DATA_PREFIX, SCORE_TAG_PREFIX
 from ganlab.study.collect import Recorded, has_run, job_key, run_rows
 from ganlab.study.plan import Job, all_jobs, arm_of, relative_folder, runs_on, slug
 from ganlab.study.schema import StudyError, StudySchema, arm_score
 
-#: Prefix of the per-score tags every run writes (those of ``ganlab-train logger=tensorboard``).
-SCORE_TAG_PREFIX = "diversity/"
 #: Prefix of the per-arm tags: ``arms/<data set>/<score>/<arm folder name>``.
 ARM_TAG_PREFIX = "arms/"
 #: The file that marks a logdir as written by this module (its text: the study's name); only such a folder is

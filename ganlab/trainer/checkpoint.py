@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from ganlab import layout
 from ganlab.io import atomic_open, atomic_save, atomic_write_text
 from ganlab.quoting import hydra_override, shell_join
-from ganlab.run import layout
 
 __all__ = ["FORMAT", "LEGACY_CALLBACK_KEYS", "atomic_open", "atomic_save", "atomic_write_text", "rng_state",
            "set_rng_state", "callback_states", "find_checkpoint", "resolve_checkpoint", "load_checkpoint"]

@@ -44,7 +44,7 @@ class TrainerConfig:
     distributed: bool = False  # one process per device under torchrun / srun (ganlab.distributed)
     dist_timeout_s: float = 600.0  # seconds a collective may wait before the run fails naming the rank
     sync_batchnorm: bool = False  # under trainer.distributed: batch-norm statistics over all ranks (CUDA only)
-    ensemble: int | None = None  # S >= 2: seeds seed..seed+S-1 in one process, vectorised (ganlab.ensemble)
+    ensemble: int | None = None  # S >= 2: seeds seed..seed+S-1 in one process, vectorised (ganlab.run.ensemble)
     ensemble_workers: int | None = None  # threads scoring an ensemble's members side by side (null: one per core)
 
     def validate(self) -> None:

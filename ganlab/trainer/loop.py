@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ganlab import layout
 from ganlab.data.base import Batcher, GANData
 from ganlab.distributed import SINGLE, Dist, wrap
 from ganlab.health import AlertLog, HealthMonitor, MonitorConfig, UpdateFindings, peak_memory_mib
@@ -33,7 +34,6 @@ from ganlab.lr import LRRule, LRSchedule
 from ganlab.metrics.evaluator import NONFINITE_KEY, EvalResult, Evaluator
 from ganlab.models.conditional import AuxiliaryClassLoss, code_labels, grid_codes
 from ganlab.provenance import provenance
-from ganlab.run import layout
 from ganlab.strategies.base import StepContext, Strategy, TrainState
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer import recovery, visuals
@@ -640,7 +640,7 @@ class Trainer(Checkpointing):
         self.stats.report(HEALTH + "peak_memory_mib", peak_memory_mib(self.device))
         health = self.stats.under(HEALTH)
         for name, (counts, edges) in result.histograms.items():
-            self.logger.histogram_counts(f"diversity/{name}", counts, edges, step)
+            self.logger.histogram_counts(f"{SCORES}{name}", counts, edges, step)
         self.last_scores, self.last_result = scores, result
         self.publish(step, record=True)
         reaction = self.dist.broadcast(scores | health)  # every rank's strategies react to rank 0's values

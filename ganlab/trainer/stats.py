@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ganlab.layout import HEALTH_TAG_PREFIX, SCORE_TAG_PREFIX
+
 #: Prefix of an evaluation's scores (``metrics.jsonl``'s ``"scores"``).
-SCORES = "diversity/"
+SCORES = SCORE_TAG_PREFIX
 #: Prefix of an evaluation's health values (``metrics.jsonl``'s ``"health"``).
-HEALTH = "health/"
+HEALTH = HEALTH_TAG_PREFIX
 
 
 class Stats:

@@ -12,7 +12,7 @@ over a whole run), and where the time goes (each side's training loop against bu
     python tests/benchmarks/bench_ensemble.py --kernels     # only: vmap against grouped matmuls and a loop
 
 ``--kernels`` times one forward + backward of S stacked MLP networks (ring8's default G and D, batch 64) three
-ways, interleaved, medians of 30 rounds: ``vmap`` of ``functional_call`` (what ``ganlab.ensemble`` uses: the
+ways, interleaved, medians of 30 rounds: ``vmap`` of ``functional_call`` (what ``ganlab.run.ensemble`` uses: the
 models' own code), hand-written grouped matmuls (``torch.baddbmm`` over the stacked weights: the same layers written
 again), and a Python loop over the S networks (what S separate runs compute).
 """

@@ -8,7 +8,7 @@ import pytest
 from omegaconf import open_dict
 from tiny_config import compose_cfg
 
-from ganlab.ensemble import check_ensemble, supported_strategies
+from ganlab.run.ensemble import check_ensemble, supported_strategies
 from ganlab.strategies.base import Mode, Strategy, check_modes
 from ganlab.strategies.r1 import R1
 from ganlab.strategies.rollback import Rollback
@@ -79,7 +79,7 @@ def test_the_old_attributes_are_refused_naming_the_new_one() -> None:
 
 
 def test_the_shipped_strategies_keep_their_ensemble_verdicts() -> None:
-    """The list and the reasons the ensemble kept in ganlab/ensemble/check.py before they moved onto the classes."""
+    """The list and the reasons the ensemble kept in ganlab/run/ensemble/check.py before they moved onto the classes."""
     assert supported_strategies() == ["ema", "minibatch_stddev", "pacgan", "r1", "wgan_gp"]
     assert Unrolled.refuses[Mode.ENSEMBLE] == ("it copies D and steps the copy inside every generator update, one "
                                                "run at a time")

@@ -50,7 +50,7 @@ def test_a_tiny_corpus_study_trains_collects_and_reports(tmp_path):
     (conf / "tiny_corpus.yaml").write_text(text)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     for action in ("run", "report"):
-        res = subprocess.run([sys.executable, "-m", "ganlab.study.cli", action, "tiny_corpus", "hydra/launcher=basic",
+        res = subprocess.run([sys.executable, "-m", "ganlab.cli.study", action, "tiny_corpus", "hydra/launcher=basic",
                               f"hydra.searchpath=[file://{tmp_path / 'conf'}]"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=600)
         assert res.returncode == 0, res.stderr[-3000:]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ganlab import layout
 from ganlab.io import append_jsonl
-from ganlab.run import layout
 from ganlab.study import collect as collect_mod
 from ganlab.study.plan import Job, folder
 from ganlab.study.runner import JOBS_FILE, _lock
@@ -95,7 +95,7 @@ def test_the_text(interrupted):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    code = ("import sys; from ganlab.study.cli import main\n"
+    code = ("import sys; from ganlab.cli.study import main\n"
             f"sys.argv = ['ganlab-study', *{list(args)!r}]\n"
             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
             "print('TORCH', 'torch' in sys.modules)\nsys.exit(code)\n")

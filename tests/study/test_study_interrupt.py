@@ -14,7 +14,7 @@ from pathlib import Path
 
 from test_study_runs import ROOT, study_args
 
-from ganlab.run import layout
+from ganlab import layout
 from ganlab.study.runner import newest_checkpoint_step
 
 GAN, DAMP = "GAN__no_strategy", "D_lr_damping__x0_5"
@@ -32,7 +32,7 @@ def _interrupt_when_both_gan_runs_saved(tmp_path: Path, args: list[str]) -> tupl
     runs = [tmp_path / "runs" / "ring8" / GAN / f"lr{lr}_s100" for lr in ("0.001", "0.003")]
     out, err = open(tmp_path / "out.txt", "w+"), open(tmp_path / "err.txt", "w+")
     with out, err:
-        proc = subprocess.Popen([sys.executable, "-m", "ganlab.study.cli", *args], cwd=tmp_path, env=_env(),
+        proc = subprocess.Popen([sys.executable, "-m", "ganlab.cli.study", *args], cwd=tmp_path, env=_env(),
                                 stdout=out, stderr=err, start_new_session=True)
         try:
             deadline = time.monotonic() + 300
@@ -73,7 +73,7 @@ def test_ctrl_c_saves_every_running_job_and_the_printed_command_resumes_the_stud
     assert all(json.loads((r / layout.INTERRUPTED_FILE).read_text())["resume"] == resume[0].split(": ", 2)[2]
                for r in stopped)
 
-    again = subprocess.run([sys.executable, "-m", "ganlab.study.cli", *words[1:]], cwd=tmp_path, env=_env(),
+    again = subprocess.run([sys.executable, "-m", "ganlab.cli.study", *words[1:]], cwd=tmp_path, env=_env(),
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "ganlab-study: 6 run(s) trained, 0 failed" in again.stdout  # 4 tuning (2 continued), 2 reporting
@@ -82,7 +82,7 @@ def test_ctrl_c_saves_every_running_job_and_the_printed_command_resumes_the_stud
         assert [(j["from_step"], j["to_step"], j["status"]) for j in jobs] == [(0, step, "interrupted"),
                                                                               (step, 100, "finished")]
         assert not (run / layout.INTERRUPTED_FILE).exists()
-    status = subprocess.run([sys.executable, "-m", "ganlab.study.cli", "status",
+    status = subprocess.run([sys.executable, "-m", "ganlab.cli.study", "status",
                              *[a for a in args if not a.startswith("hydra.")]], cwd=tmp_path, env=_env(),
                             capture_output=True, text=True, timeout=120)
     assert status.returncode == 0, status.stderr

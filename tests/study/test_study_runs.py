@@ -31,7 +31,7 @@ def study_args(tmp_path: Path, *extra: str) -> list[str]:
 
 def ganlab_study(tmp_path: Path, *args: str, background: bool = False):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    cmd = [sys.executable, "-m", "ganlab.study.cli", *args]
+    cmd = [sys.executable, "-m", "ganlab.cli.study", *args]
     if background:
         return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -77,7 +77,7 @@ def check_tensorboard(tmp_path: Path) -> None:
     import numpy as np
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from ganlab.run import layout
+    from ganlab import layout
 
     res = ganlab_study(tmp_path, "tensorboard", *study_args(tmp_path, f"logdir={tmp_path / 'tb'}"))
     assert res.returncode == 0, res.stderr[-3000:]

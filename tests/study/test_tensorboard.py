@@ -11,8 +11,8 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.custom_scalar import layout_pb2
 
+from ganlab import layout
 from ganlab.io import append_jsonl
-from ganlab.run import layout
 from ganlab.study import collect as collect_mod
 from ganlab.study import tensorboard as board
 from ganlab.study.plan import Job, folder

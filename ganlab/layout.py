@@ -63,6 +63,12 @@ DATA_PREFIX = "data/"
 #: A score of the collapse alarm's samples from its fixed latent codes: ``fixed_z/<score>``.
 FIXED_Z_PREFIX = "fixed_z/"
 
+# the prefixes of the TensorBoard tags a run writes (ganlab.trainer.stats names them SCORES and HEALTH)
+#: An evaluation's scores: ``diversity/<score>`` (``metrics.jsonl``'s ``"scores"``).
+SCORE_TAG_PREFIX = "diversity/"
+#: An evaluation's health values: ``health/<key>`` (``metrics.jsonl``'s ``"health"``).
+HEALTH_TAG_PREFIX = "health/"
+
 #: Scores renamed since older runs were written: old name -> current name (``collapsed`` is a word of the verdict).
 RENAMED = {"collapsed": "high_similarity_flag"}
 

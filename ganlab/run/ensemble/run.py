@@ -1,5 +1,5 @@
 """Build and run ``trainer.ensemble=S``: seeds ``seed .. seed + S - 1``, each built as its single-seed run into
-``<run dir>/seed_<k>/``, then trained together (:class:`~ganlab.ensemble.trainer.EnsembleTrainer`)."""
+``<run dir>/seed_<k>/``, then trained together (:class:`~ganlab.run.ensemble.trainer.EnsembleTrainer`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import torch
 from omegaconf import DictConfig, open_dict
 
 from ganlab.config.run import check_config
-from ganlab.ensemble.check import check_ensemble
-from ganlab.ensemble.trainer import EnsembleTrainer, score_workers
 from ganlab.metrics.workers import WorkerPool
 from ganlab.run.build import build_trainer
+from ganlab.run.ensemble.check import check_ensemble
+from ganlab.run.ensemble.trainer import EnsembleTrainer, score_workers
 
 log = logging.getLogger("ganlab")
 
@@ -38,9 +38,9 @@ def global_rng(device: torch.device) -> torch.Generator:
 
 
 def build_ensemble(cfg: DictConfig, run_dir: str | Path) -> EnsembleTrainer:
-    """Check the config (:func:`~ganlab.ensemble.check.check_ensemble`, before any work), then build every member as
+    """Check the config (:func:`~ganlab.run.ensemble.check.check_ensemble`, before any work), then build every member as
     its single-seed run (``build_trainer``) and the ensemble over them. The members' held-out ``data/`` baselines
-    (each one evaluation's work) are scored side by side on :func:`~ganlab.ensemble.trainer.score_workers` threads
+    (each one evaluation's work) are scored side by side on :func:`~ganlab.run.ensemble.trainer.score_workers` threads
     after the builds: the same scores, as each is one member's evaluator on its own data.
 
     Raises:

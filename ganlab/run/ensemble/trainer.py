@@ -38,12 +38,12 @@ from torch import Tensor
 from torch.func import vmap
 from tqdm import tqdm
 
-from ganlab.ensemble.stack import Stacked
+from ganlab import layout
 from ganlab.health import TrainingHealthError
 from ganlab.lr import LRRule
 from ganlab.metrics.evaluator import generated_range
 from ganlab.metrics.workers import WorkerPool
-from ganlab.run import layout
+from ganlab.run.ensemble.stack import Stacked
 from ganlab.strategies.base import StepContext, TrainState
 from ganlab.trainer import checkpoint as ckpt_io
 from ganlab.trainer.loop import Trainer
