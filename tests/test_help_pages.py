@@ -17,12 +17,12 @@ from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
 from ganlab.cli import compare, evaluate, sample
+from ganlab.cli import study as study_cli
 from ganlab.cli.help import WIDTH, examples_of, page, rows, train_help
 from ganlab.cli.train import check_arguments
 from ganlab.config.check import check_command_line
 from ganlab.config.compose import compose_stored
 from ganlab.metrics.directions import score_directions
-from ganlab.study import cli as study_cli
 
 
 def pages() -> dict[str, str]:

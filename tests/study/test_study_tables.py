@@ -336,7 +336,7 @@ def test_the_fair_table_keeps_the_published_numbers():
 
 
 def test_report_without_evaluations_says_how_to_make_them(tmp_path, monkeypatch, capsys):
-    from ganlab.study import cli
+    from ganlab.cli import study as cli
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("sys.argv", ["ganlab-study", "report", "smoke", f"study.results={tmp_path}/res",
@@ -358,7 +358,7 @@ def test_ci95_and_se_cells_by_hand():
 
 
 def test_help_prints_the_usage_and_every_shipped_study(monkeypatch, capsys):
-    from ganlab.study import cli
+    from ganlab.cli import study as cli
 
     monkeypatch.setattr("sys.argv", ["ganlab-study", "--help"])
     with pytest.raises(SystemExit) as exit_info:
@@ -373,7 +373,7 @@ def test_help_prints_the_usage_and_every_shipped_study(monkeypatch, capsys):
 
 
 def test_an_unknown_study_name_is_refused_with_the_shipped_studies(monkeypatch, capsys):
-    from ganlab.study import cli
+    from ganlab.cli import study as cli
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     monkeypatch.setattr("sys.argv", ["ganlab-study", "report", "nosuchstudy"])
@@ -399,7 +399,7 @@ def test_an_unknown_study_name_is_refused_with_the_shipped_studies(monkeypatch, 
 def test_a_mistyped_study_key_is_refused_with_the_closest_key(key, message, monkeypatch, capsys):
     """A typo in a study key is named with the key it resembles (Hydra's own message advised '+study...', which the
     schema refuses as well), before anything is composed."""
-    from ganlab.study import cli
+    from ganlab.cli import study as cli
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "smoke", key])
@@ -414,7 +414,7 @@ def test_a_mistyped_study_key_is_refused_with_the_closest_key(key, message, monk
 def test_check_leaves_no_folder_behind(tmp_path, monkeypatch, capsys):
     """Hydra makes the study's run folder as the command's own; ``check`` trains nothing, so it removes it again
     (only when empty: rmdir)."""
-    from ganlab.study import cli
+    from ganlab.cli import study as cli
 
     runs = tmp_path / "runs" / "smoke"
     monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "smoke", f"study.runs={runs}"])

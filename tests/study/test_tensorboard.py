@@ -170,7 +170,7 @@ def test_a_study_without_evaluations_is_refused(tmp_path):
 
 
 def test_the_command(smoke, tmp_path, monkeypatch, capsys):
-    from ganlab.study import cli
+    from ganlab.cli import study as cli
 
     monkeypatch.setattr("sys.argv", ["ganlab-study", "tensorboard", "smoke", f"study.runs={tmp_path}/runs",
                                      f"study.results={tmp_path}/results"])
