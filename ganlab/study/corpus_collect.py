@@ -42,7 +42,7 @@ def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
             continue
         lab = {k: v for k, v in labels.get(int(rec["step"]), {}).items() if k != "step"}
         evals.append({"run": name, "step": int(rec["step"]), **lab, **rec["scores"],
-                      **{f"health/{k}": v for k, v in (rec.get("health") or {}).items()}})
+                      **{f"{layout.HEALTH_TAG_PREFIX}{k}": v for k, v in (rec.get("health") or {}).items()}})
     signals = [{"run": name, **s} for s in by_step(run_dir / "corpus_signals.jsonl")]
     cfg = OmegaConf.load(run_dir / layout.HYDRA_DIR / layout.CONFIG_FILE)
     data_cov = float(evals[0]["label_data_coverage"]) if evals else float("nan")
