@@ -45,11 +45,11 @@ def test_run_folder_names_come_from_the_layout() -> None:
     names = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str)} - {layout.EVAL_DIR,
                                                                                           layout.SAMPLE_DIR}
     assert {"metrics.json", "checkpoints", "last.pt", ".hydra", "nan_dumps"} <= names  # what the scan looks for
-    assert _spelled_out(names, None, "run/layout.py") == []
+    assert _spelled_out(names, None, "layout.py") == []
 
 
 def test_score_prefixes_come_from_the_layout() -> None:
     assert (layout.DATA_PREFIX, layout.FIXED_Z_PREFIX) == ("data/", "fixed_z/")
     assert (registry.DATA_PREFIX, registry.FIXED_Z_PREFIX) == (layout.DATA_PREFIX, layout.FIXED_Z_PREFIX)
     pattern = f"^({re.escape(layout.DATA_PREFIX)}|{re.escape(layout.FIXED_Z_PREFIX)})"
-    assert _spelled_out(set(), pattern, "run/layout.py") == []
+    assert _spelled_out(set(), pattern, "layout.py") == []

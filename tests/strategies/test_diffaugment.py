@@ -128,7 +128,7 @@ def test_bad_settings_are_refused_and_the_quoted_policy_works(make_cfg) -> None:
     for bad in ({"policy": "colour"}, {"policy": ""}, {"translation_ratio": 1.0}, {"cutout_ratio": -0.1}):
         with pytest.raises(ValueError, match="strategy.diffaugment"):
             DiffAugment(**bad)
-    with pytest.raises(ValueError, match=r"policy=\"'color,translation'\""):
+    with pytest.raises(ValueError, match=r"\"strategy\.diffaugment\.policy='color,translation'\""):
         DiffAugment(policy="color,flip")
     (s,) = build_strategies(make_cfg("strategy=[diffaugment]", "strategy.diffaugment.policy='color,translation'"))
     assert s.policy == ("color", "translation")
