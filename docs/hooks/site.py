@@ -233,7 +233,7 @@ def commands_reference(root: Path = ROOT) -> str:
 
 # ---------------------------------------------------------------- run directory
 
-LAYOUT = ROOT / "ganlab" / "run" / "layout.py"
+LAYOUT = ROOT / "ganlab" / "layout.py"
 LAYOUT_MARK = "<!-- generated: the run folder's names -->"
 
 
