@@ -237,11 +237,17 @@ def test_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path: Path) -> 
     assert not run_dir.exists() or not _no_temp_files(run_dir)
 
 
+def _sweep_stopped_in_job_1(tmp_path: Path, sweep_dir: Path, sweep_dir_override: str) -> subprocess.CompletedProcess:
+    """A 3-job sweep (seeds 0, 1, 2; 40 steps each) into ``sweep_dir``, given to Hydra as ``sweep_dir_override``,
+    sent SIGINT once job 1 has saved two checkpoints; the finished process."""
+    args = [a for a in _train_cmd(tmp_path)[3:] if not a.startswith(("hydra.run.dir=", "trainer.steps="))]
+    return _interrupt_when(_popen(["-m", *args, "trainer.steps=40", "seed=0,1,2", sweep_dir_override]),
+                           lambda: len(list(sweep_dir.glob("1_*/checkpoints/step_*.pt"))) >= 2)
+
+
 def test_ctrl_c_stops_a_sweep_and_names_finished_interrupted_and_unrun_jobs(tmp_path: Path) -> None:
     sweep_dir = tmp_path / "sweep"
-    args = [a for a in _train_cmd(tmp_path)[3:] if not a.startswith(("hydra.run.dir=", "trainer.steps="))]
-    done = _interrupt_when(_popen(["-m", *args, "trainer.steps=40", "seed=0,1,2", f"hydra.sweep.dir={sweep_dir}"]),
-                           lambda: len(list(sweep_dir.glob("1_*/checkpoints/step_*.pt"))) >= 2)
+    done = _sweep_stopped_in_job_1(tmp_path, sweep_dir, f"hydra.sweep.dir={sweep_dir}")
     printed = done.stdout + done.stderr
     assert done.returncode == 130, printed[-2000:]
     assert "Traceback" not in printed
@@ -290,9 +296,7 @@ def test_one_printed_command_continues_a_whole_interrupted_sweep(tmp_path: Path)
     from ganlab import layout
 
     sweep_dir = tmp_path / "sweep [a] b=c,d"
-    args = [a for a in _train_cmd(tmp_path)[3:] if not a.startswith(("hydra.run.dir=", "trainer.steps="))]
-    done = _interrupt_when(_popen(["-m", *args, "trainer.steps=40", "seed=0,1,2", f"hydra.sweep.dir='{sweep_dir}'"]),
-                           lambda: len(list(sweep_dir.glob("1_*/checkpoints/step_*.pt"))) >= 2)
+    done = _sweep_stopped_in_job_1(tmp_path, sweep_dir, f"hydra.sweep.dir='{sweep_dir}'")
     printed = done.stdout + done.stderr
     assert done.returncode == 130, printed[-2000:]
     first, stopped = sorted(sweep_dir.glob("0_*"))[0], sorted(sweep_dir.glob("1_*"))[0]
