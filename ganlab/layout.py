@@ -27,7 +27,7 @@ import os
 import re
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -444,11 +444,25 @@ def lock_folder(run_dir: str | Path, name: str = LOCK_FILE) -> Any:
             time.sleep(0.02)
 
 
-def folder_in_use(folder: str | Path) -> bool:
-    """Whether another process holds ``folder``'s lock (:func:`lock_folder`); a folder without a lock file is not
-    in use, and none is made there."""
-    if not (Path(folder) / LOCK_FILE).is_file():
+def folder_in_use(folder: str | Path, names: Sequence[str] = (LOCK_FILE,)) -> bool:
+    """Whether a process holds one of ``folder``'s locks (the files ``names``, :data:`LOCK_FILE` by default; see
+    :func:`lock_folder`): probed with a shared lock taken without waiting and released at once, so two probes never
+    see each other. A lock file that does not exist is not held, and none is made; False without ``fcntl``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
         return False
+    for name in names:
+        path = Path(folder) / name
+        if not path.is_file():
+            continue
+        with open(path) as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
     lock = lock_folder(folder)
     if lock is None:
         return True

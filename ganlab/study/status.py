@@ -80,27 +80,6 @@ def compose_study(name: str, overrides: Sequence[str] = ()) -> StudySchema:
     return load_study(name, overrides, ganlab._config_dir())
 
 
-def lock_held(run_dir: Path) -> bool:
-    """Whether a process holds the lock of ``run_dir`` (:data:`ganlab.study.runner.LOCK_FILE` or
-    :data:`ganlab.layout.LOCK_FILE`). Tested by taking a shared lock without waiting and releasing it at once
-    (nothing is created); False without ``fcntl``."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return False
-    for name in (LOCK_FILE, layout.LOCK_FILE):
-        path = run_dir / name
-        if not path.is_file():
-            continue
-        with open(path) as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
-
-
 def folder_wall_s(run_dir: Path) -> float | None:
     """The wall seconds of every job recorded in the folder's ``study_jobs.jsonl``, summed (None without one)."""
     jobs = read_jsonl(run_dir / JOBS_FILE)
@@ -122,7 +101,7 @@ def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = 
         done = run_status(study, job)
         if done is True:
             return RunState(job, "finished", folder_wall_s(run_dir))
-        if lock_held(run_dir):
+        if layout.folder_in_use(run_dir, (LOCK_FILE, layout.LOCK_FILE)):
             return RunState(job, "running")
         failure = layout.job_failure(run_dir) if run_dir.is_dir() else None
         if done == FAILED or (failure is not None and failure.status not in ("unfinished", "interrupted")):
@@ -131,7 +110,7 @@ def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = 
     rows = recorded.get(job_key(job), [])
     if recorded_finished(study, job, rows):
         return RunState(job, "finished", rows_wall_s(rows))
-    if folders and lock_held(run_dir):
+    if folders and layout.folder_in_use(run_dir, (LOCK_FILE, layout.LOCK_FILE)):
         return RunState(job, "running")
     if any(r.get("finished") == FAILED for r in rows):
         return RunState(job, "failed", rows_wall_s(rows))
