@@ -14,6 +14,15 @@ A run of ``ganlab-train`` (``runs/<dataset>/<date>/``, or one job folder of a sw
     failure.json, FAILED                 a job that raised (:func:`record_failure`)
     interrupted.json                     a run stopped by Ctrl-C/SIGTERM, with the command that resumes it
                                          (:func:`record_interrupt`; not a failure: removed when the run resumes)
+    .lock                                held by the ganlab-train process writing the folder (:func:`lock_folder`)
+    study_jobs.jsonl, .study.lock        a ganlab-study job folder: one line per job that ran there
+                                         (:func:`record_study_job`, :func:`read_study_jobs`), and the lock its job
+                                         holds while it trains
+
+Each record has one writer and one reader here (or in the module named beside it): ``metrics.json`` is read by
+:func:`read_metrics`, ``metrics.jsonl`` by :func:`read_evaluations`, ``ensemble.json`` by :func:`read_ensemble`,
+``study_jobs.jsonl`` by :func:`read_study_jobs`; every command reads older runs through them, so a score renamed
+since (:data:`RENAMED`) reads the same everywhere.
 
 This module is a leaf: it imports nothing from ganlab but :mod:`ganlab.io`, so the trainer that writes these files,
 the commands and the notebook API all take the names from here.
@@ -34,7 +43,7 @@ from typing import Any
 
 from omegaconf import OmegaConf, open_dict
 
-from ganlab.io import atomic_write_text, read_jsonl, remove_stale_temp_files
+from ganlab.io import append_jsonl, atomic_write_text, read_jsonl, remove_stale_temp_files
 
 log = logging.getLogger("ganlab")
 
@@ -56,6 +65,8 @@ FAILED_MARKER = "FAILED"           # a one-line flag file ("Type: message") for 
 NAN_DUMPS_DIR = "nan_dumps"        # the batch and weights of each non-finite update (ganlab.health.recovery)
 JOB_LOG = "train.log"              # Hydra's log of a ganlab-train job
 LOCK_FILE = ".lock"                # held (fcntl.flock) by the ganlab-train process writing the folder
+STUDY_JOBS_FILE = "study_jobs.jsonl"  # a ganlab-study job folder: one line per job that ran there
+STUDY_LOCK_FILE = ".study.lock"    # held (fcntl.flock) by the ganlab-study job training the folder
 
 # the prefixes of the score keys in metrics.json and metrics.jsonl (ganlab.metrics.registry re-exports them)
 #: A score computed on held-out real data (the data baseline): ``data/<score>``.
@@ -92,6 +103,41 @@ def read_evaluations(run_dir: str | Path) -> list[dict]:
     for record in read_jsonl(Path(run_dir) / CURVE_FILE):
         newest[int(record["step"])] = {**record, "scores": current_names(record.get("scores") or {})}
     return [newest[s] for s in sorted(newest)]
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's ``metrics.json`` (the one reader every command uses), its ``"scores"`` under their current names
+    (:func:`current_names`); None without the file (a run that did not finish)."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        return None
+    metrics = json.loads(path.read_text())
+    return {**metrics, "scores": current_names(metrics.get("scores") or {})}
+
+
+def read_ensemble(run_dir: str | Path) -> dict[str, Any] | None:
+    """A ``trainer.ensemble=S`` run's ``ensemble.json`` (its one reader), each seed's ``"scores"`` under their
+    current names (:func:`current_names`); None without the file."""
+    path = Path(run_dir) / ENSEMBLE_FILE
+    if not path.is_file():
+        return None
+    summary = json.loads(path.read_text())
+    return {**summary, "scores": {seed: current_names(s) for seed, s in (summary.get("scores") or {}).items()}}
+
+
+def record_study_job(run_dir: str | Path, record: dict[str, Any]) -> None:
+    """Append ``record`` (a ganlab-study job that ran in ``run_dir``: ``from_step``, ``to_step``, ``wall_s``,
+    ``commit``, ``error``, ``status``) to its ``study_jobs.jsonl`` as one line (:func:`ganlab.io.append_jsonl`)."""
+    append_jsonl(Path(run_dir) / STUDY_JOBS_FILE, record)
+
+
+def read_study_jobs(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The ganlab-study jobs that ran in ``run_dir`` (``study_jobs.jsonl``, the one reader every study command
+    uses), in the order they ended; a torn last line (a job killed mid-write) is skipped with a warning
+    (:func:`ganlab.io.read_jsonl`), and a record of an older version without ``status`` gets one: ``failed`` when it
+    has an ``error``, else ``finished``. [] without the file."""
+    return [{**r, "status": r.get("status") or ("failed" if r.get("error") else "finished")}
+            for r in read_jsonl(Path(run_dir) / STUDY_JOBS_FILE)]
 
 
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")

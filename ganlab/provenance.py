@@ -29,6 +29,11 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip()
 
 
+def source_commit() -> str | None:
+    """The commit checked out in ganlab's source folder (``git rev-parse HEAD``); None outside a git checkout."""
+    return _git("rev-parse", "HEAD")
+
+
 def _version(name: str) -> str | None:
     try:
         return metadata.version(name)

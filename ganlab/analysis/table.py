@@ -93,8 +93,7 @@ def collect_runs(root: str | Path) -> tuple[list[dict[str, Any]], list[FailedJob
         if failure is not None:
             failed.append(failure)
         else:
-            run = {**json.loads((job / layout.METRICS_FILE).read_text()), "run_dir": str(job)}
-            run["scores"] = layout.current_names(run.get("scores", {}))
+            run = {**layout.read_metrics(job), "run_dir": str(job)}  # type: ignore[dict-item] - a finished job
             extra = sorted(o for o in overrides[job] if o not in common and _tells_apart(o))
             runs.append({**run, "label": row_label(run, extra)})
     return runs, failed

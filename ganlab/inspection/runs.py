@@ -140,7 +140,7 @@ def load_run(run_dir: str | Path, checkpoint: str | int | Path = "last",
     generator = scored_generator(trainer.state)  # what the loop scores
     generator.eval().requires_grad_(False)
     return LoadedRun(run_dir, rebuilt.checkpoint, int(ckpt["step"]), rebuilt.cfg, generator, trainer.data,
-                     trainer.evaluator, dict(ckpt.get("scores") or {}), uses_ema, trainer)
+                     trainer.evaluator, layout.current_names(ckpt.get("scores") or {}), uses_ema, trainer)
 
 
 def evaluate_run(run: LoadedRun) -> EvalResult:

@@ -72,19 +72,17 @@ AUTO_RESUME = "auto"
 def finished_record(run_dir: Path, ensemble: bool = False) -> dict | None:
     """What a finished run left in ``run_dir`` (the content :func:`train_run` returns), or None when it did not
     finish: ``metrics.json`` of a run (not one that failed), ``ensemble.json`` of an ensemble
-    (``ensemble=True``, with ``"scores"`` each score's mean over the seeds)."""
-    import json
-
+    (``ensemble=True``, with ``"scores"`` each score's mean over the seeds); scores under their current names
+    (:func:`ganlab.layout.read_metrics`, :func:`ganlab.layout.read_ensemble`)."""
     from ganlab import layout
 
     if not ensemble:
-        return json.loads((run_dir / layout.METRICS_FILE).read_text()) if layout.is_finished(run_dir) else None
-    path = run_dir / layout.ENSEMBLE_FILE
-    if not path.is_file():
+        return layout.read_metrics(run_dir) if layout.is_finished(run_dir) else None
+    summary = layout.read_ensemble(run_dir)
+    if summary is None:
         return None
     from ganlab.run.ensemble.run import mean_scores
 
-    summary = json.loads(path.read_text())
     return summary | {"per_seed_scores": summary["scores"], "scores": mean_scores(summary)}
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from ganlab import layout
 from ganlab.io import atomic_write_text, read_jsonl
 from ganlab.study.plan import Job, folder, steps_of
-from ganlab.study.runner import JOBS_FILE, finished_step, newest_checkpoint_step
+from ganlab.study.runner import finished_step, newest_checkpoint_step
 from ganlab.study.schema import StudySchema
 from ganlab.study.stats import FAILED
 
@@ -65,7 +65,7 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     the failure."""
     run_dir = folder(study, job)
     done = run_status(study, job)
-    chunks = read_jsonl(run_dir / JOBS_FILE)
+    chunks = layout.read_study_jobs(run_dir)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
     rows = []
     for rec in layout.read_evaluations(run_dir):

@@ -15,12 +15,11 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ganlab import layout
-from ganlab.io import read_jsonl
 from ganlab.study.collect import by_step
 from ganlab.study.corpus import Row, read_raw, write_corpus
 from ganlab.study.labels import coverage_label
 from ganlab.study.plan import Job, final_jobs, folder, overrides, steps_of
-from ganlab.study.runner import JOBS_FILE, finished_step
+from ganlab.study.runner import finished_step
 from ganlab.study.schema import StudySchema
 
 
@@ -48,7 +47,7 @@ def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
     data_cov = float(evals[0]["label_data_coverage"]) if evals else float("nan")
     collapsed, drop = coverage_label([e["step"] for e in evals], [float(e["label_coverage"]) for e in evals], data_cov,
                                      study.detection.warmup if study.detection else 1000)
-    jobs = read_jsonl(run_dir / JOBS_FILE)
+    jobs = layout.read_study_jobs(run_dir)
     summary = {"name": name, "dataset": job.dataset, "strategy": "+".join(cfg.strategy) or "plain",
                "lr": float(cfg.optim.discriminator.lr), "seed": job.seed, "steps": int(cfg.trainer.steps),
                "eval_every": int(cfg.trainer.eval_every), "monitor_every": int(cfg.monitor.every),

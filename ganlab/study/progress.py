@@ -3,13 +3,13 @@
 The jobs run in other processes (joblib's workers, a cluster's nodes) or in this one (``basic``), so the study's
 process does not hear of a job's end from the launcher until every job has ended. It watches the run folders
 instead: a job ends by appending its record to its folder's ``study_jobs.jsonl`` (:func:`ganlab.study.runner.
-train_job`, with its status and wall time), so :class:`Watcher` compares each launched folder's number of records
-with the number it had at launch. A thread polls every few seconds (:func:`watching`) and once more when the launch
-returns, so no job's line is missed. The total is ``ganlab-study status``'s counting (:mod:`ganlab.study.status`):
-finished / running / failed / left per stage, run-hours spent, and an estimate of the time left: per left or
-running run, the mean wall hours of its arm's finished runs on its data set, or the study's predicted hours of one
-run (:mod:`ganlab.study.cost`) while its arm has none, summed and divided by the runs going at once. Plain lines, a
-file's as a terminal's. No torch.
+train_job`, with its status and wall time; read by :func:`ganlab.layout.read_study_jobs`), so :class:`Watcher`
+compares each launched folder's number of records with the number it had at launch. A thread polls every few seconds
+(:func:`watching`) and once more when the launch returns, so no job's line is missed. The total is ``ganlab-study
+status``'s counting (:mod:`ganlab.study.status`): finished / running / failed / left per stage, run-hours spent, and
+an estimate of the time left: per left or running run, the mean wall hours of its arm's finished runs on its data
+set, or the study's predicted hours of one run (:mod:`ganlab.study.cost`) while its arm has none, summed and divided
+by the runs going at once. Plain lines, a file's as a terminal's. No torch.
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ import contextlib
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
-from ganlab.io import read_jsonl
+from ganlab import layout
 from ganlab.study.collect import Recorded
 from ganlab.study.plan import Job, folder
-from ganlab.study.runner import JOBS_FILE
 from ganlab.study.schema import StudySchema
 
 #: Seconds between two looks at the run folders.
@@ -46,9 +44,9 @@ def minutes(wall_s: float) -> str:
 
 def job_line(study: StudySchema, job: Job, record: dict[str, Any], n: int, of: int) -> str:
     """The line of a job that ended: ``[n/of] <label>: <status> (steps a-b), <wall time>`` (its error when it
-    failed). ``record`` is the job's line of ``study_jobs.jsonl``; a record without ``status`` (written before
-    statuses were) is ``failed`` with an error, else ``finished``."""
-    status = record.get("status") or ("failed" if record.get("error") else "finished")
+    failed). ``record`` is the job's line of ``study_jobs.jsonl`` as :func:`ganlab.layout.read_study_jobs` reads
+    it."""
+    status = record["status"]
     steps = f" (steps {record.get('from_step')}-{record.get('to_step')})" if record.get("to_step") is not None else ""
     error = f": {record['error']}" if record.get("error") else ""
     return (f"ganlab-study: [{n}/{of}] {job_label(study, job)}: {status}{steps}, "
@@ -123,19 +121,19 @@ class Watcher:
     def __init__(self, study: StudySchema, jobs: Sequence[Job], total: Callable[[], str],
                  out: TextIO | None = None) -> None:
         self.study, self.jobs, self.total, self.out = study, list(jobs), total, out
-        self.seen = {job: len(read_jsonl(self._file(job))) for job in self.jobs}
+        self.seen = {job: len(self._records(job)) for job in self.jobs}
         self.ended = 0
         self._lock = threading.Lock()
 
-    def _file(self, job: Job) -> Path:
-        return folder(self.study, job) / JOBS_FILE
+    def _records(self, job: Job) -> list[dict[str, Any]]:
+        return layout.read_study_jobs(folder(self.study, job))
 
     def poll(self) -> list[str]:
         """Print (and return) the lines of the jobs that ended since the last poll, then the total when any did."""
         with self._lock:
             lines = []
             for job in self.jobs:
-                records = read_jsonl(self._file(job))
+                records = self._records(job)
                 if len(records) > self.seen[job]:
                     self.seen[job] = len(records)
                     self.ended += 1

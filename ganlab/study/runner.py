@@ -5,7 +5,8 @@ No scheduler of ganlab's own: the launcher configured for the study command (``h
 API with ``conf/train.yaml`` as its primary config, and its ``launch()`` is given one override list per job, as
 Hydra's own sweeper does. Every job's folder is then exactly what ``ganlab-train`` writes (``.hydra/``,
 ``train.log``, ``checkpoints/``, ``metrics.jsonl``, ``metrics.json``), plus ``study_jobs.jsonl``: one line per
-job that ran there (the steps it covered, its wall time, the commit).
+job that ran there (the steps it covered, its wall time, the commit; :func:`ganlab.layout.record_study_job`), and
+``.study.lock``, held while a job trains there (:data:`ganlab.layout.STUDY_LOCK_FILE`).
 
 A job is skipped when its ``metrics.json`` is at the budget's step or beyond; a folder with checkpoints but fewer
 steps (killed, or a larger budget) continues from its newest checkpoint (``trainer.resume``; on CPU the continued
@@ -15,7 +16,6 @@ run equals an uninterrupted one bit for bit).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import signal
 import sys
@@ -27,15 +27,12 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ganlab import layout
-from ganlab.io import append_jsonl
 from ganlab.quoting import hydra_override
 from ganlab.study import stopping
 from ganlab.study.plan import Job, folder, overrides, relative_folder, steps_of
 from ganlab.study.schema import StudySchema
 
 log = logging.getLogger("ganlab.study")
-#: One line per job that ran in a run folder (written by :func:`train_job`).
-JOBS_FILE = "study_jobs.jsonl"
 
 
 def newest_checkpoint_step(run_dir: Path) -> int | None:
@@ -46,8 +43,8 @@ def newest_checkpoint_step(run_dir: Path) -> int | None:
 
 def finished_step(run_dir: Path) -> int | None:
     """The step recorded in ``run_dir/metrics.json`` (written when a run ends), None when there is none."""
-    path = run_dir / layout.METRICS_FILE
-    return int(json.loads(path.read_text())["step"]) if path.is_file() else None
+    metrics = layout.read_metrics(run_dir)
+    return int(metrics["step"]) if metrics is not None else None
 
 
 def job_overrides(study: StudySchema, job: Job) -> list[str] | None:
@@ -64,19 +61,16 @@ def job_overrides(study: StudySchema, job: Job) -> list[str] | None:
 
 
 def _commit() -> str | None:
-    from ganlab.provenance import _git
+    from ganlab.provenance import source_commit
 
-    return _git("rev-parse", "HEAD")
-
-
-#: Held (``fcntl.flock``) by the process training a run folder; the kernel releases it when that process ends.
-LOCK_FILE = ".study.lock"
+    return source_commit()
 
 
-def _lock(run_dir: Path) -> Any:
-    """An exclusive lock on ``run_dir`` (:data:`LOCK_FILE`, see :func:`ganlab.layout.lock_folder`): the open
-    lock file, to keep open while training, or None when another process holds it."""
-    return layout.lock_folder(run_dir, LOCK_FILE)
+def lock_job_folder(run_dir: Path) -> Any:
+    """An exclusive lock on ``run_dir`` (:data:`ganlab.layout.STUDY_LOCK_FILE`, see
+    :func:`ganlab.layout.lock_folder`): the open lock file, to keep open while training, or None when another
+    process holds it; the kernel releases it when the process ends."""
+    return layout.lock_folder(run_dir, layout.STUDY_LOCK_FILE)
 
 
 def train_job(cfg: DictConfig) -> dict[str, Any]:
@@ -85,10 +79,10 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
     0 for a fresh run), ``to_step``, ``wall_s`` (seconds), ``commit``, ``error`` (None, or why it failed) and
     ``status`` (``finished``, ``failed`` or ``interrupted``).
 
-    Two study processes never train one folder at once: the job holds :data:`LOCK_FILE` while it trains (and
-    writes ``.hydra/`` then), and a job whose folder is locked by another process returns an error record and
-    leaves the folder alone. A job whose turn comes after a Ctrl-C (:mod:`ganlab.study.stopping`) returns
-    ``{"status": "not started"}`` at once and leaves no folder of its own behind.
+    Two study processes never train one folder at once: the job holds :data:`ganlab.layout.STUDY_LOCK_FILE`
+    while it trains (and writes ``.hydra/`` then), and a job whose folder is locked by another process returns an
+    error record and leaves the folder alone. A job whose turn comes after a Ctrl-C (:mod:`ganlab.study.stopping`)
+    returns ``{"status": "not started"}`` at once and leaves no folder of its own behind.
 
     Returns:
         That line. A failed run does not stop the study: its folder gets ``failure.json`` (as ``ganlab-train``
@@ -102,11 +96,11 @@ def train_job(cfg: DictConfig) -> dict[str, Any]:
     clear_request()  # a signal noted for an earlier job of this process; one from now on is this job's
     if stopping.requested():
         return not_started(run_dir)
-    lock = _lock(run_dir)
+    lock = lock_job_folder(run_dir)
     if lock is None:
         return {"from_step": None, "to_step": None, "wall_s": 0.0, "commit": None, "status": "failed",
-                "error": f"another process is training {run_dir} (it holds {LOCK_FILE}); wait for it to end, or stop "
-                         "it, then run the study again"}
+                "error": f"another process is training {run_dir} (it holds {layout.STUDY_LOCK_FILE}); wait for it "
+                         "to end, or stop it, then run the study again"}
     with lock:  # .hydra/ as ganlab-train writes it (conf/train.yaml leaves it to the folder's holder)
         layout.save_hydra_record(run_dir, cfg, HydraConfig.instance().cfg)
         return _train_locked(cfg, run_dir)
@@ -150,7 +144,7 @@ def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
                 plt.close("all")
     record = {"from_step": start, "to_step": step, "wall_s": round(time.perf_counter() - t0, 3),
               "commit": _commit(), "error": error, "status": status}
-    append_jsonl(run_dir / JOBS_FILE, record)  # one short line; a torn last line is skipped when read
+    layout.record_study_job(run_dir, record)  # one short line; a torn last line is skipped when read
     return record
 
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from ganlab import layout
-from ganlab.io import read_jsonl
 from ganlab.study.collect import (
     TABLE,
     Recorded,
@@ -40,7 +39,6 @@ from ganlab.study.collect import (
     run_status,
 )
 from ganlab.study.plan import STAGES, Job, final_jobs, folder, tuning_jobs
-from ganlab.study.runner import JOBS_FILE, LOCK_FILE
 from ganlab.study.schema import StudySchema
 from ganlab.study.stats import FAILED
 
@@ -82,7 +80,7 @@ def compose_study(name: str, overrides: Sequence[str] = ()) -> StudySchema:
 
 def folder_wall_s(run_dir: Path) -> float | None:
     """The wall seconds of every job recorded in the folder's ``study_jobs.jsonl``, summed (None without one)."""
-    jobs = read_jsonl(run_dir / JOBS_FILE)
+    jobs = layout.read_study_jobs(run_dir)
     return sum(float(j.get("wall_s") or 0.0) for j in jobs) if jobs else None
 
 
@@ -101,7 +99,7 @@ def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = 
         done = run_status(study, job)
         if done is True:
             return RunState(job, "finished", folder_wall_s(run_dir))
-        if layout.folder_in_use(run_dir, (LOCK_FILE, layout.LOCK_FILE)):
+        if layout.folder_in_use(run_dir, (layout.STUDY_LOCK_FILE, layout.LOCK_FILE)):
             return RunState(job, "running")
         failure = layout.job_failure(run_dir) if run_dir.is_dir() else None
         if done == FAILED or (failure is not None and failure.status not in ("unfinished", "interrupted")):
@@ -110,7 +108,7 @@ def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = 
     rows = recorded.get(job_key(job), [])
     if recorded_finished(study, job, rows):
         return RunState(job, "finished", rows_wall_s(rows))
-    if folders and layout.folder_in_use(run_dir, (LOCK_FILE, layout.LOCK_FILE)):
+    if folders and layout.folder_in_use(run_dir, (layout.STUDY_LOCK_FILE, layout.LOCK_FILE)):
         return RunState(job, "running")
     if any(r.get("finished") == FAILED for r in rows):
         return RunState(job, "failed", rows_wall_s(rows))

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ganlab import layout
 from ganlab.distributed import rank_seed, seed_everything
 from ganlab.health.recovery import all_finite
 from ganlab.trainer import checkpoint as ckpt_io
@@ -105,6 +106,6 @@ class Checkpointing:
             self._pending_g_ema = ckpt.get("g_ema")  # restored in fit(), once strategies have made state.g_ema
         for s in self.strategies:
             s.load_state_dict(ckpt["strategies"].get(s.name, {}))
-        st.step, self.last_scores = int(ckpt["step"]), dict(ckpt.get("scores", {}))
+        st.step, self.last_scores = int(ckpt["step"]), layout.current_names(ckpt.get("scores") or {})
         legacy = {"guard": ckpt["health"]["lr_scale"]} if "lr_scale" in ckpt.get("health", {}) else {}
         self.lr.load_state_dict(ckpt.get("lr", legacy))  # a NaN rollback then cuts the guard it had

@@ -14,7 +14,7 @@ from ganlab import layout
 from ganlab.io import append_jsonl
 from ganlab.study import collect as collect_mod
 from ganlab.study.plan import Job, folder
-from ganlab.study.runner import JOBS_FILE, _lock
+from ganlab.study.runner import lock_job_folder
 from ganlab.study.status import Line, format_status, states, status, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def finished_run(s, job: Job, modes: tuple[int, int], walls: list[float]) -> Non
         append_jsonl(run_dir / layout.CURVE_FILE, {"step": step, "scores": {"modes_covered": m, "hq_fraction": 0.5}})
     (run_dir / layout.METRICS_FILE).write_text(json.dumps({"step": 40}))
     for i, w in enumerate(walls):
-        append_jsonl(run_dir / JOBS_FILE, {"from_step": 20 * i, "to_step": 20 * (i + 1), "wall_s": w,
+        layout.record_study_job(run_dir, {"from_step": 20 * i, "to_step": 20 * (i + 1), "wall_s": w,
                                            "commit": "c0", "error": None})
 
 
@@ -54,9 +54,9 @@ def interrupted(tmp_path: Path):
     finished_run(s, Job(GAN, "ring8", "tune", 100, 3e-3), (6, 7), [7200.0])
     failed = folder(s, Job(DAMP, "ring8", "tune", 100, 1e-3))
     layout.record_failure(failed, RuntimeError("nan"), log_traceback=False)
-    append_jsonl(failed / JOBS_FILE, {"from_step": 0, "to_step": 20, "wall_s": 600.0, "commit": "c0",
+    layout.record_study_job(failed, {"from_step": 0, "to_step": 20, "wall_s": 600.0, "commit": "c0",
                                       "error": "RuntimeError: nan"})
-    lock = _lock(folder(s, Job(DAMP, "ring8", "tune", 100, 3e-3)))
+    lock = lock_job_folder(folder(s, Job(DAMP, "ring8", "tune", 100, 3e-3)))
     rows = [{"study": "smoke", "arm": GAN, "dataset": "ring8", "stage": "final", "seed": 0, "lr": 3e-3, "step": step,
              "finished": True, "modes_covered": 7, "hq_fraction": 0.5, "commit": "c0", "wall_s": 5400.0}
             for step in (20, 40)]

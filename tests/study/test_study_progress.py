@@ -9,28 +9,28 @@ import pytest
 from omegaconf import OmegaConf
 from test_status import DAMP, GAN, finished_run, interrupted, study  # noqa: F401 - the fixture
 
-from ganlab.io import append_jsonl
+from ganlab import layout
 from ganlab.study import collect as collect_mod
 from ganlab.study.plan import Job, folder
 from ganlab.study.progress import Watcher, job_line, minutes, total_line, watching
-from ganlab.study.runner import JOBS_FILE, parallelism
+from ganlab.study.runner import parallelism
 
 
 def test_a_line_per_job_that_ended_then_the_total(tmp_path):
     s = study(tmp_path)
     a, b = Job(GAN, "ring8", "tune", 100, 1e-3), Job(DAMP, "ring8", "tune", 100, 3e-3)
     folder(s, a).mkdir(parents=True)
-    append_jsonl(folder(s, a) / JOBS_FILE, {"from_step": 0, "to_step": 20, "wall_s": 5.0, "status": "interrupted"})
+    layout.record_study_job(folder(s, a), {"from_step": 0, "to_step": 20, "wall_s": 5.0, "status": "interrupted"})
     out = io.StringIO()
     watcher = Watcher(s, [a, b], lambda: "TOTAL", out)
     assert watcher.poll() == []  # the record written before the launch is not a job that ended now
-    append_jsonl(folder(s, a) / JOBS_FILE, {"from_step": 20, "to_step": 40, "wall_s": 216.0, "error": None,
+    layout.record_study_job(folder(s, a), {"from_step": 20, "to_step": 40, "wall_s": 216.0, "error": None,
                                             "status": "finished"})
     assert watcher.poll() == ["ganlab-study: [1/2] tune ring8 / GAN (no strategy) / lr 0.001 / seed 100: finished "
                               "(steps 20-40), 3.6 min", "TOTAL"]
     assert watcher.poll() == []
     folder(s, b).mkdir(parents=True)
-    append_jsonl(folder(s, b) / JOBS_FILE, {"from_step": 0, "to_step": 20, "wall_s": 7300.0,
+    layout.record_study_job(folder(s, b), {"from_step": 0, "to_step": 20, "wall_s": 7300.0,
                                             "error": "RuntimeError: nan", "status": "failed"})
     last = ("ganlab-study: [2/2] tune ring8 / D lr damping (x0.5) / lr 0.003 / seed 100: failed (steps 0-20), "
             "2.03 h: RuntimeError: nan")
@@ -77,7 +77,21 @@ def test_minutes():
     assert [minutes(x) for x in (41.6, 216.0, 7300.0)] == ["42 s", "3.6 min", "2.03 h"]
 
 
-def test_a_record_written_before_statuses_were(tmp_path):
-    job = Job(GAN, "ring8", "final", 0, 1e-3)
-    assert job_line(study(tmp_path), job, {"wall_s": 1.0, "error": "X: y"}, 1, 1).endswith(": failed, 1 s: X: y")
-    assert job_line(study(tmp_path), job, {"wall_s": 1.0, "error": None}, 1, 1).endswith(": finished, 1 s")
+def test_records_written_before_statuses_were_and_a_torn_last_line_read_alike_by_every_command(tmp_path):
+    """``study_jobs.jsonl`` has one reader (:func:`ganlab.layout.read_study_jobs`): the progress lines, the status
+    table's run-hours and the table's wall_s all see the same records, a torn last line left out."""
+    from ganlab.study.status import folder_wall_s
+
+    s, job = study(tmp_path), Job(GAN, "ring8", "final", 0, 1e-3)
+    run_dir = folder(s, job)
+    lines = [{"from_step": 0, "to_step": 20, "wall_s": 1.0, "error": "X: y"},
+             {"from_step": 0, "to_step": 40, "wall_s": 2.0, "error": None}]
+    watcher = Watcher(s, [job], lambda: "total", out=io.StringIO())
+    for line in lines:
+        layout.record_study_job(run_dir, line)
+    with open(run_dir / layout.STUDY_JOBS_FILE, "a") as f:
+        f.write('{"from_step": 40, "to_step": 60, "wal')  # a job killed mid-write
+    assert [r["status"] for r in layout.read_study_jobs(run_dir)] == ["failed", "finished"]
+    assert folder_wall_s(run_dir) == 3.0
+    assert watcher.poll()[0].endswith(": finished (steps 0-40), 2 s")
+    assert job_line(s, job, layout.read_study_jobs(run_dir)[0], 1, 1).endswith(": failed (steps 0-20), 1 s: X: y")

@@ -112,12 +112,12 @@ def test_a_step_written_twice_gives_one_row_its_last(tmp_path):
 
 def test_one_run_folder_is_trained_by_one_process_at_a_time(tmp_path):
     """The folder lock: a second taker is refused while the first holds it, and gets it once it is released."""
-    from ganlab.study.runner import _lock
+    from ganlab.study.runner import lock_job_folder
 
-    first = _lock(tmp_path / "run")
+    first = lock_job_folder(tmp_path / "run")
     assert first is not None
-    assert _lock(tmp_path / "run") is None
+    assert lock_job_folder(tmp_path / "run") is None
     first.close()
-    again = _lock(tmp_path / "run")
+    again = lock_job_folder(tmp_path / "run")
     assert again is not None
     again.close()
