@@ -19,7 +19,7 @@ from ganlab.health import read_alerts
 from ganlab.run.build import build_trainer
 
 SMALL = ["trainer.steps=4", "trainer.batch_size=32", "trainer.eval_every=4", "logger=none", "trainer.progress=false",
-         "trainer.projector=false", "metrics.num_samples=200", "monitor.collapse_z=0"]
+         "trainer.projector=false", "metrics.num_samples=200", "callbacks.collapse_alarm.n_z=0"]
 #: the loss is a mean over independent samples (or packs): accumulation gives the full batch's gradients
 EXACT = [None, "d_lr_damping", "ema", "pacgan", "r1", "rollback", "ttur", "wgan_gp"]
 #: batch statistics or per-forward state: minibatch features over the micro-batch, stddev groups within it, mode

@@ -108,13 +108,13 @@ def test_a_callback_from_a_yaml_resumes_with_its_state(tmp_path: Path) -> None:
 
 
 def test_checkpoints_from_before_callbacks_load_their_observers_state(tmp_path: Path) -> None:
-    trainer, _, _ = train(["monitor.collapse_z=16", "callbacks.collapse_detector.from_step=0"], tmp_path / "run")
+    observers = ["callbacks.collapse_alarm.n_z=16", "callbacks.collapse_detector.from_step=0"]
+    trainer, _, _ = train(observers, tmp_path / "run")
     state = trainer.state_dict()
     legacy = {k: v for k, v in state.items() if k != "callbacks"}
     legacy |= {old: state["callbacks"][new] for new, old in ckpt_io.LEGACY_CALLBACK_KEYS.items()}
     assert all(legacy[k] for k in ("alarm", "detector", "risk"))  # each observer had something to carry
-    fresh = build_trainer(compose_cfg([*RUN, "monitor.collapse_z=16", "callbacks.collapse_detector.from_step=0"]),
-                          tmp_path / "fresh")
+    fresh = build_trainer(compose_cfg([*RUN, *observers]), tmp_path / "fresh")
     fresh.load_state_dict(legacy)
     fresh.start()
     assert [c.state_dict() for c in fresh.callbacks] == [c.state_dict() for c in trainer.callbacks]

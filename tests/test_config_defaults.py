@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR
+from ganlab.callbacks.collapse_alarm import AlarmConfig, CollapseAlarmCallback
 from ganlab.callbacks.corpus import CorpusRecorder
 from ganlab.callbacks.detector import DetectorConfig
 from ganlab.callbacks.risk import RiskConfig
@@ -32,6 +33,7 @@ def init_defaults(cls: type) -> dict[str, Any]:
 NODES = [
     ("trainer/default.yaml", None, "trainer", TrainerConfig(), ()),
     ("monitor/default.yaml", None, "monitor", MonitorConfig(), ()),
+    ("callbacks/collapse_alarm.yaml", "collapse_alarm", "callbacks.collapse_alarm", AlarmConfig(), ("_target_",)),
     ("callbacks/collapse_detector.yaml", "collapse_detector", "callbacks.collapse_detector", DetectorConfig(),
      ("_target_",)),
     ("callbacks/collapse_risk.yaml", "collapse_risk", "callbacks.collapse_risk", RiskConfig(),
@@ -85,3 +87,15 @@ def test_code_that_builds_the_settings_directly_gets_the_shipped_defaults() -> N
     assert MonitorConfig().every == 20 and MonitorConfig().preflight.grad_norm_max == 100.0
     assert RiskConfig().threshold == 0.85 and RiskConfig().weights["diversity"] == -2.191
     assert DetectorConfig().from_step == 1000
+    assert AlarmConfig() == AlarmConfig(n_z=64, tau=0.9, patience=3)
+    alarm = CollapseAlarmCallback()
+    assert (alarm.n_z, alarm.tau, alarm.patience) == (64, 0.9, 3)
+
+
+def test_a_callback_that_follows_another_node_takes_that_node_s_default() -> None:
+    """The risk runs on the health monitor's steps: its ``every`` follows ``monitor.every`` (by interpolation in
+    the YAML) and, built directly, defaults to :class:`MonitorConfig`'s, never a number of its own."""
+    from ganlab.callbacks.risk import CollapseRiskCallback
+
+    assert init_defaults(CollapseRiskCallback)["every"] == MonitorConfig().every
+    assert compose_cfg(["monitor.every=7"]).callbacks.collapse_risk.every == 7

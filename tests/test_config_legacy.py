@@ -85,3 +85,33 @@ def test_a_run_of_the_old_layout_is_rebuilt_and_resumed(tmp_path: Path) -> None:
                             tmp_path / "resumed")
     resumed.fit()
     assert resumed.state.step == 60
+
+
+def test_the_collapse_alarm_s_old_monitor_keys_are_read_with_a_note(caplog: pytest.LogCaptureFixture) -> None:
+    """``monitor.collapse_z``/``_tau``/``_patience`` are now ``callbacks.collapse_alarm.n_z``/``tau``/``patience``:
+    read on a command line (ganlab-train, a study's overrides) and in a stored config, whose interpolation
+    ``${monitor.collapse_z}`` (or resolved copy) in the alarm's node is replaced by the value."""
+    lines, notes = upgrade_overrides(["monitor.collapse_z=16", "monitor.collapse_tau=0.8", "monitor.every=5"])
+    assert lines == ["callbacks.collapse_alarm.n_z=16", "callbacks.collapse_alarm.tau=0.8", "monitor.every=5"]
+    assert notes == ["monitor.collapse_z is now callbacks.collapse_alarm.n_z: the old key is read for now and will go; "
+                     "write callbacks.collapse_alarm.n_z",
+                     "monitor.collapse_tau is now callbacks.collapse_alarm.tau: the old key is read for now and will "
+                     "go; write callbacks.collapse_alarm.tau"]
+    cfg = compose_cfg(lines)
+    assert (cfg.callbacks.collapse_alarm.n_z, cfg.callbacks.collapse_alarm.tau) == (16, 0.8)
+    assert "collapse_z" not in cfg.monitor
+    current = OmegaConf.to_container(compose_cfg(RING8_RUN), resolve=True)
+    old = OmegaConf.to_container(OmegaConf.create(current))
+    old["monitor"] |= {"collapse_z": 8, "collapse_tau": 0.5, "collapse_patience": 2}
+    old["callbacks"]["collapse_alarm"] |= {"n_z": "${monitor.collapse_z}", "tau": "${monitor.collapse_tau}",
+                                           "patience": 2}
+    upgraded, stored_notes = upgrade_stored(old)
+    assert upgraded == OmegaConf.to_container(OmegaConf.create(current)) | {
+        "callbacks": {**current["callbacks"], "collapse_alarm": {**current["callbacks"]["collapse_alarm"], "n_z": 8,
+                                                                  "tau": 0.5, "patience": 2}}}
+    assert len(stored_notes) == 3 and stored_notes[2].startswith("monitor.collapse_patience is now ")
+    with caplog.at_level(logging.WARNING):
+        rescored = compose_stored(OmegaConf.create(old), ["monitor.collapse_patience=4"])
+    assert (rescored.callbacks.collapse_alarm.n_z, rescored.callbacks.collapse_alarm.patience) == (8, 4)
+    assert "monitor.collapse_patience is now callbacks.collapse_alarm.patience" in caplog.text
+

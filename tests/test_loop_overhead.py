@@ -14,7 +14,7 @@ from ganlab.models.base import Generator
 from ganlab.run.build import build_trainer
 
 RUN = ["dataset=ring8", "logger=none", "threads=1", "trainer.batch_size=32", "trainer.steps=100",
-       "trainer.eval_every=100", "trainer.ckpt_every=100", "metrics.num_samples=200", "monitor.collapse_z=0"]
+       "trainer.eval_every=100", "trainer.ckpt_every=100", "metrics.num_samples=200", "callbacks.collapse_alarm.n_z=0"]
 
 
 class Codes(Generator):

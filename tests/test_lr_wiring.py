@@ -54,7 +54,7 @@ def test_nan_cut_and_adaptive_damping_compose(tmp_path: Path) -> None:
     back to step 4's checkpoint (damping 0.25 restored with it) and cuts every lr by 0.5 from then on."""
     over = ["logger=none", "strategy=[d_lr_damping]", "strategy.d_lr_damping.mode=adaptive",
             "strategy.d_lr_damping.window=2", "strategy.d_lr_damping.high=-1", "strategy.d_lr_damping.low=-2",
-            "debug.inject_nan_at_step=5", "trainer.ckpt_every=2", "monitor.collapse_z=0"]
+            "debug.inject_nan_at_step=5", "trainer.ckpt_every=2", "callbacks.collapse_alarm.n_z=0"]
     cfg = compose_cfg(over)
     trainer = build_trainer(cfg, tmp_path)
     trainer.logger = logger = RecordingLogger()

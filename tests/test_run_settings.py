@@ -111,8 +111,15 @@ def test_the_adopted_settings_are_checked(tmp_path: Path) -> None:
 
 
 def test_the_callbacks_settings_are_checked_before_the_build() -> None:
-    """``callbacks.collapse_detector`` and ``callbacks.collapse_risk`` are the detector's and the risk's settings,
-    checked by their own classes with the rest of the config: refused naming the key, before any data or model."""
+    """``callbacks.collapse_alarm``, ``callbacks.collapse_detector`` and ``callbacks.collapse_risk`` are the alarm's,
+    the detector's and the risk's settings, checked by their own classes with the rest of the config: refused naming
+    the key, before any data or model."""
+    with pytest.raises(ValueError, match=r"^callbacks.collapse_alarm.n_z must be 0 \(alarm off\) or at least 2 latent "
+                                         r"codes to compare samples, got 1$"):
+        check_config(compose_cfg(["callbacks.collapse_alarm.n_z=1"]))
+    with pytest.raises(ValueError, match=r"^callbacks.collapse_alarm.tau must be in \[-1, 1\), got 1.0$"):
+        check_config(compose_cfg(["callbacks.collapse_alarm.tau=1.0"]))
+    assert not hasattr(check_config(compose_cfg([])).monitor, "collapse_z")
     with pytest.raises(ValueError, match=r"callbacks.collapse_detector.coverage_fraction must be in \(0, 1\), got 1.5"):
         check_config(compose_cfg(["callbacks.collapse_detector.coverage_fraction=1.5"]))
     with pytest.raises(ValueError, match=r"callbacks.collapse_risk.threshold must be in \(0, 1\), got 2.0"):

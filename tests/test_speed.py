@@ -51,7 +51,7 @@ def test_compile_falls_back_to_eager_when_a_strategy_differentiates_twice(caplog
 
 
 def test_channels_last_dcgan_trains_like_the_contiguous_one(tmp_path) -> None:
-    steps = ["trainer.steps=3", "trainer.eval_every=3", "monitor.collapse_z=0", "trainer.projector=false"]
+    steps = ["trainer.steps=3", "trainer.eval_every=3", "callbacks.collapse_alarm.n_z=0", "trainer.projector=false"]
     ref = build_trainer(compose_cfg([*SMALL_DCGAN, *steps]), tmp_path / "a")
     nhwc = build_trainer(compose_cfg([*SMALL_DCGAN, *steps, "trainer.channels_last=true"]), tmp_path / "b")
     convs = [p for p in nhwc.D.parameters() if p.dim() == 4]
@@ -89,7 +89,7 @@ def test_batcher_hands_out_indices_on_its_device_in_the_cpu_order(device: str) -
 
 @pytest.mark.slow  # torch.compile of G and D: ~10 s on 2 cores
 def test_compiled_training_matches_eager(tmp_path) -> None:
-    steps = ["logger=none", "trainer.steps=5", "trainer.eval_every=5", "monitor.collapse_z=0"]
+    steps = ["logger=none", "trainer.steps=5", "trainer.eval_every=5", "callbacks.collapse_alarm.n_z=0"]
     eager = build_trainer(compose_cfg(steps), tmp_path / "eager")
     compiled = build_trainer(compose_cfg([*steps, "trainer.compile=true"]), tmp_path / "compiled")
     assert compiled.G._compiled_call_impl is not None  # about 30 s of compilation on a cold CPU cache

@@ -73,7 +73,7 @@ def play(update: str, steps: int, tmp_path: Path) -> list[tuple[float, float]]:
                       loss=WassersteinLoss(), opt_g=torch.optim.SGD(g.parameters(), lr=LR),
                       opt_d=torch.optim.SGD(d.parameters(), lr=LR), strategies=[], evaluator=None,  # type: ignore[arg-type]
                       run_dir=tmp_path, cfg=TrainerConfig(steps=steps, batch_size=8, update=update, progress=False),
-                      seed=0, monitor=MonitorConfig.from_dict({"collapse_z": 0}))  # no callbacks: no risk
+                      seed=0, monitor=MonitorConfig())  # no callbacks: no risk
     path = []
     for _ in range(steps):
         out = trainer.train_step()

@@ -1,9 +1,11 @@
 """The collapse alarm: diversity of a fixed set of latent codes, tracked across evaluations; the callback
-:class:`CollapseAlarmCallback` (``conf/callbacks/collapse_alarm.yaml``) runs it at every evaluation."""
+:class:`CollapseAlarmCallback` (``conf/callbacks/collapse_alarm.yaml``) runs it at every evaluation, with the
+settings :class:`AlarmConfig` (``callbacks.collapse_alarm.<key>``)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -19,6 +21,34 @@ from ganlab.models.base import eval_mode
 from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import Trainer
 from ganlab.trainer.stats import HEALTH
+
+#: The config node of the alarm's settings (``conf/callbacks/collapse_alarm.yaml``).
+NODE = "callbacks.collapse_alarm"
+
+
+@dataclass(frozen=True)
+class AlarmConfig:
+    """Settings of the collapse alarm (keys ``callbacks.collapse_alarm.<name>``; until this version
+    ``monitor.collapse_z``, ``monitor.collapse_tau``, ``monitor.collapse_patience``, still read with a note:
+    :mod:`ganlab.config.legacy`); the one place their defaults are written.
+
+    Raises:
+        ValueError: from :meth:`validate`, naming the key and what it must be.
+    """
+
+    n_z: int = 64         # fixed latent codes scored at every evaluation (0 = alarm off)
+    tau: float = 0.9      # cosine similarity above which two of their samples count as alike
+    patience: int = 3     # evaluations in a row with falling diversity that fire the alarm
+
+    def validate(self) -> AlarmConfig:
+        if int(self.n_z) < 0 or int(self.n_z) == 1:
+            raise ValueError(f"{NODE}.n_z must be 0 (alarm off) or at least 2 latent codes to compare samples, "
+                             f"got {self.n_z}")
+        if not -1 <= float(self.tau) < 1:
+            raise ValueError(f"{NODE}.tau must be in [-1, 1), got {self.tau}")
+        if int(self.patience) < 1:
+            raise ValueError(f"{NODE}.patience must be a positive integer, got {self.patience}")
+        return self
 
 
 class CollapseAlarm:
@@ -102,17 +132,22 @@ class CollapseAlarmCallback(Callback):
     ``health/fixed_z/high_similarity_fraction``, ``health/fixed_z/clusters_hit`` and ``health/fixed_z/alarm``.
 
     Args:
-        n_z: fixed latent codes (``monitor.collapse_z``); 0 turns the alarm off (nothing is reported).
-        tau: cosine similarity counted as alike (``monitor.collapse_tau``).
-        patience: falls in a row that fire the alarm (``monitor.collapse_patience``).
+        settings: :class:`AlarmConfig`'s keys (``callbacks.collapse_alarm.<key>``): ``n_z`` fixed latent codes (0
+            turns the alarm off: nothing is reported), ``tau`` the cosine similarity counted as alike, ``patience``
+            the falls in a row that fire the alarm.
+
+    Raises:
+        ValueError: a setting out of range (:meth:`AlarmConfig.validate`).
 
     The codes are drawn at :meth:`on_start` from a generator seeded with the run's seed + 3 (no global RNG draw).
     """
 
     name = "collapse_alarm"
+    Settings = AlarmConfig
 
-    def __init__(self, n_z: int = 64, tau: float = 0.9, patience: int = 3) -> None:
-        self.n_z, self.tau, self.patience = int(n_z), float(tau), int(patience)
+    def __init__(self, **settings: Any) -> None:
+        s = self.settings = AlarmConfig(**settings).validate()
+        self.n_z, self.tau, self.patience = int(s.n_z), float(s.tau), int(s.patience)
         self.alarm: CollapseAlarm | None = None
         self._state: dict[str, Any] = {}  # loaded before on_start (a resume)
 

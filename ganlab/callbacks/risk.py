@@ -51,6 +51,7 @@ from torch import Tensor, nn
 
 from ganlab.data.base import GANData
 from ganlab.health.alerts import AlertLog
+from ganlab.health.config import MonitorConfig
 from ganlab.health.monitor import UpdateFindings
 from ganlab.health.norms import RollingStats
 from ganlab.models.base import eval_mode
@@ -329,7 +330,8 @@ class CollapseRiskCallback(Callback):
     ``health/diversity_drop``). ``conf/callbacks/collapse_risk.yaml``.
 
     Args:
-        every: ``monitor.every``, the generator steps between its calls (the loss trend's units).
+        every: ``monitor.every``, the generator steps between its calls (the loss trend's units); its default is
+            :class:`~ganlab.health.MonitorConfig`'s (``conf/callbacks/collapse_risk.yaml`` follows ``monitor.every``).
         settings: :class:`RiskConfig`'s keys (``callbacks.collapse_risk.<key>``); ``enabled=false`` turns it off.
 
     Raises:
@@ -339,7 +341,7 @@ class CollapseRiskCallback(Callback):
     name = "collapse_risk"
     Settings = RiskConfig
 
-    def __init__(self, every: int = 20, **settings: Any) -> None:
+    def __init__(self, every: int = MonitorConfig.every, **settings: Any) -> None:
         self.settings, self.every = RiskConfig(**settings).validate(), int(every)
         self.risk: CollapseRisk | None = None
         self._state: dict[str, Any] = {}  # loaded before on_start (a resume)

@@ -1,6 +1,6 @@
 """Keys of the ``monitor`` node (``monitor.<key>=`` on the command line) that the per-update health monitor and the
-preflight dry run read. The collapse detector's and the collapse risk's settings are their callbacks' own
-(``callbacks.collapse_detector.*``, ``callbacks.collapse_risk.*``)."""
+preflight dry run read. The collapse alarm's, the collapse detector's and the collapse risk's settings are their
+callbacks' own (``callbacks.collapse_alarm.*``, ``callbacks.collapse_detector.*``, ``callbacks.collapse_risk.*``)."""
 
 from __future__ import annotations
 
@@ -36,9 +36,6 @@ class MonitorConfig:
     ratio_low: float = 0.1              # alert when an effective update ratio stays below this ...
     ratio_high: float = 10.0            # ... or above this ...
     ratio_patience: int = 3             # ... at this many checks in a row
-    collapse_z: int = 64                # fixed latent codes of the collapse alarm (0 = alarm off)
-    collapse_tau: float = 0.9           # cosine similarity above which two of those samples count as alike
-    collapse_patience: int = 3          # evaluations in a row with falling diversity that fire the alarm
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
 
     @classmethod
@@ -55,7 +52,7 @@ class MonitorConfig:
         if not isinstance(self.nan_guard, bool):
             raise ValueError(f"monitor.nan_guard must be true or false, got {self.nan_guard!r}")
         positive_ints = {"every": self.every, "window": self.window, "variability_patience": self.variability_patience,
-                         "ratio_patience": self.ratio_patience, "collapse_patience": self.collapse_patience,
+                         "ratio_patience": self.ratio_patience,
                          "preflight.steps": self.preflight.steps, "preflight.batch_size": self.preflight.batch_size,
                          "preflight.timing_steps": self.preflight.timing_steps,
                          "preflight.d_loss_window": self.preflight.d_loss_window}
@@ -68,15 +65,10 @@ class MonitorConfig:
                 raise ValueError(f"monitor.{key} must be a positive number or null, got {value}")
         if not 0 < self.nan_lr_factor <= 1:
             raise ValueError(f"monitor.nan_lr_factor must be in (0, 1], got {self.nan_lr_factor}")
-        if self.max_recoveries < 0 or self.collapse_z < 0:
-            raise ValueError(f"monitor.max_recoveries and monitor.collapse_z must be >= 0, got "
-                             f"{self.max_recoveries}, {self.collapse_z}")
-        if self.collapse_z == 1:
-            raise ValueError("monitor.collapse_z needs at least 2 latent codes to compare samples (or 0 = off)")
+        if self.max_recoveries < 0:
+            raise ValueError(f"monitor.max_recoveries must be >= 0, got {self.max_recoveries}")
         if not 0 < self.ratio_low < 1 < self.ratio_high:
             raise ValueError(f"monitor needs 0 < ratio_low < 1 < ratio_high, got {self.ratio_low}, {self.ratio_high}")
-        if not -1 <= self.collapse_tau < 1:
-            raise ValueError(f"monitor.collapse_tau must be in [-1, 1), got {self.collapse_tau}")
         if not 0 < self.preflight.grad_norm_min < self.preflight.grad_norm_max:
             raise ValueError("monitor.preflight needs 0 < grad_norm_min < grad_norm_max, got "
                              f"{self.preflight.grad_norm_min}, {self.preflight.grad_norm_max}")

@@ -69,7 +69,9 @@ def _dry_config(cfg: DictConfig) -> DictConfig:
         dry.trainer.accumulate = 1  # the run's is used for the timing at its batch size
         dry.trainer.progress, dry.trainer.projector = False, False
         dry.trainer.log_every = 1  # every update reads its loss and gradient norm (the guard is off)
-        dry.monitor.nan_guard, dry.monitor.hard_limit, dry.monitor.collapse_z = False, None, 0
+        dry.monitor.nan_guard, dry.monitor.hard_limit = False, None
+        if "collapse_alarm" in (dry.get("callbacks") or {}):
+            dry.callbacks.collapse_alarm.n_z = 0  # the fixed-z alarm off
         dry.logger = OmegaConf.create({"_target_": "ganlab.trainer.loggers.NullLogger"})
     return dry
 

@@ -58,7 +58,7 @@ def test_rollback_strategy_acts_on_the_alarm() -> None:
 
 
 def test_every_eval_scores_the_fixed_codes(tmp_path) -> None:
-    over = ["logger=none", "monitor.collapse_z=16", "callbacks.collapse_detector.from_step=0"]
+    over = ["logger=none", "callbacks.collapse_alarm.n_z=16", "callbacks.collapse_detector.from_step=0"]
     trainer = build_trainer(compose_cfg(over), tmp_path)
     metrics = trainer.fit()
     assert "collapse_alarm" not in metrics["scores"]  # health values stay out of the scores

@@ -20,8 +20,8 @@ from ganlab.run.build import build_trainer
 from ganlab.strategies.base import StepContext, Strategy
 from ganlab.trainer.loop import Trainer
 
-BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0",
-        "trainer.fused_optim=true"]
+BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4",
+        "callbacks.collapse_alarm.n_z=0", "trainer.fused_optim=true"]
 
 
 class NaNGradientInG(Strategy):

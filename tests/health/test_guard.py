@@ -13,7 +13,8 @@ from ganlab.run.build import build_trainer
 from ganlab.trainer.loop import Trainer
 from ganlab.trainer.precision import parse_precision
 
-BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4", "monitor.collapse_z=0"]
+BASE = ["logger=none", "trainer.steps=12", "trainer.eval_every=4", "trainer.ckpt_every=4",
+        "callbacks.collapse_alarm.n_z=0"]
 
 
 def test_injected_nan_recovers_to_the_last_good_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

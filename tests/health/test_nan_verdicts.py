@@ -15,8 +15,8 @@ from ganlab.run.build import build_trainer
 from ganlab.trainer.loop import Trainer
 
 #: 24 steps: under fp16 the GradScaler first skips the non-finite updates, halving its scale from 2^16 to 1
-BASE = ["logger=none", "trainer.steps=24", "trainer.eval_every=24", "trainer.ckpt_every=24", "monitor.collapse_z=0",
-        "monitor.max_recoveries=0"]
+BASE = ["logger=none", "trainer.steps=24", "trainer.eval_every=24", "trainer.ckpt_every=24",
+        "callbacks.collapse_alarm.n_z=0", "monitor.max_recoveries=0"]
 FP16_MAX = 65504.0
 
 

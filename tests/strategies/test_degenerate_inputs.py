@@ -22,7 +22,7 @@ from ganlab.trainer.loop import Trainer
 NAMES = sorted(p.stem for p in (Path(ganlab.CONFIG_DIR) / "strategy").glob("*.yaml"))
 IMAGES_ONLY = {"diffaugment", "ada"}  # augmentations refuse 2-D points
 SMALL = ["trainer.batch_size=16", "logger=none", "trainer.progress=false", "trainer.projector=false",
-         "monitor.collapse_z=0", "trainer.n_critic=1"]
+         "callbacks.collapse_alarm.n_z=0", "trainer.n_critic=1"]
 DIGITS = ["dataset=digits", "model=dcgan", "dataset.image_size=8", "model.generator.width=4",
           "model.discriminator.width=4", "model.generator.z_dim=8", "model.discriminator.norm=layer"]
 _BASE: dict[bool, DictConfig] = {}

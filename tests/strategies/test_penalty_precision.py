@@ -71,7 +71,7 @@ def test_an_fp16_wgan_gp_run_has_a_finite_penalty_at_the_initial_loss_scale(make
 
     monkeypatch.setattr(WGANGP, "d_terms", spy)
     cfg = make_cfg("strategy=[wgan_gp]", "trainer.precision=fp16", "trainer.steps=1", "trainer.eval_every=1",
-                   "monitor.collapse_z=0")
+                   "callbacks.collapse_alarm.n_z=0")
     trainer = build_trainer(cfg, tmp_path)
     assert trainer.amp.scalers["D"].get_scale() == 2.0 ** 16
     trainer.fit()

@@ -421,3 +421,13 @@ def test_check_leaves_no_folder_behind(tmp_path, monkeypatch, capsys):
     cli.main()
     assert "override variants pass ganlab-train's checks" in capsys.readouterr().out
     assert not runs.exists() and (tmp_path / "runs").is_dir()
+
+
+def test_a_study_s_old_collapse_alarm_key_reaches_its_jobs_as_the_new_one():
+    """``monitor.collapse_z`` moved to ``callbacks.collapse_alarm.n_z`` (:mod:`ganlab.config.legacy`): a study that
+    still writes the old key gives its jobs the new one."""
+    from ganlab.study.plan import all_jobs, overrides
+
+    s = study("study.common=['monitor.collapse_z=0']")
+    job_overrides = overrides(s, all_jobs(s)[0])
+    assert "callbacks.collapse_alarm.n_z=0" in job_overrides and "monitor.collapse_z=0" not in job_overrides
