@@ -296,7 +296,7 @@ def test_class_scores_worst_and_mean_hand_worked() -> None:
     real_y = torch.arange(2).repeat_interleave(40)
     fake = torch.cat([real[:20], real[40:41].expand(20, 2)])  # class 0: 20 distinct real points; class 1: one
     classes = torch.arange(2).repeat_interleave(20)
-    from ganlab.metrics.kmeans import kmeans
+    from ganlab.metrics.numeric.kmeans import kmeans
 
     def fit(c: int, r: torch.Tensor):
         return kmeans(r, 4, generator=torch.Generator().manual_seed(c))

@@ -18,7 +18,7 @@ from tiny_config import RING8_RUN, train_tiny
 from ganlab import inspection as gi
 from ganlab.metrics.clusters import cluster_scores
 from ganlab.metrics.evaluator import Evaluator
-from ganlab.metrics.kmeans import kmeans
+from ganlab.metrics.numeric.kmeans import kmeans
 
 
 def evaluator_scores(saved: dict[str, float], scores: dict[str, float]) -> dict[str, float]:

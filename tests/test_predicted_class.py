@@ -12,7 +12,7 @@ from torch import nn
 from ganlab.data import GANData
 from ganlab.metrics.directions import higher_is_better
 from ganlab.metrics.evaluator import Evaluator
-from ganlab.metrics.kmeans import KMeansResult
+from ganlab.metrics.numeric.kmeans import KMeansResult
 from ganlab.metrics.per_class import predicted_class_scores
 
 

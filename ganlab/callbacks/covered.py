@@ -10,8 +10,8 @@ import torch
 from ganlab.data.base import GANData
 from ganlab.metrics.clusters import covered_clusters, default_num_clusters
 from ganlab.metrics.evaluator import EvalResult
-from ganlab.metrics.kmeans import assign
 from ganlab.metrics.mixture import mode_counts
+from ganlab.metrics.numeric.kmeans import assign
 
 
 def covered_ids(result: EvalResult, data: GANData, evaluator: Any, threshold: float = 3.0) -> set[int]:

@@ -10,10 +10,10 @@ import torch
 from torch import Tensor
 
 from ganlab.inspection.runs import LoadedRun
-from ganlab.metrics.blocks import validate_embeddings
 from ganlab.metrics.clusters import ClusterScorer
 from ganlab.metrics.evaluator import EvalResult
-from ganlab.metrics.kmeans import KMeansResult, assign
+from ganlab.metrics.numeric.blocks import validate_embeddings
+from ganlab.metrics.numeric.kmeans import KMeansResult, assign
 
 
 # ---------------------------------------------------------------------------------------------- clusters
@@ -53,7 +53,7 @@ def fit_clusters(run: LoadedRun) -> KMeansResult:
     evaluator's seed.
 
     Returns:
-        :class:`~ganlab.metrics.kmeans.KMeansResult` (``centers`` (k, D), ``labels`` (N,)).
+        :class:`~ganlab.metrics.numeric.kmeans.KMeansResult` (``centers`` (k, D), ``labels`` (N,)).
     """
     scorer = run.evaluator.scorers.get("clusters")
     if not isinstance(scorer, ClusterScorer):

@@ -13,9 +13,9 @@ from torch import Tensor
 from ganlab import layout
 from ganlab.inspection.runs import LoadedRun, list_checkpoints, load_run
 from ganlab.io import md_row, md_rule
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.directions import higher_is_better, ordered_scores
 from ganlab.metrics.evaluator import EvalResult, Evaluator, generated_range, model_range
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
 from ganlab.metrics.registry import DATA_PREFIX
 from ganlab.metrics.similarity import SimilarityHistogram, SimilarityScorer, normalize_rows
 from ganlab.trainer import checkpoint as ckpt_io

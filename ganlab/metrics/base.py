@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ganlab.data.base import GANData
-from ganlab.metrics.kmeans import KMeansResult, kmeans
+from ganlab.metrics.numeric.kmeans import KMeansResult, kmeans
 
 if TYPE_CHECKING:
     from ganlab.metrics.embedders import Embedder

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from ganlab.data.base import GANData
 from ganlab.metrics.embedders import Embedder
-from ganlab.metrics.kmeans import KMeansResult, kmeans
+from ganlab.metrics.numeric.kmeans import KMeansResult, kmeans
 from ganlab.metrics.per_class import K_PR, class_scores, predicted_class_scores
 from ganlab.metrics.registry import DATA_PREFIX
 

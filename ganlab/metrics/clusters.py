@@ -1,8 +1,8 @@
 """Mode-coverage statistics over k-means clusters of real embeddings, and NDB/JSD.
 
-The real embeddings are partitioned by :func:`ganlab.metrics.kmeans.kmeans`; generated
+The real embeddings are partitioned by :func:`ganlab.metrics.numeric.kmeans.kmeans`; generated
 samples are assigned to the nearest real centre, and the two cluster histograms are
-compared. One :class:`~ganlab.metrics.kmeans.KMeansResult` can be passed as ``fit`` to
+compared. One :class:`~ganlab.metrics.numeric.kmeans.KMeansResult` can be passed as ``fit`` to
 :func:`cluster_scores` and :func:`ndb` so both reuse the same partition.
 
 * NDB ("number of statistically different bins") and the bin JSD: Richardson & Weiss 2018,
@@ -25,8 +25,8 @@ from torch import Tensor
 
 from ganlab.data.base import GANData
 from ganlab.metrics.base import EvalBatch, Scorer
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
-from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
+from ganlab.metrics.numeric.kmeans import KMeansResult, assign, kmeans
 from ganlab.metrics.registry import FIXED_Z_PREFIX, register, register_scores
 
 __all__ = ["COLLAPSE_ALARM", "ClusterScorer", "NDBScorer", "cluster_scores", "clusters_hit", "covered_clusters",

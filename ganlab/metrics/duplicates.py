@@ -25,8 +25,8 @@ from torch import Tensor
 
 from ganlab.data.base import GANData
 from ganlab.metrics.base import EvalBatch, Scorer
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
-from ganlab.metrics.order import order_free_subset
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE, validate_embeddings
+from ganlab.metrics.numeric.order import order_free_subset
 from ganlab.metrics.registry import register
 from ganlab.metrics.similarity import cross_similarity
 
@@ -101,8 +101,8 @@ class DuplicateScorer(Scorer):
     ``memorization_fraction`` (generated samples nearly identical to a training sample): cosine similarity
     >= ``threshold`` in pixel space (``space="pixels"``, default) or in the embedding space.
 
-    At most ``num_samples`` generated samples are scored: :func:`~ganlab.metrics.order.order_free_subset`'s of the
-    compared rows (the same for any order of the samples).
+    At most ``num_samples`` generated samples are scored: :func:`~ganlab.metrics.numeric.order.order_free_subset`'s
+    of the compared rows (the same for any order of the samples).
 
     Pixel space is the default because a classifier's features make every sample of a class look alike
     (on digits, 75% of held-out images are within cosine 0.99 of a training image in classifier space,

@@ -27,7 +27,7 @@ from ganlab.metrics.base import EvalBatch, ReferenceFits, Scorer
 from ganlab.metrics.class_evaluation import ClassEvaluation
 from ganlab.metrics.clusters import default_num_clusters
 from ganlab.metrics.embedders import AutoEmbedder, Embedder, image_inputs
-from ganlab.metrics.kmeans import KMeansResult, assign
+from ganlab.metrics.numeric.kmeans import KMeansResult, assign
 from ganlab.metrics.registry import DATA_PREFIX, register_scores
 from ganlab.models.base import eval_mode
 from ganlab.models.conditional import balanced_labels, make_codes

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import (
+from ganlab.metrics.numeric.blocks import (
     DEFAULT_BLOCK_SIZE,
     eigh,
     eigvalsh,
@@ -29,7 +29,7 @@ from ganlab.metrics.blocks import (
     rows_per_block,
     validate_embeddings,
 )
-from ganlab.metrics.workers import WorkerPool
+from ganlab.metrics.numeric.workers import WorkerPool
 
 __all__ = ["frechet_distance", "frechet_distance_from_stats", "gaussian_stats"]
 

@@ -8,9 +8,10 @@ Sec. 4:
 computed, as in the authors' code (``inception_score.py`` of openai/improved-gan), on ``splits`` equal parts of the
 samples, with p(y) the mean of each part; reported as the mean and the population standard deviation over the
 parts. Unlike the authors' code, which cuts the samples in the order given, the parts are those of a seeded random
-order that does not depend on the order the samples came in (:func:`ganlab.metrics.order.order_free_permutation`;
-part ``i`` = rows ``i*N//splits`` to ``(i+1)*N//splits`` of that order): a class-conditional G is sampled class by
-class, and consecutive parts would then each hold one class, so a perfect conditional G would score 1. It ranges
+order that does not depend on the order the samples came in
+(:func:`ganlab.metrics.numeric.order.order_free_permutation`; part ``i`` = rows ``i*N//splits`` to
+``(i+1)*N//splits`` of that order): a class-conditional G is sampled class by class, and consecutive parts would then
+each hold one class, so a perfect conditional G would score 1. It ranges
 from 1 (every sample given the same class distribution) to K, the number of classes (each sample certain of one
 class, classes used equally); higher is better.
 
@@ -31,8 +32,8 @@ from torch import Tensor
 
 from ganlab.data.base import GANData
 from ganlab.metrics.base import EvalBatch, Scorer
-from ganlab.metrics.blocks import numpy_readable
-from ganlab.metrics.order import order_free_permutation
+from ganlab.metrics.numeric.blocks import numpy_readable
+from ganlab.metrics.numeric.order import order_free_permutation
 from ganlab.metrics.registry import register
 
 __all__ = ["InceptionScoreScorer", "inception_score"]

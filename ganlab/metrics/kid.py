@@ -11,8 +11,8 @@ mean discrepancy (Gretton et al. 2012, JMLR, eq. 3) is
 
 It is computed on ``subsets`` random subsets of ``subset_size`` real and generated embeddings each (drawn
 without replacement within a subset, independently across subsets, from the rows put in an order that depends on
-their values alone, :func:`ganlab.metrics.order.canonical_order`, so the subsets and the score do not depend on the
-order the embeddings came in); KID is the mean over the subsets, reported
+their values alone, :func:`ganlab.metrics.numeric.order.canonical_order`, so the subsets and the score do not depend
+on the order the embeddings came in); KID is the mean over the subsets, reported
 with the population standard deviation over them (as the authors' ``compute_scores.py`` and torchmetrics /
 torch-fidelity do). Defaults: 100 subsets of 1,000 (torch-fidelity, torchmetrics; the authors' code used 50).
 With Inception-v3 pool features this is KID; on other embeddings it is a KID-like score in that space. Unlike
@@ -31,8 +31,8 @@ from torch import Tensor
 
 from ganlab.data.base import GANData
 from ganlab.metrics.base import EvalBatch, Scorer
-from ganlab.metrics.blocks import numpy_readable, validate_embeddings
-from ganlab.metrics.order import canonical_order
+from ganlab.metrics.numeric.blocks import numpy_readable, validate_embeddings
+from ganlab.metrics.numeric.order import canonical_order
 from ganlab.metrics.registry import register
 
 __all__ = ["KIDScorer", "kid", "polynomial_mmd2"]
@@ -88,8 +88,8 @@ def kid(real: Tensor, fake: Tensor, subsets: int = 100, subset_size: int = 1000,
         gamma: float | None = None, coef: float = 1.0, generator: torch.Generator | None = None) -> tuple[float, float]:
     """KID: mean and population standard deviation of :func:`polynomial_mmd2` over random subsets.
 
-    Both sets are first put in the order of :func:`~ganlab.metrics.order.canonical_order` (their values alone), so
-    any order of ``real`` or ``fake`` gives the same subsets. Each subset then takes ``subset_size`` rows of
+    Both sets are first put in the order of :func:`~ganlab.metrics.numeric.order.canonical_order` (their values
+    alone), so any order of ``real`` or ``fake`` gives the same subsets. Each subset then takes ``subset_size`` rows of
     ``real`` (``torch.randperm(len(real))[:subset_size]``) and then of ``fake`` (likewise), drawn from
     ``generator`` (on the CPU): the same draws as torchmetrics' ``KernelInceptionDistance.compute`` makes from the
     global RNG seeded alike, on rows given in that order.

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from ganlab.metrics.clusters import cluster_scores
-from ganlab.metrics.kmeans import KMeansResult
+from ganlab.metrics.numeric.kmeans import KMeansResult
 from ganlab.metrics.prdc import prdc
 from ganlab.metrics.registry import register_scores
 from ganlab.metrics.similarity import similarity_histogram

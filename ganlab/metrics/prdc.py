@@ -45,8 +45,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block, validate_embeddings
-from ganlab.metrics.workers import WorkerPool
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block, validate_embeddings
+from ganlab.metrics.numeric.workers import WorkerPool
 
 __all__ = ["BOUNDARIES", "ball_comparisons", "knn_sq_radii", "prdc"]
 

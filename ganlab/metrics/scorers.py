@@ -17,7 +17,7 @@ from ganlab.metrics.duplicates import DuplicateScorer
 from ganlab.metrics.frechet import frechet_distance
 from ganlab.metrics.mixture import MixtureScorer
 from ganlab.metrics.modes import ModeScorer
-from ganlab.metrics.order import order_free_subset
+from ganlab.metrics.numeric.order import order_free_subset
 from ganlab.metrics.prdc import ball_comparisons, prdc
 from ganlab.metrics.registry import register
 from ganlab.metrics.similarity import SimilarityScorer
@@ -77,8 +77,8 @@ class VendiScorer(Scorer):
     ``kernel="auto"``: for a known mixture an RBF kernel of bandwidth ``3 * std`` on the points (so the
     score reads as an effective number of modes), else the cosine kernel on the embeddings. A set whose
     cosine kernel is undefined (an all-zero embedding) scores NaN rather than stopping the run. With the RBF
-    kernel at most ``max_rbf_samples`` samples are scored: :func:`~ganlab.metrics.order.order_free_subset`'s (the
-    same rows for any order of the samples).
+    kernel at most ``max_rbf_samples`` samples are scored:
+    :func:`~ganlab.metrics.numeric.order.order_free_subset`'s (the same rows for any order of the samples).
     """
 
     # None: samples scattered off the data score high too; read it against data/vendi

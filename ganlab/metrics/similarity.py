@@ -4,7 +4,7 @@ A collapsed generator produces near-identical samples, which shows up as a heavy
 tail in the histogram of pairwise cosine similarities between embeddings. The functions
 here never build the ``N x N`` similarity matrix: at most ``block_size`` entries (plus
 int32/bool temporaries) exist at once per worker thread (see
-:class:`~ganlab.metrics.workers.WorkerPool`). Everything stays on the input's device.
+:class:`~ganlab.metrics.numeric.workers.WorkerPool`). Everything stays on the input's device.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import torch
 from torch import Tensor
 
 from ganlab.metrics.base import EvalBatch, Scorer
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
-from ganlab.metrics.order import order_free_subset
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE, rows_per_block, validate_embeddings
+from ganlab.metrics.numeric.order import order_free_subset
+from ganlab.metrics.numeric.workers import WorkerPool
 from ganlab.metrics.registry import register
-from ganlab.metrics.workers import WorkerPool
 
 __all__ = ["SimilarityHistogram", "SimilarityScorer", "collapsed", "cross_similarity", "normalize_rows",
            "similarity_histogram"]
@@ -226,7 +226,7 @@ class SimilarityScorer(Scorer):
     signals; old runs called it ``collapsed``) and ``zero_embedding_fraction`` (share of all-zero embeddings, in
     [0, 1]), reported beside it so that a collapse onto zero vectors is told apart; the histogram goes to
     TensorBoard. With more than ``num_samples`` embeddings, the subset is
-    :func:`~ganlab.metrics.order.order_free_subset`'s (seeded, the same rows for any order of the samples)."""
+    :func:`~ganlab.metrics.numeric.order.order_free_subset`'s (seeded, the same rows for any order of the samples)."""
 
     higher_is_better: ClassVar[Mapping[str, bool | None]] = {"high_similarity_fraction": False,
                                                             "high_similarity_flag": False,

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import (
+from ganlab.metrics.numeric.blocks import (
     DEFAULT_BLOCK_SIZE,
     all_finite,
     eigvalsh,
@@ -25,9 +25,9 @@ from ganlab.metrics.blocks import (
     rows_per_block,
     validate_embeddings,
 )
-from ganlab.metrics.blocks import gram as gram_of_columns
+from ganlab.metrics.numeric.blocks import gram as gram_of_columns
+from ganlab.metrics.numeric.workers import WorkerPool
 from ganlab.metrics.similarity import normalize_rows
-from ganlab.metrics.workers import WorkerPool
 
 __all__ = ["low_rank_eigenvalues", "rbf_blocks", "vendi_from_eigenvalues", "vendi_score"]
 

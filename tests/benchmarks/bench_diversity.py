@@ -22,7 +22,7 @@ Steps, ours | reference (``--n`` real and ``--n`` generated samples):
 1. embed: ``ClassifierEmbedder.__call__`` (its batches of 2,000) | the same CNN's ``embed`` in plain
    no-grad batches of ``--ref-embed-batch`` (256) (the same values up to summation order);
 2. k-means on the real embeddings, K=``--k`` (100), ``n_init=3``, ``max_iter=100``, ``tol=1e-4``, each
-   with its own k-means++ seeding: ``ganlab.metrics.kmeans.kmeans`` | ``sklearn.cluster.KMeans`` (inertia
+   with its own k-means++ seeding: ``ganlab.metrics.numeric.kmeans.kmeans`` | ``sklearn.cluster.KMeans`` (inertia
    ratio); then both from the same random initial centres (``n_init=1``) for agreement (centres, labels);
 3. similarity histogram of the generated embeddings (all N(N-1)/2 pairs, 100 bins, tau 0.9):
    ``similarity_histogram`` | ``sklearn.metrics.pairwise.cosine_similarity`` + ``numpy.histogram`` of the
@@ -62,7 +62,7 @@ from bench_metrics import measure
 
 from ganlab.data.base import GANData  # noqa: E402
 from ganlab.metrics.embedders import ClassifierEmbedder  # noqa: E402
-from ganlab.metrics.kmeans import kmeans  # noqa: E402
+from ganlab.metrics.numeric.kmeans import kmeans  # noqa: E402
 from ganlab.metrics.prdc import prdc  # noqa: E402
 from ganlab.metrics.similarity import similarity_histogram  # noqa: E402
 

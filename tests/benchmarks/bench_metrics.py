@@ -37,11 +37,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE  # noqa: E402
 from ganlab.metrics.clusters import cluster_scores, ndb  # noqa: E402
 from ganlab.metrics.duplicates import duplicate_fraction, memorization_fraction  # noqa: E402
 from ganlab.metrics.frechet import frechet_distance  # noqa: E402
-from ganlab.metrics.kmeans import kmeans  # noqa: E402
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE  # noqa: E402
+from ganlab.metrics.numeric.kmeans import kmeans  # noqa: E402
 from ganlab.metrics.prdc import prdc  # noqa: E402
 from ganlab.metrics.similarity import similarity_histogram  # noqa: E402
 from ganlab.metrics.vendi import vendi_score  # noqa: E402

@@ -90,7 +90,7 @@ def kmeans_same_init(n: int, d: int, k: int) -> Callable[[torch.device], Fns]:
     def build(dev: torch.device) -> Fns:
         from sklearn.cluster import KMeans
 
-        from ganlab.metrics.kmeans import kmeans
+        from ganlab.metrics.numeric.kmeans import kmeans
 
         x = _blobs(n, d, k, seed=n + d + k)
         init = x[np.random.default_rng(0).choice(n, k, replace=False)]
@@ -105,7 +105,7 @@ def kmeans_own_seeding(n: int, d: int, k: int, n_init: int = 10) -> Callable[[to
     def build(dev: torch.device) -> Fns:
         from sklearn.cluster import KMeans
 
-        from ganlab.metrics.kmeans import kmeans
+        from ganlab.metrics.numeric.kmeans import kmeans
 
         x = _blobs(n, d, k, seed=n + d + k)
         xt = torch.from_numpy(x).to(dev)
@@ -219,7 +219,7 @@ def kid_cell(n: int, d: int, subsets: int, subset_size: int) -> Callable[[torch.
         from ganlab.metrics.kid import kid
 
         warnings.filterwarnings("ignore", message=".*will save all extracted features.*")
-        from ganlab.metrics.order import canonical_order
+        from ganlab.metrics.numeric.order import canonical_order
 
         real, fake = torch.from_numpy(_normal(n, d, 7)).to(dev), torch.from_numpy(_normal(n, d, 8, 0.1)).to(dev)
         metric = KernelInceptionDistance(feature=_Identity(), subsets=subsets, subset_size=subset_size).to(dev)
@@ -244,7 +244,7 @@ def is_cell(n: int, classes: int, splits: int = 10) -> Callable[[torch.device], 
         from torchmetrics.image.inception import InceptionScore
 
         from ganlab.metrics.inception_score import inception_score
-        from ganlab.metrics.order import canonical_order
+        from ganlab.metrics.numeric.order import canonical_order
 
         logits = torch.from_numpy(_normal(n, classes, 9) * 3).to(dev)
         metric = InceptionScore(feature=_Identity(), splits=splits).to(dev)

@@ -9,7 +9,7 @@ from torch import nn
 
 from ganlab.callbacks.collapse_alarm import CollapseAlarm
 from ganlab.health import AlertLog, read_alerts
-from ganlab.metrics.kmeans import KMeansResult
+from ganlab.metrics.numeric.kmeans import KMeansResult
 from ganlab.run.build import build_trainer
 from ganlab.strategies.rollback import Rollback
 from ganlab.trainer.loggers import NullLogger

@@ -121,7 +121,7 @@ def test_covered_ids_of_modes_and_of_clusters() -> None:
 
     from ganlab.callbacks.covered import covered_ids
     from ganlab.data.base import Mixture
-    from ganlab.metrics.kmeans import KMeansResult
+    from ganlab.metrics.numeric.kmeans import KMeansResult
 
     means = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
     points = torch.tensor([[0.05, 0.0], [10.2, 0.0], [0.0, 12.0]])  # mode 2's sample is 20 std away: not HQ

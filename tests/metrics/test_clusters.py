@@ -11,7 +11,7 @@ import torch
 from scipy.spatial.distance import jensenshannon
 
 from ganlab.metrics.clusters import cluster_scores, jensen_shannon, kl_divergence, ndb, two_proportion_z_test
-from ganlab.metrics.kmeans import kmeans
+from ganlab.metrics.numeric.kmeans import kmeans
 
 OFFSETS = torch.tensor([[0.0, 0.0], [50.0, 0.0], [0.0, 50.0], [50.0, 50.0]], dtype=torch.float64)
 

@@ -1,4 +1,5 @@
-"""Tests for ganlab.metrics.hamerly: the bounds hold, and the bounded iterations are Lloyd's (same start, same run)."""
+"""Tests for ganlab.metrics.numeric.hamerly: the bounds hold, and the bounded iterations are Lloyd's (same start,
+same run)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 
-from ganlab.metrics import hamerly, lloyd
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE
-from ganlab.metrics.kmeans import kmeans
-from ganlab.metrics.workers import WorkerPool
+from ganlab.metrics.numeric import hamerly, lloyd
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE
+from ganlab.metrics.numeric.kmeans import kmeans
+from ganlab.metrics.numeric.workers import WorkerPool
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -12,7 +12,7 @@ from ganlab.data.base import GANData
 from ganlab.metrics.classifier import SmallCNN
 from ganlab.metrics.embedders import AutoEmbedder, ClassifierEmbedder, InceptionEmbedder, PixelEmbedder
 from ganlab.metrics.inception_score import InceptionScoreScorer, inception_score
-from ganlab.metrics.order import canonical_order
+from ganlab.metrics.numeric.order import canonical_order
 from ganlab.metrics.scorers import EvalBatch
 
 

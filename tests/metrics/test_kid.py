@@ -13,7 +13,7 @@ from torch import nn
 
 from ganlab.data.base import GANData
 from ganlab.metrics.kid import KIDScorer, kid, polynomial_mmd2
-from ganlab.metrics.order import canonical_order
+from ganlab.metrics.numeric.order import canonical_order
 from ganlab.metrics.scorers import EvalBatch
 
 

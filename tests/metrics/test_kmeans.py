@@ -1,4 +1,4 @@
-"""Tests for ganlab.metrics.kmeans: agreement with scikit-learn and hand-checkable cases."""
+"""Tests for ganlab.metrics.numeric.kmeans: agreement with scikit-learn and hand-checkable cases."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 
-from ganlab.metrics import lloyd
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block
-from ganlab.metrics.kmeans import KMeansResult, assign, kmeans
-from ganlab.metrics.workers import WorkerPool
+from ganlab.metrics.numeric import lloyd
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE, pairwise_sq_dists, rows_per_block
+from ganlab.metrics.numeric.kmeans import KMeansResult, assign, kmeans
+from ganlab.metrics.numeric.workers import WorkerPool
 
 
 def _gen(seed: int = 0) -> torch.Generator:
@@ -157,8 +157,8 @@ def test_assign_rejects_mismatched_dims():
 
 
 def test_shared_helpers_are_still_importable_from_kmeans():
-    from ganlab.metrics import blocks, workers
-    from ganlab.metrics import kmeans as km
+    from ganlab.metrics.numeric import blocks, workers
+    from ganlab.metrics.numeric import kmeans as km
 
     for name in ("DEFAULT_BLOCK_SIZE", "pairwise_sq_dists", "rows_per_block", "validate_embeddings"):
         assert getattr(km, name) is getattr(blocks, name)
@@ -186,8 +186,8 @@ def test_a_pool_of_given_workers_runs_them_with_one_thread_each_and_restores_the
 
 def test_point_sq_dists_and_row_norms_on_the_cpu() -> None:
     """The NumPy routes of the CPU (cache-sized blocks; einsum) against float64 sums of the same differences."""
-    from ganlab.metrics.blocks import row_sq_norms
-    from ganlab.metrics.reseed import point_sq_dists
+    from ganlab.metrics.numeric.blocks import row_sq_norms
+    from ganlab.metrics.numeric.reseed import point_sq_dists
 
     gen = torch.Generator().manual_seed(0)
     x, c = torch.randn(700, 33, generator=gen), torch.randn(5, 33, generator=gen)

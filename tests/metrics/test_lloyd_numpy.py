@@ -1,4 +1,4 @@
-"""Tests for ganlab.metrics.lloyd_numpy: the one-block NumPy E-step and the run agree with the torch path."""
+"""Tests for ganlab.metrics.numeric.lloyd_numpy: the one-block NumPy E-step and the run agree with the torch path."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 import torch
 from sklearn.datasets import make_blobs
 
-from ganlab.metrics import lloyd, lloyd_numpy
-from ganlab.metrics.blocks import DEFAULT_BLOCK_SIZE
-from ganlab.metrics.workers import WorkerPool
+from ganlab.metrics.numeric import lloyd, lloyd_numpy
+from ganlab.metrics.numeric.blocks import DEFAULT_BLOCK_SIZE
+from ganlab.metrics.numeric.workers import WorkerPool
 
 
 @pytest.mark.parametrize("d,k", [(3, 20), (7, 20), (7, 40)])  # bincount per dimension; mask GEMM; index_add_

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from ganlab.metrics.clusters import cluster_scores, jensen_shannon, ndb
-from ganlab.metrics.kmeans import KMeansResult
 from ganlab.metrics.mixture import mixture_scores
+from ganlab.metrics.numeric.kmeans import KMeansResult
 from ganlab.metrics.similarity import SimilarityHistogram, collapsed, cross_similarity, similarity_histogram
 
 MEANS = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0]])

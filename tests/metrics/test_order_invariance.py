@@ -12,7 +12,7 @@ from torch import Tensor
 from ganlab.data.base import GANData
 from ganlab.metrics.inception_score import InceptionScoreScorer, inception_score
 from ganlab.metrics.kid import kid
-from ganlab.metrics.order import canonical_order, order_free_permutation, order_free_subset
+from ganlab.metrics.numeric.order import canonical_order, order_free_permutation, order_free_subset
 from ganlab.metrics.scorers import DuplicateScorer, EvalBatch, SimilarityScorer, VendiScorer
 from ganlab.models.conditional import balanced_labels
 

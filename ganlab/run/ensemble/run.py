@@ -13,7 +13,7 @@ import torch
 from omegaconf import DictConfig, open_dict
 
 from ganlab.config.run import check_config
-from ganlab.metrics.workers import WorkerPool
+from ganlab.metrics.numeric.workers import WorkerPool
 from ganlab.run.build import build_trainer
 from ganlab.run.ensemble.check import check_ensemble
 from ganlab.run.ensemble.trainer import EnsembleTrainer, score_workers

@@ -42,7 +42,7 @@ from ganlab import layout
 from ganlab.health import TrainingHealthError
 from ganlab.lr import LRRule
 from ganlab.metrics.evaluator import generated_range
-from ganlab.metrics.workers import WorkerPool
+from ganlab.metrics.numeric.workers import WorkerPool
 from ganlab.run.ensemble.stack import Stacked
 from ganlab.strategies.base import StepContext, TrainState
 from ganlab.trainer import checkpoint as ckpt_io

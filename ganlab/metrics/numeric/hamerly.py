@@ -1,4 +1,4 @@
-"""Lloyd's k-means iterations accelerated by Hamerly's bounds, for :func:`ganlab.metrics.kmeans.kmeans`.
+"""Lloyd's k-means iterations accelerated by Hamerly's bounds, for :func:`ganlab.metrics.numeric.kmeans.kmeans`.
 
 Hamerly 2010, "Making k-means even faster" (SIAM SDM), Algorithm 2. Each sample ``i`` keeps an upper bound
 ``u_i >= ||x_i - c_a(i)||`` on the distance to its assigned centre and a lower bound ``l_i`` on the distance to
@@ -22,8 +22,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import centre_scores, cluster_sums, row_sq_norms
-from ganlab.metrics.reseed import reseed
+from ganlab.metrics.numeric.blocks import centre_scores, cluster_sums, row_sq_norms
+from ganlab.metrics.numeric.reseed import reseed
 
 
 def _gamma(m: int, dtype: torch.dtype) -> float:
@@ -148,7 +148,7 @@ class _State:
 def hamerly_lloyd(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, rows: int,
                   block_size: int, labels: Tensor | None = None, done: int = 0) -> tuple[Tensor, Tensor, int, float]:
     """Lloyd's iterations under Hamerly's bounds, with scikit-learn's stopping rules (as
-    :func:`ganlab.metrics.lloyd._lloyd`: strict convergence, then total squared centre shift ``<= tol``; empty
+    :func:`ganlab.metrics.numeric.lloyd._lloyd`: strict convergence, then total squared centre shift ``<= tol``; empty
     clusters reseeded at the farthest samples).
 
     Args:

@@ -1,5 +1,5 @@
-"""Empty-cluster reseeding and per-sample distances shared by the k-means iterations (:mod:`ganlab.metrics.lloyd`,
-:mod:`ganlab.metrics.hamerly`)."""
+"""Empty-cluster reseeding and per-sample distances shared by the k-means iterations
+(:mod:`ganlab.metrics.numeric.lloyd`, :mod:`ganlab.metrics.numeric.hamerly`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import numpy_readable, rows_per_block
+from ganlab.metrics.numeric.blocks import numpy_readable, rows_per_block
 
 
 def reseed(x: Tensor, centers: Tensor, labels: Tensor, sums: Tensor, counts: Tensor,

@@ -1,6 +1,6 @@
-"""Lloyd iterations for :func:`ganlab.metrics.kmeans.kmeans`.
+"""Lloyd iterations for :func:`ganlab.metrics.numeric.kmeans.kmeans`.
 
-Internal to :mod:`ganlab.metrics.kmeans` (which holds the public API and the k-means++
+Internal to :mod:`ganlab.metrics.numeric.kmeans` (which holds the public API and the k-means++
 seeding): :func:`_lloyd` runs the iterations, :func:`_estep` is one E-step over a slab of
 samples, :func:`_assign` the exact blocked nearest-centre search used for the final labels.
 
@@ -20,11 +20,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import centre_scores, cluster_sums, numpy_readable, rows_per_block
-from ganlab.metrics.hamerly import hamerly_lloyd
-from ganlab.metrics.lloyd_numpy import lloyd_one_block
-from ganlab.metrics.reseed import reseed
-from ganlab.metrics.workers import WorkerPool
+from ganlab.metrics.numeric.blocks import centre_scores, cluster_sums, numpy_readable, rows_per_block
+from ganlab.metrics.numeric.hamerly import hamerly_lloyd
+from ganlab.metrics.numeric.lloyd_numpy import lloyd_one_block
+from ganlab.metrics.numeric.reseed import reseed
+from ganlab.metrics.numeric.workers import WorkerPool
 
 
 def _assign(x: Tensor, x_sq: Tensor, centers: Tensor, block_size: int) -> tuple[Tensor, Tensor]:
@@ -47,9 +47,9 @@ _CPU_CACHE_ENTRIES = 1 << 18
 _CPU_MIN_ROWS = 1024
 
 #: Lloyd's E-step computes all ``N k`` distances; once fewer than ``N / _BOUNDS_AFTER`` samples changed cluster in an
-#: iteration, the run continues under Hamerly's bounds (:mod:`ganlab.metrics.hamerly`), whose iterations examine only
-#: the samples near a boundary, when the distances are worth it: ``N k D >= _BOUNDS_MIN_WORK`` (below, a few dozen
-#: extra small tensor operations per iteration cost more than the distances they save).
+#: iteration, the run continues under Hamerly's bounds (:mod:`ganlab.metrics.numeric.hamerly`), whose iterations
+#: examine only the samples near a boundary, when the distances are worth it: ``N k D >= _BOUNDS_MIN_WORK`` (below, a
+#: few dozen extra small tensor operations per iteration cost more than the distances they save).
 _BOUNDS_AFTER = 16
 _BOUNDS_MIN_WORK = 1 << 22
 #: Hamerly's one lower bound per sample drops by the largest shift of any other centre, so with many centres

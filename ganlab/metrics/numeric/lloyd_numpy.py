@@ -2,9 +2,10 @@
 
 At these sizes an iteration is a few dozen operations on arrays of ``N k`` numbers, and their fixed cost decides
 the time: a NumPy operation costs about 1-2 us against torch's 3-10 us, and NumPy's (OpenBLAS) small GEMM 2-8 us
-against 17 us for torch's MKL ``addmm`` at ``1,000 x 2 x 8``. The arithmetic is :func:`ganlab.metrics.lloyd._estep`'s
-(the same comparisons, ties to the lower index); the cluster sums take the cheapest exact route for the shape
-(:func:`_cluster_sums`). Called from :func:`ganlab.metrics.lloyd._lloyd`, whose contract it keeps.
+against 17 us for torch's MKL ``addmm`` at ``1,000 x 2 x 8``. The arithmetic is
+:func:`ganlab.metrics.numeric.lloyd._estep`'s (the same comparisons, ties to the lower index); the cluster sums take
+the cheapest exact route for the shape (:func:`_cluster_sums`). Called from
+:func:`ganlab.metrics.numeric.lloyd._lloyd`, whose contract it keeps.
 """
 
 from __future__ import annotations
@@ -13,16 +14,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ganlab.metrics.blocks import cluster_sums
-from ganlab.metrics.hamerly import hamerly_lloyd
-from ganlab.metrics.reseed import reseed
+from ganlab.metrics.numeric.blocks import cluster_sums
+from ganlab.metrics.numeric.hamerly import hamerly_lloyd
+from ganlab.metrics.numeric.reseed import reseed
 
 
 def _cluster_sums(x: np.ndarray, xt: np.ndarray, labels: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     """Sums of the samples of each cluster ``(k, D)`` in ``x``'s dtype. ``x (N, D)``; ``xt (D, N)`` its contiguous
     transpose; ``labels (N,)``; ``mask (k, N)`` is 1 where a centre is at a sample's minimum (one per sample unless
     there are ties). Few dimensions: one ``bincount`` per dimension; few clusters and no ties: the GEMM
-    ``mask @ x``; otherwise :func:`ganlab.metrics.blocks.cluster_sums` (a sparse one-hot product)."""
+    ``mask @ x``; otherwise :func:`ganlab.metrics.numeric.blocks.cluster_sums` (a sparse one-hot product)."""
     d = x.shape[1]
     if d <= 4:
         return np.stack([np.bincount(labels, weights=xt[j], minlength=k) for j in range(d)], 1).astype(x.dtype)
@@ -47,9 +48,9 @@ def _estep(x: np.ndarray, xt: np.ndarray, centers: np.ndarray, buf: np.ndarray, 
 
 def lloyd_one_block(x: Tensor, x_sq: Tensor, centers: Tensor, max_iter: int, tol: float, block_size: int,
                     bounds: bool, switch_after: int) -> tuple[Tensor, Tensor, int, float]:
-    """:func:`ganlab.metrics.lloyd._lloyd` for a CPU float32/float64 ``x (N, D)`` whose ``k x N`` distances are one
-    block (same stopping rules, reseeding, result and hand-over to Hamerly's bounds when ``bounds`` and fewer than
-    ``N / switch_after`` samples changed cluster)."""
+    """:func:`ganlab.metrics.numeric.lloyd._lloyd` for a CPU float32/float64 ``x (N, D)`` whose ``k x N`` distances
+    are one block (same stopping rules, reseeding, result and hand-over to Hamerly's bounds when ``bounds`` and fewer
+    than ``N / switch_after`` samples changed cluster)."""
     xn, n, k = x.numpy(), x.shape[0], centers.shape[0]
     xt = np.ascontiguousarray(xn.T)
     c = centers.numpy()
