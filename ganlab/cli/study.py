@@ -140,10 +140,26 @@ TYPED: list[str] = []
 
 def resume_command() -> str:
     """The command as typed, shell-quoted for bash and zsh: running it again resumes the study."""
-    from ganlab.cli.common import program
-    from ganlab.cli.train import shell_join
+    return study_command(None)
 
-    return shell_join([program("ganlab-study"), *TYPED])
+
+def study_command(action: str | None, name: str | None = None) -> str:
+    """A ``ganlab-study`` command to print, shell-quoted for bash and zsh (:func:`ganlab.quoting.shell_join`), with
+    the full path of the venv's ``ganlab-study`` when the venv is not active (:func:`ganlab.cli.common.program`):
+    the command as typed (:data:`TYPED`) with its action word (or ``action=...``) replaced by ``action`` (None: the
+    command as typed), so that every override the user gave (``study.runs=...``, ``study.results=...``) acts on
+    the same folders. ``name``: the study, when nothing was typed (the command called from Python)."""
+    from ganlab.cli.common import program
+    from ganlab.quoting import shell_join
+
+    words = list(TYPED) or ([name] if name else [])
+    if action is not None:
+        words = [w for w in words if not w.startswith("action=")]
+        first = next((i for i, w in enumerate(words) if "=" not in w and not w.startswith("-")), None)
+        if first is not None and words[first] in ACTIONS:
+            del words[first]
+        words = [action, *words]
+    return shell_join([program("ganlab-study"), *words])
 
 
 def run_study(study: StudySchema, cfg: DictConfig) -> None:
@@ -160,8 +176,8 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
     path = write_collected(study, recorded_for(study))
     failed = [r for r in done if r.get("status") == "failed" or r.get("error")]
     print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
-          f"the table: ganlab-study report {study.name}; the runs in TensorBoard: ganlab-study tensorboard "
-          f"{study.name}", flush=True)
+          f"the table: {study_command('report', study.name)}; the runs in TensorBoard: "
+          f"{study_command('tensorboard', study.name)}", flush=True)
     for r in failed:
         print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
     if failed:
@@ -246,6 +262,9 @@ def tensorboard(study: StudySchema, logdir: str | None) -> None:
     path = Path(logdir) if logdir else board.default_logdir(study)
     board.check_logdir(path)
     runs = board.job_rows(study, recorded_for(study))
+    if not runs:
+        raise StudyError(f"study {study.name}: no evaluation in its run folders under {study.runs} nor in its table "
+                         f"of evaluations: train it first ({study_command('run', study.name)})")
     n = board.write_events(study, runs, path)
     print(f"ganlab-study: {study.name}: {n} scalars of {len(runs)} runs in {path}\n"
           f"look at them: {shlex.join([program('tensorboard'), '--logdir', str(path)])}")
@@ -297,9 +316,10 @@ def study_main(cfg: DictConfig) -> None:
             check_study(study)
             table = Path(study.results) / collect_mod.TABLE
             if not table.is_file():
-                raise StudyError(f"no table of evaluations at {table}: run the study (ganlab-study {study.name}) or "
-                                 f"collect its run folders (ganlab-study collect {study.name}) first")
-            for p in report(study, collect_mod.read_table(table)):
+                raise StudyError(f"no table of evaluations at {table}: run the study "
+                                 f"({study_command('run', study.name)}) or collect its run folders "
+                                 f"({study_command('collect', study.name)}) first")
+            for p in report(study, collect_mod.read_table(table), command=study_command("report", study.name)):
                 print(f"wrote {p}")
         else:
             raise StudyError(f"action={cfg.action}: choose one of {', '.join(ACTIONS)}")

@@ -79,19 +79,24 @@ def update_blocks(root: Path) -> list[Path]:
     Returns:
         The documents changed.
     """
-    changed = []
-    for doc in markdown_files(root):
-        text = doc.read_text()
-        new, last = [], 0
-        for path, a, b in _spans(text, doc):
-            source = root / path
-            new += [text[last:a], source.read_text() if source.is_file() else text[a:b]]
-            last = b
-        new.append(text[last:])
-        if "".join(new) != text:
-            atomic_write_text(doc, "".join(new))
-            changed.append(doc)
-    return changed
+    return [doc for doc in markdown_files(root) if update_doc(doc, root)]
+
+
+def update_doc(doc: Path, root: Path) -> bool:
+    """Rewrite every block of the one markdown file ``doc`` (anywhere: a study's results page outside the docs)
+    whose file exists to that file's text, ``PATH`` read relative to ``root`` (an absolute one as it is); returns
+    whether ``doc`` changed."""
+    text = doc.read_text()
+    new, last = [], 0
+    for path, a, b in _spans(text, doc):
+        source = root / path
+        new += [text[last:a], source.read_text() if source.is_file() else text[a:b]]
+        last = b
+    new.append(text[last:])
+    if "".join(new) == text:
+        return False
+    atomic_write_text(doc, "".join(new))
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

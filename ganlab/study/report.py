@@ -290,24 +290,26 @@ def plot(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], p
     plt.close(fig)
 
 
-def page(study: StudySchema) -> str:
-    """A results page for a study that has none: its description, where its files are, and the table as a
-    generated block."""
+def page(study: StudySchema, command: str | None = None) -> str:
+    """A results page for a study that has none: its description, where its files are, the command that
+    regenerates it (``command``, default ``ganlab-study report NAME``) and the table as a generated block."""
     table = f"{study.results}/table.md"
+    command = command or f"ganlab-study report {study.name}"
     return (f"# {study.name}\n\n{study.description.strip()}\n\nProtocol: `conf/study/{study.name}.yaml`; every "
             f"evaluation of every run: `{study.results}/evaluations.csv`. Regenerate this page's table and "
-            f"`curves.png`:\n\n    ganlab-study report {study.name}\n\n<!-- generated:{table} -->\n"
+            f"`curves.png`:\n\n    {command}\n\n<!-- generated:{table} -->\n"
             f"<!-- /generated:{table} -->\n\n![curves](curves.png)\n")
 
 
-def report(study: StudySchema, rows: Rows, root: Path = Path(".")) -> list[Path]:
+def report(study: StudySchema, rows: Rows, root: Path = Path("."), command: str | None = None) -> list[Path]:
     """Write the report files of ``study`` from ``rows`` (see the module docstring) and refresh the generated
-    blocks under ``root`` that embed them.
+    blocks under ``root`` that embed them, and those of the study's own page (``<results>/README.md``, wherever
+    the results folder is; written first when missing, with ``command`` as the one that regenerates it).
 
     Returns:
         The files written.
     """
-    from ganlab.study.blocks import update_blocks
+    from ganlab.study.blocks import update_blocks, update_doc
 
     out, sfx = Path(study.results), study.suffix
     text, chosen = table_text(study, rows)
@@ -324,7 +326,8 @@ def report(study: StudySchema, rows: Rows, root: Path = Path(".")) -> list[Path]
         plot(study, rows, chosen, out / f"curves{sfx}.png")
         written.append(out / f"curves{sfx}.png")
     if not (out / "README.md").is_file():
-        atomic_write_text(out / "README.md", page(study))
+        atomic_write_text(out / "README.md", page(study, command))
         written.append(out / "README.md")
+    update_doc(out / "README.md", root)
     update_blocks(root)
     return written
