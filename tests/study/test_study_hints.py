@@ -5,7 +5,6 @@ results folder is."""
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 import pytest
 
@@ -84,7 +83,8 @@ def test_update_doc_reads_a_relative_block_path_from_the_root(tmp_path, results)
     doc = tmp_path / results / "README.md"
     doc.write_text(f"x\n<!-- generated:{results}/table.md -->\n<!-- /generated:{results}/table.md -->\n")
     assert update_doc(doc, tmp_path) and not update_doc(doc, tmp_path)
-    assert doc.read_text() == f"x\n<!-- generated:{results}/table.md -->\n| a |\n<!-- /generated:{results}/table.md -->\n"
+    block = f"<!-- generated:{results}/table.md -->\n| a |\n<!-- /generated:{results}/table.md -->\n"
+    assert doc.read_text() == f"x\n{block}"
 
 
 def test_tensorboard_without_evaluations_says_the_run_command_with_the_overrides(tmp_path, monkeypatch):
