@@ -57,7 +57,8 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
                predicted: dict[tuple[str, str], float]) -> str:
     """The study's running total from its folders and its ``recorded`` rows (:func:`ganlab.study.status.states`):
     ``stage f/of finished, r running, x failed, l left`` per stage, run-hours spent, and the time left estimated as
-    the module's text says with ``parallel`` runs at once (None: the run-hours left alone)."""
+    the module's text says with ``parallel`` runs at once (None: the run-hours left alone); no time left when no
+    run is left or running."""
     from ganlab.study.status import STATES, states, summarize
 
     runs = states(study, recorded)
@@ -71,6 +72,8 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
     parts = [f"{stage} {c['finished']}/{c['of']} finished, {c['running']} running, {c['failed']} failed, "
              f"{c['left']} left" for stage, c in stages.items()]
     spent = sum(line.hours for line in lines)
+    if not any(c["left"] or c["running"] for c in stages.values()):  # nothing left: no time left to estimate
+        return f"ganlab-study: total: {'; '.join(parts)}; {spent:.2f} run-h spent"
     left_h, unknown, guessed = _hours_left(runs, lines, predicted)
     if unknown and not left_h:
         eta = "time left unknown (no run of the arms left has finished, and the study has no predicted cost)"

@@ -95,3 +95,16 @@ def test_records_written_before_statuses_were_and_a_torn_last_line_read_alike_by
     assert folder_wall_s(run_dir) == 3.0
     assert watcher.poll()[0].endswith(": finished (steps 0-40), 2 s")
     assert job_line(s, job, layout.read_study_jobs(run_dir)[0], 1, 1).endswith(": failed (steps 0-20), 1 s: X: y")
+
+
+def test_a_finished_study_has_no_time_left_in_its_total(tmp_path):
+    """Every run of smoke finished (lr 3e-3 covers more modes, so the reporting runs sit there), 900 s each: the
+    total ends at the hours spent (8 x 0.25 h), with no 'about 0 s left'."""
+    s = study(tmp_path)
+    for arm in (GAN, DAMP):
+        finished_run(s, Job(arm, "ring8", "tune", 100, 1e-3), (4, 5), [900.0])
+        finished_run(s, Job(arm, "ring8", "tune", 100, 3e-3), (6, 7), [900.0])
+        for seed in (0, 1):
+            finished_run(s, Job(arm, "ring8", "final", seed, 3e-3), (6, 7), [900.0])
+    assert total_line(s, {}, 2, {}) == ("ganlab-study: total: tune 4/4 finished, 0 running, 0 failed, 0 left; "
+                                        "final 4/4 finished, 0 running, 0 failed, 0 left; 2.00 run-h spent")
