@@ -190,7 +190,8 @@ def tests_note(study: StudySchema, n: int, untested: dict[str, list[str]] | None
             f"{study.tests.alpha:g}: a difference counts when its Holm p is <= {study.tests.alpha:g})"
             if study.tests.correction == "holm" else f"no multiplicity correction ({n} tests)")
     ep = study.endpoint
-    window = "the final evaluation" if ep.last == 1 else f"the mean of the last {ep.last} evaluations"
+    endpoint = (f"{_label(ep)} at the final evaluation of each seed" if ep.last == 1
+                else f"the mean of {_label(ep)} over each seed's last {ep.last} evaluations")
     cells = {"std": "mean ± std", "ci95": "mean [95 % Student-t interval]", "se": "mean ± standard error",
              "none": "mean"}[ep.spread]
     left_out = "".join(f"; {arm} without seeds {', '.join(map(str, s))}" for arm, s in study.exclude_seeds.items()
@@ -205,7 +206,7 @@ def tests_note(study: StudySchema, n: int, untested: dict[str, list[str]] | None
     baseline = (" Each arm's row is followed by the data baseline of every column (held-out real data scored and "
                 "grouped as that arm's samples), over the same seeds." if study.baseline_rows else "")
     return (f"Cells: {cells} over the reporting seeds that reached step {study.budget.steps} (seeds "
-            f"{', '.join(map(str, study.seeds))}{left_out}). Primary endpoint: {_label(ep)} at {window} of each seed. "
+            f"{', '.join(map(str, study.seeds))}{left_out}). Primary endpoint: {endpoint}. "
             f"{tests}{baseline}")
 
 

@@ -431,3 +431,12 @@ def test_a_study_s_old_collapse_alarm_key_reaches_its_jobs_as_the_new_one():
     s = study("study.common=['monitor.collapse_z=0']")
     job_overrides = overrides(s, all_jobs(s)[0])
     assert "callbacks.collapse_alarm.n_z=0" in job_overrides and "monitor.collapse_z=0" not in job_overrides
+
+
+def test_the_note_names_the_primary_endpoint_as_it_is_computed():
+    from ganlab.study.report import tests_note
+
+    assert ("Primary endpoint: the mean of modes_covered over each seed's last 2 evaluations. "
+            in tests_note(study(), 1))
+    assert "Primary endpoint: modes_covered at the final evaluation of each seed. " in tests_note(
+        study("study.endpoint.last=1"), 1)
