@@ -3,6 +3,7 @@
 In ``README.md`` and ``docs/**/*.md`` the lines between ``<!-- generated:PATH -->`` and ``<!-- /generated:PATH -->``
 (``PATH`` relative to the repository root) must be exactly the text of ``PATH``. :func:`find_blocks` lists the
 blocks, :func:`stale_blocks` those that differ (a default test fails on any), :func:`update_blocks` rewrites them.
+:func:`update_doc` rewrites those of one page anywhere (a study's results page, ``ganlab-study report``).
 
     python -m ganlab.study.blocks            # refresh every block from its file
     python -m ganlab.study.blocks --check    # list stale blocks, exit 1 if any
