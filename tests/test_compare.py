@@ -428,3 +428,4 @@ def test_job_counts_tell_interrupted_jobs_from_failed_ones(tmp_path: Path) -> No
               FailedJob(tmp_path / "c", tmp_path / "c.log", "SIGINT", status="interrupted", resume="ganlab-train")]
     assert job_counts([{}, {}], failed, 3) == "2 jobs finished, 2 failed or unfinished, 1 interrupted, 3 not run"
     assert job_counts([], failed[2:]) == "0 jobs finished, 0 failed or unfinished, 1 interrupted"
+    assert job_counts([{}], []) == "1 job finished, 0 failed or unfinished, 0 interrupted"

@@ -255,7 +255,7 @@ def test_ctrl_c_stops_a_sweep_and_names_finished_interrupted_and_unrun_jobs(tmp_
     assert f"finished job {finished}" in printed and f"interrupted job {stopped}" in printed
     assert "job 2 not run: seed=2" in printed
     summary = (sweep_dir / "summary.md").read_text()
-    assert summary.count("Interrupted: 1 jobs finished, 0 failed or unfinished, 1 interrupted, 1 not run.") == 1
+    assert summary.count("Interrupted: 1 job finished, 0 failed or unfinished, 1 interrupted, 1 not run.") == 1
     assert f"interrupted `{stopped}`" in summary
     assert not _no_temp_files(sweep_dir)
     line = [x.strip() for x in printed.splitlines() if "trainer.resume=" in x and "trainer.resume=auto" not in x]
