@@ -386,15 +386,18 @@ def clear_failure(run_dir: str | Path) -> bool:
     """Remove ``failure.json``, ``FAILED`` and ``interrupted.json`` from ``run_dir`` (a run that starts again
     there, resumed after a failure or an interrupt, is no longer failed nor stopped: the markers describe the
     folder's present state). Returns whether there was a record to remove; the earlier one stays in the job's log."""
-    found = False
+    removed = []
     for name in (FAILURE_FILE, FAILED_MARKER, INTERRUPTED_FILE):
         path = Path(run_dir) / name
         if path.is_file():
             path.unlink()
-            found = True
-    if found:
-        log.info("%s: an earlier attempt's failure record removed (this attempt starts from its checkpoint)", run_dir)
-    return found
+            removed.append(name)
+    if removed:
+        what = ("failure record" if INTERRUPTED_FILE not in removed else
+                "interrupt record" if len(removed) == 1 else "failure and interrupt records")
+        log.info("%s: an earlier attempt's %s removed (%s; this attempt starts from its checkpoint)", run_dir, what,
+                 ", ".join(removed))
+    return bool(removed)
 
 
 HYDRA_RECORD = ("config.yaml", "hydra.yaml", "overrides.yaml")  # in .hydra/, what Hydra's run_job would write

@@ -58,7 +58,7 @@ def test_every_job_has_its_own_named_folder(basic: Path) -> None:
     assert sorted(p.name for p in basic.iterdir() if p.is_dir()) == JOBS
     for job in JOBS:
         m = metrics(basic / job)
-        assert m["step"] == 6 and m["seed"] == int(job[-1])
+        assert m["step"] == 6 and m["start_step"] == 0 and m["seed"] == int(job[-1])
         assert m["strategies"] == ([] if "plain" in job else ["wgan_gp"])
         assert len(list((basic / job).glob("events.out.tfevents.*"))) == 1  # hparams: no second event file
         assert not [p for p in (basic / job).rglob("events.out.tfevents.*") if p.parent != basic / job]

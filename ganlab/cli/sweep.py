@@ -202,13 +202,15 @@ JOB_LINE_SCORES = 3
 
 def job_line(metrics: dict[str, Any], run_dir: Path) -> str:
     """A sweep job's one line when it finished: its folder's name (job number and swept values), the steps and
-    wall time, the first :data:`JOB_LINE_SCORES` headline scores (:func:`ganlab.analysis.table.headline_of`),
+    wall time (``steps 130-400`` when the job resumed from step 130: this attempt's steps), the first :data:`JOB_LINE_SCORES` headline scores (:func:`ganlab.analysis.table.headline_of`),
     the verdict's first word(s) and the folder. Every score stays in the job's ``metrics.json``; the sweep's
     table comes at its end (:func:`write_summary`)."""
     scores = metrics.get("scores", {})
     shown = ", ".join(f"{k} {scores[k]:.4g}" for k in headline_of(scores)[:JOB_LINE_SCORES])
     verdict = str(metrics.get("verdict", "-")).split(":", 1)[0]
-    return (f"job {run_dir.name}: {metrics['step']} steps in {metrics.get('wall_time_s', 0.0):.1f} s; {shown}; "
+    start = metrics.get("start_step") or 0
+    steps = f"steps {start}-{metrics['step']}" if start else f"{metrics['step']} steps"
+    return (f"job {run_dir.name}: {steps} in {metrics.get('wall_time_s', 0.0):.1f} s; {shown}; "
             f"verdict: {verdict}; folder {run_dir}")
 
 

@@ -697,10 +697,11 @@ class Trainer(Checkpointing):
 
     def finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
         """End of training: ``metrics.json`` (the latest scores, the callbacks' summaries such as the verdict, the
-        speed over ``state.step - start_step`` steps in ``elapsed`` seconds), the projector and the TensorBoard run
+        step this attempt started from (``start_step``: a resumed run's checkpoint step, else 0), the speed over
+        ``state.step - start_step`` steps in ``elapsed`` seconds), the projector and the TensorBoard run
         summary, the logger closed (rank 0 only writes). Returns ``metrics.json``'s content."""
         steps_done = self.state.step - start_step
-        metrics = {"step": self.state.step, "scores": self.last_scores,
+        metrics = {"step": self.state.step, "start_step": start_step, "scores": self.last_scores,
                    "score_settings": self.evaluator.settings(self.data),  # e.g. PRDC's boundary convention
                    "embedder": self.evaluator.embedder.record()}  # what the scores' features came from
         for c in self.callbacks:
