@@ -30,7 +30,7 @@ SHELLS = {"bash", "sh", "shell", "console", "zsh"}
 COMMAND_START = re.compile(r"^(\$ |[A-Z_]+=\S+ |\.venv/bin/|ganlab-|python3? |pip |sudo |mkdocs |tensorboard )")
 FENCE_LINE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^`\s]*)")
 INLINE = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?ganlab-[a-z]+(?: [^`]*)?)`")
-INDENTED = re.compile(r"(?:^|\n\n)((?:    \S[^\n]*\n?)+)")
+INDENTED = re.compile(r"(?:^|\n\n)(    \S[^\n]*\n?(?:    [^\n]*\S[^\n]*\n?)*)")  # a continuation may indent more
 PLACEHOLDER = re.compile(r"<[^<>`]+>")
 
 
@@ -75,16 +75,33 @@ def shell_lines(text: str) -> list[str]:
             found += lines
         elif lang in {"console", "text", ""}:
             found += [line[2:] for line in lines if line.startswith("$ ")]
+    for block in indented_blocks(text):  # as an unlabelled fenced block: commands, or a transcript's ``$ `` lines
+        lines = [line.strip() for line in _joined_lines(block) if line.strip()]
+        if lines and COMMAND_START.match(lines[0]) and not lines[0].startswith("$ "):
+            found += lines
+        else:
+            found += [line[2:] for line in lines if line.startswith("$ ")]
     return found
+
+
+def indented_blocks(text: str) -> list[str]:
+    """The bodies (indent left off) of the 4-space-indented code blocks outside ``text``'s fenced blocks."""
+    return [re.sub(r"^    ", "", b, flags=re.M) for b in INDENTED.findall(fenced_blocks(text)[1])]
+
+
+def trailing_comment(line: str) -> bool:
+    """Whether ``line`` holds a ``#`` comment outside quotes (a word that starts with ``#``): bash drops it, but an
+    interactive zsh (``INTERACTIVE_COMMENTS`` off by default) passes ``#`` and the rest to the command."""
+    return bool(re.search(r"(^|\s)#", re.sub(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"", "''", line)))
 
 
 def command_lines(text: str) -> list[str]:
     """Every ganlab command of ``text``: from shell code blocks, fenced or indented (each ``cmd && cmd`` part), and
     inline code spans."""
     found = []
-    blocks, outside = fenced_blocks(text)
+    blocks = fenced_blocks(text)[0]
     fenced = [body for lang, body in blocks if lang in SHELLS or lang == ""]
-    indented = [re.sub(r"^    ", "", b, flags=re.M) for b in INDENTED.findall(outside)]
+    indented = indented_blocks(text)
     for block in fenced + indented:
         for line in _joined_lines(block):
             for part in re.split(r"&&|;", line.removeprefix("$ ")):  # a transcript's prompt left off
@@ -198,6 +215,25 @@ def test_the_paste_check_by_hand() -> None:
             "```text\nscore 1\n$ ganlab-eval <run>\n```\n```\npip install -e .\n```\n```\n[usage] x\n```\n")
     assert shell_lines(text) == ["ganlab-train    seed=1", "ganlab-eval <run>", "pip install -e ."]
     assert len(pasted_lines()) > 60  # the docs show many; an empty list would pass everything below
+
+
+def test_the_comment_check_by_hand() -> None:
+    assert trailing_comment("ganlab-study my_study    # = ganlab-study study=my_study action=run")
+    assert trailing_comment("# the tests") and trailing_comment("ganlab-train x=1 #no space")
+    assert not trailing_comment("ganlab-train 'a # b' \"c # d\" x=#1 e=f#g")
+    text = ("Run:\n\n    ganlab-study my_study    # all of it\n    ganlab-study check my_study\n\nthen\n\n"
+            "    x = 1  # python, not a command\n\n```bash\nganlab-train seed=1  # one\n```\n")
+    assert shell_lines(text) == ["ganlab-train seed=1  # one", "ganlab-study my_study    # all of it",
+                                 "ganlab-study check my_study"]
+    assert any(page == "docs/howto/studies.md" and line.startswith("ganlab-study check my_study")
+               for page, line in pasted_lines())  # an indented block's command is checked too
+
+
+def test_no_shell_line_has_a_comment() -> None:
+    """A ``# comment`` after (or as) a command line breaks it in an interactive zsh; this check needs no zsh."""
+    found = [f"{page}: {line}" for page, line in pasted_lines() if trailing_comment(line)]
+    assert not found, "shell lines with a # comment (put it in the text, or on its own line in prose):\n" + \
+        "\n".join(found)
 
 
 @needs_zsh
