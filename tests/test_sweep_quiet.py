@@ -36,3 +36,38 @@ def test_the_resume_line_names_what_it_removed(tmp_path: Path, caplog: pytest.Lo
     assert all(name in caplog.text for name in files)
     assert said == "failure record" or "failure record removed" not in caplog.text
     assert not layout.clear_failure(tmp_path)
+
+
+def test_a_sweep_prints_a_line_per_job_the_counts_and_the_table(tmp_path: Path) -> None:
+    """Two tiny jobs into a pipe, plain progress lines on (``trainer.progress=true``): on the console, the sweep's
+    start, each job's line, the counts and the table; each job's informational lines in its ``train.log`` only."""
+    from tests.test_sweep import TINY, cli
+
+    out = tmp_path / "sweep"
+    res = cli("ganlab-train", "-m", "seed=0,1", *TINY, "trainer.progress=true", "logger=none",
+              f"hydra.sweep.dir={out}", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    printed = (res.stdout + res.stderr).splitlines()
+    jobs = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert len(jobs) == 2
+    table = printed.index(next(ln for ln in printed if "sweep finished: 2 jobs finished" in ln))
+    before = [ln for ln in printed[:table] if ln.strip()]
+    allowed = ("[HYDRA] Launching 2 jobs locally", *(f"[ganlab][INFO] - job {job}: 6 steps in " for job in jobs))
+    assert [ln for ln in before if " - job " in ln or "[HYDRA]" in ln] == before, "\n".join(before)
+    assert [ln.split("] ", 1)[-1].split(" - ", 1)[-1] for ln in before if ln.split("]")[-1]], before
+    unexpected = [ln for ln in before if not any(a in ln for a in allowed)]
+    assert not unexpected, "\n".join(printed)
+    assert len(before) == 3 and not any("#0 :" in ln or "train: step" in ln for ln in printed)
+    for job in jobs:
+        logged = (out / job / "train.log").read_text()
+        assert "run directory:" in logged and "train: step 6/6" in logged and f"job {job}: 6 steps" in logged
+
+
+def test_a_single_run_keeps_its_lines(tmp_path: Path) -> None:
+    from tests.test_sweep import TINY, cli
+
+    res = cli("ganlab-train", *TINY, "trainer.progress=true", "logger=none", f"hydra.run.dir={tmp_path / 'run'}",
+              cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    printed = res.stdout + res.stderr
+    assert "run directory:" in printed and "train: step 6/6" in printed and "final scores" in printed

@@ -104,8 +104,8 @@ def job_counts(runs: list[Any], failed: list[FailedJob], not_run: int | None = N
     interrupted job (Ctrl-C or SIGTERM: resumable) is counted apart from the failed and unfinished ones. ``not_run``
     None leaves that count out (nothing planned to compare with)."""
     interrupted = sum(f.status == "interrupted" for f in failed)
-    parts = [f"{len(runs)} job{'' if len(runs) == 1 else 's'} finished", f"{len(failed) - interrupted} failed or unfinished",
-             f"{interrupted} interrupted"]
+    finished = f"{len(runs)} job{'' if len(runs) == 1 else 's'} finished"
+    parts = [finished, f"{len(failed) - interrupted} failed or unfinished", f"{interrupted} interrupted"]
     return ", ".join(parts + ([f"{not_run} not run"] if not_run is not None else []))
 
 

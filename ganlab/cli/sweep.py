@@ -86,6 +86,48 @@ def is_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
+#: ``extra`` of a log record that a sweep job shows on the console (:func:`quiet_job_console`): its one line.
+SWEEP_LINE = {"sweep_line": True}
+
+
+class _JobConsole(logging.Filter):
+    """A sweep job's console: warnings, errors and the records marked :data:`SWEEP_LINE`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or bool(getattr(record, "sweep_line", False))
+
+
+class LauncherLines(logging.Filter):
+    """Drops the launchers' ``#3 : seed=1 ...`` line per job (a sweep job prints its own line); set on Hydra's basic
+    and joblib launchers' loggers by ``conf/hydra/job_logging/ganlab.yaml`` and ``hydra_logging/ganlab.yaml``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not re.match(r"\s*#\d+ : ", record.getMessage())
+
+
+@contextlib.contextmanager
+def quiet_job_console() -> Any:
+    """Inside a sweep job (:func:`is_multirun`): the console handlers show warnings, errors and the job's line
+    (:data:`SWEEP_LINE`) only, and the plain progress lines become log records: everything still goes to the
+    job's ``train.log``. A single run: nothing changes."""
+    if not is_multirun():
+        yield
+        return
+    from ganlab.trainer.progress import plain_lines_to_log
+
+    quiet = _JobConsole()
+    handlers = [h for h in logging.getLogger().handlers
+                if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+    for h in handlers:
+        h.addFilter(quiet)
+    try:
+        with plain_lines_to_log(logging.getLogger("ganlab.progress")):
+            yield
+    finally:
+        for h in handlers:
+            h.removeFilter(quiet)
+
+
 def failed_objective() -> float:
     """The objective a failed job returns: the worst value for the sweeper's ``direction``.
 
@@ -202,8 +244,9 @@ JOB_LINE_SCORES = 3
 
 def job_line(metrics: dict[str, Any], run_dir: Path) -> str:
     """A sweep job's one line when it finished: its folder's name (job number and swept values), the steps and
-    wall time (``steps 130-400`` when the job resumed from step 130: this attempt's steps), the first :data:`JOB_LINE_SCORES` headline scores (:func:`ganlab.analysis.table.headline_of`),
-    the verdict's first word(s) and the folder. Every score stays in the job's ``metrics.json``; the sweep's
+    wall time (``steps 130-400`` when the job resumed from step 130: this attempt's steps), the first
+    :data:`JOB_LINE_SCORES` headline scores (:func:`ganlab.analysis.table.headline_of`), the verdict's first
+    word(s) and the folder. Every score stays in the job's ``metrics.json``; the sweep's
     table comes at its end (:func:`write_summary`)."""
     scores = metrics.get("scores", {})
     shown = ", ".join(f"{k} {scores[k]:.4g}" for k in headline_of(scores)[:JOB_LINE_SCORES])

@@ -138,7 +138,7 @@ def _log_finished(metrics: dict, run_dir: Path) -> None:
     from ganlab.cli.common import format_scores
 
     if sweep.is_multirun():
-        log.info("%s", sweep.job_line(metrics, run_dir))
+        log.info("%s", sweep.job_line(metrics, run_dir), extra=sweep.SWEEP_LINE)
         return
 
     log.info("finished %d steps (%.1f steps/s); final scores (model beside the held-out real data):\n%s\n"
@@ -377,7 +377,8 @@ def _train(cfg: DictConfig) -> float | None:
         return _failed_start(cfg, StartError(str(err)))
     _quiet_other_ranks(dist)
     try:
-        metrics = run(cfg)
+        with sweep.quiet_job_console():  # a sweep job: its line, warnings and errors on the console
+            metrics = run(cfg)
     except StartError as err:
         return _failed_start(cfg, err)
     except TrainingInterrupted as stop:

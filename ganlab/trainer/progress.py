@@ -85,6 +85,7 @@ def logs_through_bar(loggers: list[logging.Logger]) -> Iterator[None]:
                 writer = _BarWriter(h.stream)
                 writer.setFormatter(h.formatter)
                 writer.setLevel(h.level)
+                writer.filters = list(h.filters)  # e.g. a sweep job's console filter (ganlab.cli.sweep)
                 after.append(writer)
             else:
                 after.append(h)
@@ -95,6 +96,21 @@ def logs_through_bar(loggers: list[logging.Logger]) -> Iterator[None]:
     finally:
         for logger, before in swapped:
             logger.handlers = before
+
+
+#: Where the plain lines go instead of the stream when set (:func:`plain_lines_to_log`): a sweep job's console shows
+#: one line per job, so its progress lines go to its ``train.log`` only.
+_PLAIN_LOG: list[logging.Logger] = []
+
+
+@contextlib.contextmanager
+def plain_lines_to_log(logger: logging.Logger) -> Iterator[None]:
+    """Inside: a :class:`Progress` writes its plain lines (not a terminal bar) as INFO records of ``logger``."""
+    _PLAIN_LOG.append(logger)
+    try:
+        yield
+    finally:
+        _PLAIN_LOG.remove(logger)
 
 
 class Progress:
@@ -183,9 +199,12 @@ class Progress:
         return "; ".join(parts)
 
     def write_line(self) -> None:
-        """Write :meth:`line` as one plain line and flush."""
-        self.stream.write(self.line() + "\n")
-        self.stream.flush()
+        """Write :meth:`line` as one plain line and flush (or log it: :func:`plain_lines_to_log`)."""
+        if _PLAIN_LOG:
+            _PLAIN_LOG[-1].info("%s", self.line())
+        else:
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
         self.lines += 1
         self.last_line_t = self.clock()
 
