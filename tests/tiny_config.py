@@ -16,6 +16,12 @@ TINY = ["device=cpu", "trainer.steps=6", "trainer.batch_size=16", "trainer.eval_
         "metrics.num_real=400", "metrics.embedder.max_train=2000", "metrics.embedder.epochs=1",
         "metrics.scorers.ndb.k=20"]
 
+#: A class-conditional run on 16 x 16 digits (resnet, widths 8); the class-conditional tests and the notebooks'
+#: per-class run use it.
+TINY_COND = ["dataset=digits", "model=resnet", "model.conditional=true", "dataset.image_size=16",
+             "model.generator.width=8", "model.discriminator.width=8", "model.generator.z_dim=8", "logger=none",
+             "threads=1", "trainer.grid_size=20"]
+
 
 def compose_cfg(overrides: list[str] | None = None, tiny: bool = True) -> DictConfig:
     """Compose ``train.yaml`` with ``overrides`` (after the TINY ones when ``tiny``)."""

@@ -1,7 +1,7 @@
 """The ``--help`` pages of the commands, written for a person: usage, what the command does, examples, then the
 options (:func:`page`, the one layout they share). ``ganlab-train``'s is read from the config folder (so it follows
 ``conf/``); Hydra's own help, which also lists the internal schema groups of the ConfigStore, stays behind
-``--hydra-help``. Every example of every page is checked to run by ``tests/test_help_pages.py``.
+``--hydra-help``. Every example of every page is checked to run by ``tests/cli/test_help_pages.py``.
 """
 
 from __future__ import annotations

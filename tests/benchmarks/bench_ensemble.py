@@ -4,7 +4,7 @@ per job), same settings and steps, evaluation, checkpoints and logging included,
 (wall clock, Python start-up and imports included), in one run of this script, alternating the two sides.
 
 Also printed: how the members' final scores and generator weights compare with the separate runs' (the same seed
-must give the same run up to the float32 rounding described in tests/test_ensemble.py, which GAN training grows
+must give the same run up to the float32 rounding described in tests/run/test_ensemble.py, which GAN training grows
 over a whole run), and where the time goes (each side's training loop against building and evaluating).
 
     python tests/benchmarks/bench_ensemble.py --out results/                   # S=10, ring8, 2,000 steps, batch 64

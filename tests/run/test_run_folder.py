@@ -12,7 +12,7 @@ import pytest
 
 from ganlab import layout
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["device=cpu", "trainer.steps=20", "trainer.batch_size=32", "trainer.eval_every=10", "trainer.log_every=5",
         "metrics.num_real=300", "metrics.num_samples=300", "dataset.num_samples=1000", "logger=none",
         "trainer.progress=false", "trainer.projector=false", "threads=1",

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from test_conditional import TemplateEmbedder, three_class_images
+from class_templates import TemplateEmbedder, three_class_images
 from torch import nn
 
 from ganlab.data import GANData

@@ -20,7 +20,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 #: A 2 strategies x 2 seeds sweep of ganlab-train -m, each job a second or so on one core.
 SWEEP = ["-m", "strategy=[],[ema]", "seed=0,1", "device=cpu", "threads=1", "logger=none", "trainer.steps=20",
@@ -135,11 +135,10 @@ def test_jupyter_execute_runs_a_notebook_headless(sweep_dir: Path, tmp_path: Pat
 @pytest.mark.slow
 def test_inspect_clusters_looks_inside_one_class_of_a_conditional_run(runs_root: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_conditional import TINY_COND
-    from tiny_config import train_tiny
+    from tiny_config import TINY_COND, train_tiny
 
     run_dir = train_tiny(TINY_COND, runs_root / "digits" / "2026-01-01_00-00-09")
-    here = str(Path(__file__).resolve().parents[1])  # the kernel imports this checkout's ganlab
+    here = str(Path(__file__).resolve().parents[2])  # the kernel imports this checkout's ganlab
     nb = execute("inspect_clusters.ipynb", runs_root.parent,
                  {"GANLAB_RUN": str(run_dir), "GANLAB_CLASS": "2", "PYTHONPATH": here}, monkeypatch)
     printed = "".join(o.get("text", "") for o in outputs(nb) if o.output_type == "stream")

@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra._internal.utils import get_args_parser
 from omegaconf import OmegaConf
-from test_docs_commands import PLACEHOLDER, unquoted_globs
+from shell_words import PLACEHOLDER, unquoted_globs
 from tiny_config import compose_cfg
 
 from ganlab import CONFIG_DIR

@@ -8,11 +8,12 @@ import json
 import logging
 from pathlib import Path
 
+from tiny_config import RING8_RUN, train_tiny
+
 from ganlab import io, layout
 from ganlab.analysis.plots import read_curve
 from ganlab.health import AlertLog, read_alerts
 from ganlab.trainer.loggers import NullLogger
-from tests.tiny_config import RING8_RUN, train_tiny
 
 
 def _tear(path: Path, keep_of_last: int = 9) -> str:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted(p for p in (ROOT / "docs" / "extending").glob("*.md") if p.stem != "index")
 BLOCK = re.compile(r'^```(\w+)[^\n]*?title="([^"]+)"[^\n]*\n(.*?)^```\s*$', re.S | re.M)
 

@@ -18,11 +18,12 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from shell_words import PLACEHOLDER, unquoted_globs
 
 from ganlab import CONFIG_DIR
 from ganlab.config.check import ConfigError, check_command_line
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 COMMANDS = {"ganlab-train": "train", "ganlab-eval": "train", "ganlab-sample": "sample"}
 SHELLS = {"bash", "sh", "shell", "console", "zsh"}
@@ -131,12 +132,6 @@ def parse(line: str) -> tuple[str, list[str], bool] | None:
     multirun = "-m" in args or "--multirun" in args
     overrides = [a for a in args if "=" in a and not a.startswith("-") and "PLACEHOLDER" not in a]
     return name, overrides, multirun
-
-
-def unquoted_globs(line: str) -> list[str]:
-    """Words of ``line`` with ``[`` or ``]`` outside quotes: zsh expands them as a pattern (``no matches found``)."""
-    words = re.findall(r"(?:'[^']*'|\"[^\"]*\"|[^\s'\"])+", line.split(" #")[0])
-    return [w for w in words if re.search(r"[\[\]]", re.sub(r"'[^']*'|\"[^\"]*\"", "", w))]
 
 
 def collected() -> list[tuple[str, str]]:
@@ -267,7 +262,7 @@ def test_commands_compose_and_pass_the_config_checks() -> None:
         if line.strip() in DOCUMENTED_REFUSALS:
             continue
         parsed = parse(line)
-        if parsed is None or page.startswith("docs/extending/"):  # the recipes' own configs: tests/test_recipes.py
+        if parsed is None or page.startswith("docs/extending/"):  # the recipes' configs: test_recipes.py
             continue
         name, overrides, multirun = parsed
         config = COMMANDS[name]

@@ -28,7 +28,7 @@ def test_every_dataset_yaml(name: str) -> None:
         with pytest.raises(FileNotFoundError, match="dataset.download=true"):
             make(cfg.dataset, root="/nonexistent")
         return
-    if name == "image_folder":  # the folder is the user's (tests/test_image_folder.py): the key to set is named
+    if name == "image_folder":  # the folder is the user's (tests/data/test_image_folder.py): the key to set is named
         with pytest.raises(ValueError, match="dataset=image_folder needs the folder of images: dataset.root=DIR"):
             make(cfg.dataset)
         return

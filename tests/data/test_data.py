@@ -229,7 +229,7 @@ def test_a_relative_root_in_a_joblib_multirun_with_chdir(tmp_path: Path) -> None
              "trainer.progress=false", "metrics.num_samples=20", "metrics.num_real=20", "metrics/embedder=pixels",
              "metrics.scorers.ndb.k=5", "logger=none", "model=dcgan", "dataset.image_size=8",
              "model.generator.width=8", "model.discriminator.width=8"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[2])}
     env.pop("GANLAB_DATA", None)
     res = subprocess.run([str(Path(sys.executable).with_name("ganlab-train")), "-m", "hydra/launcher=joblib",
                           "hydra.launcher.n_jobs=1", "hydra.job.chdir=true", "dataset=fashion_mnist",

@@ -8,15 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from class_templates import TemplateEmbedder, three_class_images
 from PIL import Image
-from tiny_config import compose_cfg
+from tiny_config import TINY_COND, compose_cfg
 from torch import nn
 from torch.nn.utils.parametrize import is_parametrized
 
 from ganlab.cli.sample import sample_checkpoint
 from ganlab.data import GANData
 from ganlab.inspection import assign_class_clusters, cluster_occupancy
-from ganlab.metrics.embedders import Embedder
 from ganlab.metrics.evaluator import Evaluator
 from ganlab.metrics.per_class import class_scores
 from ganlab.models import DCGANDiscriminator, DCGANGenerator, ResNetDiscriminator, ResNetGenerator
@@ -25,9 +25,6 @@ from ganlab.run.build import build_trainer, class_count
 from ganlab.strategies.base import StepContext, TrainState
 from ganlab.strategies.spectral_norm import apply_spectral_norm
 
-TINY_COND = ["dataset=digits", "model=resnet", "model.conditional=true", "dataset.image_size=16",
-             "model.generator.width=8", "model.discriminator.width=8", "model.generator.z_dim=8", "logger=none",
-             "threads=1", "trainer.grid_size=20"]
 #: The model=... choices with class-conditional layers; TINY_COND with the model swapped is ``tiny_cond(model)``.
 MODELS = ("resnet", "dcgan")
 
@@ -200,31 +197,6 @@ class OneImagePerClass(nn.Module):
     def forward(self, code: torch.Tensor) -> torch.Tensor:
         self.seen.append(code_labels(code))
         return self.images[code_labels(code)] + 0 * self.w
-
-
-class TemplateEmbedder(Embedder):
-    """Pixels as embeddings; the class of a sample is its nearest class template (a 'classifier')."""
-
-    def __init__(self, templates: torch.Tensor) -> None:
-        self.templates = templates.flatten(1)
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return x.flatten(1).float()
-
-    def mode_labels(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cdist(x.flatten(1).float(), self.templates).argmin(1)
-
-
-def three_class_images(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(templates (3, 1, 4, 4), images (n, 1, 4, 4) = template + noise, labels (n,)), all divided by 3 so the
-    images lie in the data's stated range [-1, 1] (nearest templates, k-means and k-NN balls do not change under
-    a common scale)."""
-    g = torch.Generator().manual_seed(seed)
-    templates = torch.zeros(3, 1, 4, 4)
-    templates[0, 0, 0], templates[1, 0, 2], templates[2, 0, :, 1] = 1.0, 1.0, 1.0
-    y = torch.arange(n) % 3
-    images = templates[y] + 0.3 * torch.randn(n, 1, 4, 4, generator=g)
-    return templates / 3, images / 3, y
 
 
 def test_evaluator_samples_balanced_and_scores_one_image_per_class() -> None:

@@ -311,7 +311,7 @@ def test_the_command_prints_one_line_and_makes_no_run_folder(tmp_path: Path) -> 
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == f"ganlab-train: trainer.step=10: trainer.step is not a setting of trainer; did you mean " \
                           f"trainer.steps? trainer takes: {TRAINER_KEYS}\n"
-    assert not (tmp_path / "run").exists()  # HYDRA_FULL_ERROR=1's traceback: tests/test_cli.py
+    assert not (tmp_path / "run").exists()  # HYDRA_FULL_ERROR=1's traceback: tests/cli/test_cli.py
 
 
 @pytest.mark.slow  # one more start of ganlab-train (~7 s)

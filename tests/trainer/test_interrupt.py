@@ -308,7 +308,7 @@ def test_one_printed_command_continues_a_whole_interrupted_sweep(tmp_path: Path)
     words = shlex.split(line[0])
     assert words[1] == "-m" and f"hydra.sweep.dir='{sweep_dir}'" in words and "seed=0,1,2" in words
     assert _in_shell("bash", line[0]) == _in_shell("zsh", line[0]) == words  # pasted into either shell
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     again = subprocess.run(["bash", "-c", line[0]], capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
     jobs = sorted(p for p in sweep_dir.iterdir() if p.is_dir())

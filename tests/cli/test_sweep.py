@@ -89,7 +89,7 @@ def test_each_job_prints_one_line_and_the_sweep_one_table(basic: Path) -> None:
     assert "per-class" not in printed  # a 2-D mixture has no classes to skip
 
 
-@pytest.mark.slow  # ~30 s: 4 more jobs; the joblib launcher itself also runs in tests/test_data.py (a multirun)
+@pytest.mark.slow  # ~30 s: 4 more jobs; the joblib launcher itself also runs in tests/data/test_data.py (a multirun)
 def test_joblib_launcher_gives_the_same_scores(basic: Path) -> None:
     parallel = sweep(basic.parent, "joblib", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
     assert "Joblib.Parallel(n_jobs=2" in (parallel / "stdout.txt").read_text()
