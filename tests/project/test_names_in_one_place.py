@@ -11,7 +11,7 @@ from pathlib import Path
 from ganlab import layout
 from ganlab.metrics import registry
 
-PACKAGE = Path(layout.__file__).resolve().parent
+PACKAGE = Path(layout.__file__).resolve().parent  # ganlab/
 #: Where the same words mean something else, or a light module avoids importing the package that holds the name.
 ELSEWHERE = {
     "metrics/embedders.py": {layout.CHECKPOINT_DIR},  # torch hub's folder of downloaded weights
