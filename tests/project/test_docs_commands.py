@@ -32,7 +32,6 @@ COMMAND_START = re.compile(r"^(\$ |[A-Z_]+=\S+ |\.venv/bin/|ganlab-|python3? |pi
 FENCE_LINE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^`\s]*)")
 INLINE = re.compile(r"`((?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?ganlab-[a-z]+(?: [^`]*)?)`")
 INDENTED = re.compile(r"(?:^|\n\n)(    \S[^\n]*\n?(?:    [^\n]*\S[^\n]*\n?)*)")  # a continuation may indent more
-PLACEHOLDER = re.compile(r"<[^<>`]+>")
 
 
 def _joined_lines(block: str) -> Iterator[str]:
