@@ -41,7 +41,7 @@ def test_the_resume_line_names_what_it_removed(tmp_path: Path, caplog: pytest.Lo
 def test_a_sweep_prints_a_line_per_job_the_counts_and_the_table(tmp_path: Path) -> None:
     """Two tiny jobs into a pipe, plain progress lines on (``trainer.progress=true``): on the console, the sweep's
     start, each job's line, the counts and the table; each job's informational lines in its ``train.log`` only."""
-    from tests.test_sweep import TINY, cli
+    from tests.cli.test_sweep import TINY, cli
 
     out = tmp_path / "sweep"
     res = cli("ganlab-train", "-m", "seed=0,1", *TINY, "trainer.progress=true", "logger=none",
@@ -64,7 +64,7 @@ def test_a_sweep_prints_a_line_per_job_the_counts_and_the_table(tmp_path: Path) 
 
 
 def test_a_single_run_keeps_its_lines(tmp_path: Path) -> None:
-    from tests.test_sweep import TINY, cli
+    from tests.cli.test_sweep import TINY, cli
 
     res = cli("ganlab-train", *TINY, "trainer.progress=true", "logger=none", f"hydra.run.dir={tmp_path / 'run'}",
               cwd=tmp_path)
