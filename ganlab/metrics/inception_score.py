@@ -67,7 +67,7 @@ def inception_score(probs: Tensor, splits: int = 10, seed: int = 0) -> tuple[flo
     if numpy_readable(probs):
         s = _split_scores_cpu(probs, splits, seed)
         return float(s.mean()), float(s.std())  # NumPy's std: the population one
-    p = probs.double()
+    p = probs.detach().double()  # a score, not a loss: no graph (a float() of a grad-tracking tensor warns)
     if not bool(torch.isfinite(p).all()):
         raise ValueError("probs contain NaN or Inf; filter those samples first")
     if bool((p < 0).any()):

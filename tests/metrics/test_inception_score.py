@@ -4,6 +4,7 @@ values, and the embedders' class probabilities."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -80,6 +81,16 @@ def test_cpu_blocks_give_the_tensor_path_scores(n: int, classes: int) -> None:
         want = inception_score(probs.clone().requires_grad_(), splits=10 if n > 10 else 3)
         got = inception_score(probs, splits=10 if n > 10 else 3)
         assert got[0] == pytest.approx(want[0], rel=1e-12) and got[1] == pytest.approx(want[1], rel=1e-9, abs=1e-12)
+
+
+def test_probabilities_that_track_gradients_are_scored_without_a_warning() -> None:
+    """A classifier's softmax straight out of a graph (requires_grad) is scored as data: no autograd warning from
+    reading its row sums (it warned "Converting a tensor with requires_grad=True to a scalar"), the hand value."""
+    probs = torch.tensor([[1.0, 0.0], [0.0, 1.0]], requires_grad=True)  # two sure, different classes: IS = 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mean, std = inception_score(probs, splits=1)
+    assert (mean, std) == (pytest.approx(2.0, rel=1e-12), 0.0)
 
 
 def test_bad_inputs_are_refused() -> None:
