@@ -18,6 +18,12 @@ A run of ``ganlab-train`` (``runs/<dataset>/<date>/``, or one job folder of a sw
     study_jobs.jsonl, .study.lock        a ganlab-study job folder: one line per job that ran there
                                          (:func:`record_study_job`, :func:`read_study_jobs`), and the lock its job
                                          holds while it trains
+    alerts.jsonl                         one line per training-health alert (written and read by
+                                         :mod:`ganlab.health.alerts`)
+    corpus_labels.jsonl,                 a run of the collapse corpus (``callbacks.corpus_recorder``): each
+    corpus_signals.jsonl                 evaluation's fresh-sample labels and each monitored step's signals
+                                         (written by :mod:`ganlab.callbacks.corpus`, read by
+                                         :mod:`ganlab.study.corpus_collect`)
 
 Each record has one writer and one reader here (or in the module named beside it): ``metrics.json`` is read by
 :func:`read_metrics`, ``metrics.jsonl`` by :func:`read_evaluations`, ``ensemble.json`` by :func:`read_ensemble`,
@@ -67,6 +73,9 @@ JOB_LOG = "train.log"              # Hydra's log of a ganlab-train job
 LOCK_FILE = ".lock"                # held (fcntl.flock) by the ganlab-train process writing the folder
 STUDY_JOBS_FILE = "study_jobs.jsonl"  # a ganlab-study job folder: one line per job that ran there
 STUDY_LOCK_FILE = ".study.lock"    # held (fcntl.flock) by the ganlab-study job training the folder
+ALERTS_FILE = "alerts.jsonl"       # one JSON line per training-health alert (ganlab.health.alerts)
+CORPUS_LABELS_FILE = "corpus_labels.jsonl"    # a corpus run: one JSON line per evaluation (ganlab.callbacks.corpus)
+CORPUS_SIGNALS_FILE = "corpus_signals.jsonl"  # a corpus run: one JSON line per monitored step
 
 # the prefixes of the score keys in metrics.json and metrics.jsonl (ganlab.metrics.registry re-exports them)
 #: A score computed on held-out real data (the data baseline): ``data/<score>``.

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ganlab.io import append_jsonl
+from ganlab.layout import CORPUS_LABELS_FILE, CORPUS_SIGNALS_FILE
 from ganlab.metrics.evaluator import EvalResult
 from ganlab.metrics.mixture import mixture_scores, mode_counts, reverse_kl_uniform
 from ganlab.models.base import eval_mode
@@ -36,8 +37,7 @@ from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import Trainer
 from ganlab.trainer.stats import HEALTH
 
-LABELS_FILE = "corpus_labels.jsonl"
-SIGNALS_FILE = "corpus_signals.jsonl"
+LABELS_FILE, SIGNALS_FILE = CORPUS_LABELS_FILE, CORPUS_SIGNALS_FILE  # named in ganlab.layout
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ganlab.io import append_jsonl, read_jsonl
+from ganlab.layout import ALERTS_FILE
 
 log = logging.getLogger("ganlab")
 
-ALERTS_FILE = "alerts.jsonl"  # one JSON object a line: {"time", "step", "kind", "severity", "message", ...}
+# alerts.jsonl (named in ganlab.layout): one JSON object a line: {"time", "step", "kind", "severity", "message", ...}
 
 
 class TrainingHealthError(RuntimeError):

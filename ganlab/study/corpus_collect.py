@@ -34,7 +34,7 @@ def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
     run_dir, name = folder(study, job), run_name(job)
     if (finished_step(run_dir) or 0) < steps_of(study, job.arm):
         return None
-    labels = {r["step"]: r for r in by_step(run_dir / "corpus_labels.jsonl")}
+    labels = {r["step"]: r for r in by_step(run_dir / layout.CORPUS_LABELS_FILE)}
     evals = []
     for rec in layout.read_evaluations(run_dir):
         if not rec.get("scores"):
@@ -42,7 +42,7 @@ def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
         lab = {k: v for k, v in labels.get(int(rec["step"]), {}).items() if k != "step"}
         evals.append({"run": name, "step": int(rec["step"]), **lab, **rec["scores"],
                       **{f"{layout.HEALTH_TAG_PREFIX}{k}": v for k, v in (rec.get("health") or {}).items()}})
-    signals = [{"run": name, **s} for s in by_step(run_dir / "corpus_signals.jsonl")]
+    signals = [{"run": name, **s} for s in by_step(run_dir / layout.CORPUS_SIGNALS_FILE)]
     cfg = OmegaConf.load(run_dir / layout.HYDRA_DIR / layout.CONFIG_FILE)
     data_cov = float(evals[0]["label_data_coverage"]) if evals else float("nan")
     collapsed, drop = coverage_label([e["step"] for e in evals], [float(e["label_coverage"]) for e in evals], data_cov,
