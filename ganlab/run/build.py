@@ -22,7 +22,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ganlab import distributed
+from ganlab import distributed, layout
 from ganlab.config.resume import adopt_checkpoint_config, explicit_overrides
 from ganlab.config.run import RunSettings, check_config, repeated_strategies
 from ganlab.data.base import GANData
@@ -261,6 +261,30 @@ def class_count(data: GANData) -> int:
     return k
 
 
+def check_steps_left(steps: int, at: int, checkpoint: Path) -> None:
+    """Refuse to resume ``checkpoint`` (saved at generator step ``at``) for ``trainer.steps=steps`` when no work is
+    left.
+
+    ``steps`` > ``at``: training goes on. ``steps`` == ``at``: allowed only for a checkpoint in a run folder
+    (``<run>/checkpoints/``) whose run did not finish there (no ``metrics.json`` at step ``at``): a run stopped by a
+    signal after its last step (during its last evaluation) was saved at that step, and resuming it writes its final
+    record. ``steps`` < ``at``, a finished run or a checkpoint outside a run folder: refused.
+
+    Raises:
+        ValueError: naming the steps and what to set instead.
+    """
+    if steps > at:
+        return
+    run = checkpoint.parent.parent if checkpoint.parent.name == layout.CHECKPOINT_DIR else None
+    if steps == at and run is not None:
+        finished = layout.read_metrics(run)
+        if finished is None or int(finished.get("step", -1)) < at:
+            log.info("%s is at the run's last step %d: no step left, writing the run's final record", checkpoint, at)
+            return
+    raise ValueError(f"trainer.steps={steps} is not beyond the checkpoint's step {at}: trainer.steps is the new "
+                     "total number of generator steps; give a larger one to train on")
+
+
 def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = None,
                   finished_ok: bool = False, score_baseline: bool = True) -> Trainer:
     """Build a ready-to-``fit`` :class:`Trainer` from a composed config (resumed when ``trainer.resume``).
@@ -273,11 +297,11 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     ``score_baseline=False`` leaves the evaluator's held-out ``data/`` baseline unscored
     (:meth:`~ganlab.metrics.evaluator.Evaluator.prepare_baseline` does it, or else the first evaluation).
     """
-    ckpt = ckpt_io.load_checkpoint(cfg.trainer.resume) if cfg.trainer.get("resume") else None
-    if ckpt is not None:
-        if int(cfg.trainer.steps) <= int(ckpt["step"]) and not finished_ok:
-            raise ValueError(f"trainer.steps={cfg.trainer.steps} is not beyond the checkpoint's step {ckpt['step']}: "
-                             "trainer.steps is the new total number of generator steps")
+    found = ckpt_io.find_checkpoint(cfg.trainer.resume) if cfg.trainer.get("resume") else None
+    ckpt = found[1] if found is not None else None
+    if found is not None and ckpt is not None:
+        if not finished_ok:
+            check_steps_left(int(cfg.trainer.steps), int(ckpt["step"]), found[0])
         adopted = adopt_checkpoint_config(cfg, ckpt["config"], explicit_overrides())
         if adopted:
             log.info("resuming with the checkpoint's %s", ", ".join(adopted))

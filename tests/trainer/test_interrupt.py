@@ -67,6 +67,26 @@ def test_a_signal_finishes_the_step_saves_and_resumes_exactly(signum: int, tmp_p
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_a_signal_during_the_last_evaluation_resumes_to_the_final_record(tmp_path: Path) -> None:
+    """A Ctrl-C during the last step's evaluation stops the run saved at its last step, before ``metrics.json``;
+    resuming it with ``trainer.steps`` unchanged (the printed command, a study's resume) writes the final record
+    with the uninterrupted run's scores (was: refused, "trainer.steps=6 is not beyond the checkpoint's step 6"),
+    and the finished run is then refused."""
+    want = build_trainer(compose_cfg(RUN), tmp_path / "full").fit()
+    cut = build_trainer(compose_cfg(RUN), tmp_path / "cut")
+    cut.strategies.append(SignalAt(6, signal.SIGINT))  # the signal comes as step 6 ends; its evaluation follows
+    with pytest.raises(TrainingInterrupted) as info:
+        cut.fit()
+    assert info.value.step == 6 and not (tmp_path / "cut" / "metrics.json").exists()
+    resume = compose_cfg([*RUN, f"trainer.resume={tmp_path / 'cut'}"])
+    got = build_trainer(resume, tmp_path / "cut").fit()
+    assert (got["step"], got["start_step"]) == (6, 6)
+    assert json.dumps(got["scores"], sort_keys=True) == json.dumps(want["scores"], sort_keys=True)  # NaN == NaN
+    assert got["verdict"] == want["verdict"]
+    with pytest.raises(ValueError, match="trainer.steps=6 is not beyond the checkpoint's step 6"):
+        build_trainer(resume, tmp_path / "cut")
+
+
 def _train_cmd(run_dir: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "ganlab.cli.train", "threads=1", "logger=none", "trainer.progress=false",
             "trainer.projector=false", "trainer.steps=200", "trainer.ckpt_every=10", "trainer.eval_every=100",
