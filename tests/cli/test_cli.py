@@ -31,6 +31,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.e2e
 def test_train_prints_final_scores_once(sweep: Path) -> None:
     out = (sweep / "seed0" / "stdout.txt").read_text()
     metrics = json.loads((sweep / "seed0" / "metrics.json").read_text())
@@ -40,6 +41,7 @@ def test_train_prints_final_scores_once(sweep: Path) -> None:
     assert (sweep / "seed0" / ".hydra" / "config.yaml").exists()  # the resolved config is kept
 
 
+@pytest.mark.e2e
 def test_eval_recomputes_the_final_scores(sweep: Path) -> None:
     res = cli("ganlab-eval", str(sweep / "seed0"), cwd=sweep)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -49,11 +51,13 @@ def test_eval_recomputes_the_final_scores(sweep: Path) -> None:
     assert evaluated["scores"] == pytest.approx(trained["scores"])  # same weights, same evaluation codes
 
 
+@pytest.mark.e2e
 def test_eval_reports_a_missing_checkpoint(tmp_path: Path) -> None:
     res = cli("ganlab-eval", str(tmp_path / "nope"), cwd=tmp_path)
     assert res.returncode == 2 and "nope: no such file or folder; give a run directory" in res.stderr
 
 
+@pytest.mark.e2e
 def test_compare_table_equals_the_jobs_metrics(sweep: Path) -> None:
     runs, failed = collect_runs(sweep)
     assert len(runs) == 2 and failed == []
@@ -108,6 +112,7 @@ def test_the_printed_tensorboard_command_names_an_existing_program(tmp_path) -> 
     assert shutil.which(exe) is not None  # a full path to this venv's tensorboard, or one that is on PATH
 
 
+@pytest.mark.e2e
 def test_a_bad_setting_prints_only_its_message_and_leaves_no_run_folder(tmp_path) -> None:
     import os
     import subprocess
@@ -126,6 +131,7 @@ def test_a_bad_setting_prints_only_its_message_and_leaves_no_run_folder(tmp_path
     assert full.returncode == 1 and "Traceback" in full.stderr  # the traceback on request
 
 
+@pytest.mark.e2e
 def test_a_bad_setting_in_a_sweep_is_refused_before_launch_and_a_job_that_cannot_start_is_a_config_error(
         tmp_path) -> None:
     import os
@@ -165,6 +171,7 @@ def test_help_is_written_for_a_person(capsys) -> None:
     assert "schema" not in text and len(text.splitlines()) < 80
 
 
+@pytest.mark.e2e
 def test_a_run_refused_at_its_start_leaves_no_new_folder(tmp_path) -> None:
     """The checkpoint to resume is found missing inside the job, after Hydra made runs/<data set>/<time>/: the
     folders this call made go, a folder that was there before (empty or not) stays."""

@@ -33,6 +33,7 @@ def cli(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.e2e
 def test_a_failing_job_does_not_stop_the_sweep_but_sets_its_exit_status(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     res = cli("ganlab-train", "-m", "debug.fail_at_step=4,null", "seed=0,1", *TINY, f"hydra.sweep.dir={out}",
@@ -92,6 +93,7 @@ def test_the_swept_keys_and_the_planned_jobs(tmp_path: Path) -> None:
     assert planned_jobs(sweep_config({}, ["seed=0,1"], "hydra_plugins.hydra_optuna_sweeper.OptunaSweeper")) is None
 
 
+@pytest.mark.e2e
 def test_an_interrupted_sweep_writes_its_summary_naming_the_jobs_not_run(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     cmd = [str(Path(sys.executable).with_name("ganlab-train")), "-m", "seed=0,1,2", "device=cpu", "logger=none",

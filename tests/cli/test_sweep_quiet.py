@@ -38,6 +38,7 @@ def test_the_resume_line_names_what_it_removed(tmp_path: Path, caplog: pytest.Lo
     assert not layout.clear_failure(tmp_path)
 
 
+@pytest.mark.e2e
 def test_a_sweep_prints_a_line_per_job_the_counts_and_the_table(tmp_path: Path) -> None:
     """Two tiny jobs into a pipe, plain progress lines on (``trainer.progress=true``): on the console, the sweep's
     start, each job's line, the counts and the table; each job's informational lines in its ``train.log`` only."""
@@ -63,6 +64,7 @@ def test_a_sweep_prints_a_line_per_job_the_counts_and_the_table(tmp_path: Path) 
         assert "run directory:" in logged and "train: step 6/6" in logged and f"job {job}: 6 steps" in logged
 
 
+@pytest.mark.e2e
 def test_a_single_run_keeps_its_lines(tmp_path: Path) -> None:
     from tests.cli.test_sweep import TINY, cli
 

@@ -218,6 +218,7 @@ def test_non_finite_sample_is_named() -> None:
         GANData("toy", x=x).check_finite()
 
 
+@pytest.mark.e2e
 def test_a_relative_root_in_a_joblib_multirun_with_chdir(tmp_path: Path) -> None:
     """The issue's case end to end: each job runs in its own folder, the root is relative to the launch folder."""
     import os

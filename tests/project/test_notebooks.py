@@ -75,7 +75,8 @@ def test_committed_notebooks_have_no_outputs() -> None:
                 assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: clear the outputs"
 
 
-@pytest.mark.parametrize("which", [pytest.param("ring8_run", marks=pytest.mark.slow), "digits_run"])  # ring8: -m slow
+@pytest.mark.parametrize("which", [pytest.param("ring8_run", marks=pytest.mark.slow),  # ring8: -m slow
+                                   pytest.param("digits_run", marks=pytest.mark.e2e)])
 def test_inspect_clusters_runs_on_a_run(which: str, request: pytest.FixtureRequest, runs_root: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir: Path = request.getfixturevalue(which)
@@ -91,6 +92,7 @@ def test_inspect_clusters_runs_on_a_run(which: str, request: pytest.FixtureReque
     assert len(tables) == 1 and "| clusters_covered | ↑ |" in tables[0]
 
 
+@pytest.mark.e2e
 def test_compare_strategies_runs_on_the_newest_sweep(sweep_dir: Path, runs_root: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     notebooks = runs_root.parent / "notebooks"  # started where Jupyter starts it: runs/ is found in the parent

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted(p for p in (ROOT / "docs" / "extending").glob("*.md") if p.stem != "index")
 BLOCK = re.compile(r'^```(\w+)[^\n]*?title="([^"]+)"[^\n]*\n(.*?)^```\s*$', re.S | re.M)
@@ -57,6 +59,7 @@ def test_recipe_blocks_are_found() -> None:
     assert [m[1:] for m in BLOCK.findall(text)] == [("ganlab/a.py", "A = 1\n"), ("conf/b.yaml", "b: 2\n")]
 
 
+@pytest.mark.e2e
 def test_recipes_run(tmp_path: Path) -> None:
     """Every recipe's files, written into one overlay; every recipe's test, run in one fresh process (one start-up
     of torch for all of them)."""

@@ -169,6 +169,7 @@ def test_zero_seeds_is_refused_with_the_key() -> None:
         build_ensemble(compose_cfg(BASE + ["trainer.ensemble=0"]), Path("/nonexistent/never"))
 
 
+@pytest.mark.e2e
 def test_ganlab_train_refuses_on_the_command_line(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("ganlab-train")
     res = subprocess.run([str(exe), "trainer.ensemble=2", "strategy=[unrolled]", f"hydra.run.dir={tmp_path / 'r'}"],

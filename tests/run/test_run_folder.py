@@ -31,6 +31,7 @@ def steps(run_dir: Path) -> list[int]:
     return [int(row["step"]) for row in layout.read_evaluations(run_dir)]
 
 
+@pytest.mark.e2e
 def test_two_runs_started_together_into_one_folder_one_is_refused(tmp_path: Path) -> None:
     """Both name one folder (what two runs started in one second got from the default name): one trains, the
     other is refused (its lock held, or its records there when it comes second) and writes nothing: each step is
@@ -45,6 +46,7 @@ def test_two_runs_started_together_into_one_folder_one_is_refused(tmp_path: Path
     assert not (tmp_path / "run" / layout.FAILURE_FILE).exists()
 
 
+@pytest.mark.e2e
 def test_two_runs_started_together_with_the_default_folder_never_share_it(tmp_path: Path) -> None:
     """The default folder is named to the second: two runs started together end in two folders, or in one
     where one trains and the other is refused with the message, never both writing one folder."""
@@ -110,6 +112,7 @@ def files_in(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.e2e
 def test_a_run_refused_for_a_folder_in_use_writes_nothing_there(tmp_path: Path) -> None:
     run = tmp_path / "run"
     lock, before = held_run(run)
@@ -122,6 +125,7 @@ def test_a_run_refused_for_a_folder_in_use_writes_nothing_there(tmp_path: Path) 
     assert "Start this run in another folder (hydra.run.dir=<new folder>), or wait for that run to end" in err
 
 
+@pytest.mark.e2e
 def test_a_sweep_whose_job_folder_is_in_use_is_refused_before_writing(tmp_path: Path) -> None:
     sweep, job = tmp_path / "sweep", tmp_path / "sweep" / "0_plain_s0"
     lock, before = held_run(job)
@@ -134,6 +138,7 @@ def test_a_sweep_whose_job_folder_is_in_use_is_refused_before_writing(tmp_path: 
     assert "hydra.sweep.dir=<new folder>" in err
 
 
+@pytest.mark.e2e
 def test_a_second_sweep_into_a_sweep_folder_in_use_is_refused_before_writing(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     sweep.mkdir()

@@ -22,6 +22,7 @@ print(json.dumps({"torch": torch.get_num_threads(),
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: every pool has one thread anyway")
 def test_threads_one_limits_every_blas_and_openmp_pool() -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_study_runs import ROOT, study_args
 
 from ganlab import layout
@@ -47,6 +48,7 @@ def _interrupt_when_both_gan_runs_saved(tmp_path: Path, args: list[str]) -> tupl
         return code, (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
 
 
+@pytest.mark.e2e
 def test_ctrl_c_saves_every_running_job_and_the_printed_command_resumes_the_study(tmp_path):
     args = study_args(tmp_path, *EXTRA, "hydra.launcher.n_jobs=2")
     code, out, err = _interrupt_when_both_gan_runs_saved(tmp_path, args)

@@ -95,6 +95,7 @@ def check_tensorboard(tmp_path: Path) -> None:
             assert [(e.step, e.value) for e in acc.Scalars(f"arms/{data}/{score}/{arm}")] == want
 
 
+@pytest.mark.e2e
 def test_a_tiny_study_end_to_end_on_joblib(tmp_path):
     res = ganlab_study(tmp_path, *study_args(tmp_path, "study.budget.steps=40", "hydra.launcher.n_jobs=2"))
     assert res.returncode == 0, res.stderr[-3000:]
@@ -125,6 +126,7 @@ def test_a_tiny_study_end_to_end_on_submitit_local(tmp_path):
     check_tuned_study(tmp_path)
 
 
+@pytest.mark.e2e
 def test_a_killed_study_continues_without_redoing_or_losing_work(tmp_path):
     """No tuning, 2 arms x 2 seeds of 80 steps (checkpoints every 20), in this order on the basic launcher. SIGKILL
     once the first run has finished and the second has a checkpoint; the rerun leaves the first alone (one job

@@ -121,6 +121,7 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_dir
 
 
+@pytest.mark.e2e
 def test_sigterm_exits_143_and_the_printed_command_resumes(uninterrupted: Path, tmp_path: Path) -> None:
     done = _start_and_signal(tmp_path, signal.SIGTERM, after_checkpoints=2)
     printed = done.stdout + done.stderr  # Hydra's log goes to stdout
@@ -149,7 +150,7 @@ def _kill_and_resume(uninterrupted: Path, run_dir: Path, rng: random.Random) -> 
     assert all(torch.equal(a[k], b[k]) for k in a), f"weights differ after kill -9 and resume in {run_dir}"
 
 
-@pytest.mark.slow  # a subprocess run of 15-45 s: `pytest -m slow`
+@pytest.mark.e2e  # two kill -9 points, subprocess runs of 15-45 s; ten in the slow test below
 def test_kill_9_then_resume_gives_the_same_weights(uninterrupted: Path, tmp_path: Path) -> None:
     rng = random.Random(0)
     for trial in range(2):
@@ -217,6 +218,7 @@ def _no_temp_files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob(".*.tmp")]
 
 
+@pytest.mark.e2e
 def test_ctrl_c_saves_marks_the_folder_and_prints_a_pasteable_resume_command(tmp_path: Path) -> None:
     from ganlab import layout
 
@@ -247,6 +249,7 @@ def test_ctrl_c_saves_marks_the_folder_and_prints_a_pasteable_resume_command(tmp
     assert not (run_dir / layout.INTERRUPTED_FILE).exists() and layout.job_failure(run_dir) is None
 
 
+@pytest.mark.e2e
 def test_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     done = _interrupt_when(_popen(_train_cmd(run_dir)[3:]), lambda: (run_dir / "train.log").exists())
@@ -265,6 +268,7 @@ def _sweep_stopped_in_job_1(tmp_path: Path, sweep_dir: Path, sweep_dir_override:
                            lambda: len(list(sweep_dir.glob("1_*/checkpoints/step_*.pt"))) >= 2)
 
 
+@pytest.mark.e2e
 def test_ctrl_c_stops_a_sweep_and_names_finished_interrupted_and_unrun_jobs(tmp_path: Path) -> None:
     sweep_dir = tmp_path / "sweep"
     done = _sweep_stopped_in_job_1(tmp_path, sweep_dir, f"hydra.sweep.dir={sweep_dir}")
@@ -282,6 +286,7 @@ def test_ctrl_c_stops_a_sweep_and_names_finished_interrupted_and_unrun_jobs(tmp_
     assert line and all(x == line[0] for x in line) and f"trainer.resume={stopped}" in line[0]
 
 
+@pytest.mark.e2e
 def test_a_second_ctrl_c_stops_at_once_and_keeps_the_newest_checkpoint(tmp_path: Path) -> None:
     from ganlab import layout
 
@@ -310,6 +315,7 @@ def _in_shell(shell: str, line: str) -> list[str]:
     return [line.split(" ", 1)[0], *out.stdout.decode().split("\0")[:-1]]
 
 
+@pytest.mark.e2e
 def test_one_printed_command_continues_a_whole_interrupted_sweep(tmp_path: Path) -> None:
     """Ctrl-C in job 1 of 3; the printed whole-sweep command, run by bash, finishes job 1 from its checkpoint,
     keeps job 0 as it was and runs job 2: every job ends at step 40. The sweep folder's name needs quoting."""
