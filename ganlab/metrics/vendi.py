@@ -59,7 +59,7 @@ def vendi_from_eigenvalues(eigenvalues: Tensor) -> float:
     Raises:
         ValueError: If all eigenvalues are (numerically) zero.
     """
-    lam = eigenvalues.to(torch.float64).clamp(min=0)
+    lam = eigenvalues.detach().to(torch.float64).clamp(min=0)  # a score: no graph (float() of one warns)
     total = lam.sum()
     if float(total) <= 0:
         raise ValueError("all kernel eigenvalues are zero; the kernel matrix is empty")

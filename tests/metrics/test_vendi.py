@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -157,7 +159,11 @@ def test_float32_rows_whose_squared_norm_overflows_take_the_float64_products():
 
 
 def test_inputs_that_require_gradients_are_scored_as_their_values():
-    """(The cosine kernel then takes the tensor path's float64 products instead of the CPU's centred float32 ones.)"""
+    """(The cosine kernel then takes the tensor path's float64 products instead of the CPU's centred float32 ones.)
+    No autograd warning on the way (it warned "Converting a tensor with requires_grad=True to a scalar")."""
     x = torch.randn(300, 3, generator=torch.Generator().manual_seed(2))
     for kwargs, rel in (({"kernel": "rbf", "bandwidth": 1.0}, 1e-12), ({"kernel": "cosine"}, 1e-6)):
-        assert vendi_score(x.clone().requires_grad_(), **kwargs) == pytest.approx(vendi_score(x, **kwargs), rel=rel)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = vendi_score(x.clone().requires_grad_(), **kwargs)
+        assert got == pytest.approx(vendi_score(x, **kwargs), rel=rel)
