@@ -43,8 +43,8 @@ def test_fp16_penalty_and_its_gradient_equal_float32_at_any_loss_scale(name: str
         value = penalty(critic)
     scaler.scale(value).backward()
     scaler.unscale_(opt)
-    assert value.dtype == torch.float32 and float(value) == pytest.approx(float(ref), rel=1e-6)
-    assert float(ref) > 0.01  # a real penalty, not a vanishing one
+    assert value.dtype == torch.float32 and value.item() == pytest.approx(ref.item(), rel=1e-6)
+    assert ref.item() > 0.01  # a real penalty, not a vanishing one
     for p, q in zip(critic.parameters(), ref_critic.parameters(), strict=True):
         if q.grad is None:  # the last bias does not move an input gradient
             assert p.grad is None or not p.grad.any()
