@@ -141,8 +141,10 @@ def _log_finished(metrics: dict, run_dir: Path) -> None:
         log.info("%s", sweep.job_line(metrics, run_dir), extra=sweep.SWEEP_LINE)
         return
 
-    log.info("finished %d steps (%.1f steps/s); final scores (model beside the held-out real data):\n%s\n"
-             "verdict: %s\nrun folder: %s%s", metrics["step"], metrics["steps_per_s"],
+    trained = metrics["step"] - metrics.get("start_step", 0)  # 0: a run resumed at its last step, only finished
+    speed = f"{metrics['steps_per_s']:.1f} steps/s" if trained > 0 else "no step left: its final record written"
+    log.info("finished %d steps (%s); final scores (model beside the held-out real data):\n%s\n"
+             "verdict: %s\nrun folder: %s%s", metrics["step"], speed,
              format_scores(metrics["scores"]), metrics["verdict"], run_dir,
              f"\nlook at it: {tensorboard_command(run_dir)}" if any(run_dir.glob("events.out.tfevents.*")) else "")
 

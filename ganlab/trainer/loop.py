@@ -698,8 +698,8 @@ class Trainer(Checkpointing):
     def finish(self, start_step: int, elapsed: float) -> dict[str, Any]:
         """End of training: ``metrics.json`` (the latest scores, the callbacks' summaries such as the verdict, the
         step this attempt started from (``start_step``: a resumed run's checkpoint step, else 0), the speed over
-        ``state.step - start_step`` steps in ``elapsed`` seconds), the projector and the TensorBoard run
-        summary, the logger closed (rank 0 only writes). Returns ``metrics.json``'s content."""
+        ``state.step - start_step`` steps in ``elapsed`` seconds; NaN when it trained none), the projector and the
+        TensorBoard run summary, the logger closed (rank 0 only writes). Returns ``metrics.json``'s content."""
         steps_done = self.state.step - start_step
         metrics = {"step": self.state.step, "start_step": start_step, "scores": self.last_scores,
                    "score_settings": self.evaluator.settings(self.data),  # e.g. PRDC's boundary convention
@@ -707,7 +707,8 @@ class Trainer(Checkpointing):
         for c in self.callbacks:
             metrics |= c.summary(self)  # the detector's verdict
         metrics |= {"dataset": self.data.name, "strategies": [s.name for s in self.strategies], "seed": self.seed,
-                    "steps_per_s": steps_done / elapsed if elapsed > 0 else math.nan, "wall_time_s": elapsed,
+                    "steps_per_s": steps_done / elapsed if elapsed > 0 and steps_done > 0 else math.nan,  # none: NaN
+                    "wall_time_s": elapsed,
                     "provenance": provenance(self.device, self.cfg.precision)}
         if not self.dist.main:  # only rank 0 writes
             self.logger.close()
