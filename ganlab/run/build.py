@@ -30,6 +30,7 @@ from ganlab.distributed import seed_everything
 from ganlab.lr import NETWORKS, LRSchedule
 from ganlab.metrics.directions import higher_is_better
 from ganlab.models.conditional import AuxiliaryClassLoss
+from ganlab.quoting import hydra_override, shell_join
 from ganlab.strategies.base import GANSpec, Part, Strategy, check_compatible, check_conditional, check_distributed
 from ganlab.strategies.common import check_per_sample_critic
 from ganlab.trainer import checkpoint as ckpt_io
@@ -261,14 +262,15 @@ def class_count(data: GANData) -> int:
     return k
 
 
-def check_steps_left(steps: int, at: int, checkpoint: Path) -> None:
+def check_steps_left(steps: int, at: int, checkpoint: Path, run_dir: str | Path) -> None:
     """Refuse to resume ``checkpoint`` (saved at generator step ``at``) for ``trainer.steps=steps`` when no work is
     left.
 
-    ``steps`` > ``at``: training goes on. ``steps`` == ``at``: allowed only for a checkpoint in a run folder
-    (``<run>/checkpoints/``) whose run did not finish there (no ``metrics.json`` at step ``at``): a run stopped by a
-    signal after its last step (during its last evaluation) was saved at that step, and resuming it writes its final
-    record. ``steps`` < ``at``, a finished run or a checkpoint outside a run folder: refused.
+    ``steps`` > ``at``: training goes on. ``steps`` == ``at``: allowed only when the run continues in the folder of
+    the checkpoint's run (``run_dir``/``checkpoints/``) and that run did not finish there (no ``metrics.json`` at step
+    ``at``): a run stopped by a signal after its last step (during its last evaluation) was saved at that step, and
+    resuming it writes its final record beside its curve. ``steps`` < ``at``, a finished run, another folder (it would
+    get a final record and no curve) or a checkpoint outside a run folder: refused.
 
     Raises:
         ValueError: naming the steps and what to set instead.
@@ -276,11 +278,14 @@ def check_steps_left(steps: int, at: int, checkpoint: Path) -> None:
     if steps > at:
         return
     run = checkpoint.parent.parent if checkpoint.parent.name == layout.CHECKPOINT_DIR else None
-    if steps == at and run is not None:
-        finished = layout.read_metrics(run)
-        if finished is None or int(finished.get("step", -1)) < at:
+    unfinished = run is not None and (layout.read_metrics(run) or {}).get("step", -1) < at
+    if steps == at and unfinished and run is not None:
+        if run.resolve() == Path(run_dir).resolve():
             log.info("%s is at the run's last step %d: no step left, writing the run's final record", checkpoint, at)
             return
+        here = shell_join([hydra_override("hydra.run.dir", str(run))])
+        raise ValueError(f"{checkpoint} is at its run's last step {at} with no final record: resume it in its own "
+                         f"folder to write that record ({here}), or give a trainer.steps above {at} to train on")
     raise ValueError(f"trainer.steps={steps} is not beyond the checkpoint's step {at}: trainer.steps is the new "
                      "total number of generator steps; give a larger one to train on")
 
@@ -301,7 +306,7 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     ckpt = found[1] if found is not None else None
     if found is not None and ckpt is not None:
         if not finished_ok:
-            check_steps_left(int(cfg.trainer.steps), int(ckpt["step"]), found[0])
+            check_steps_left(int(cfg.trainer.steps), int(ckpt["step"]), found[0], run_dir)
         adopted = adopt_checkpoint_config(cfg, ckpt["config"], explicit_overrides())
         if adopted:
             log.info("resuming with the checkpoint's %s", ", ".join(adopted))

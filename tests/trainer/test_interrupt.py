@@ -86,6 +86,13 @@ def test_a_signal_during_the_last_evaluation_resumes_to_the_final_record(tmp_pat
     assert got["verdict"] == want["verdict"]
     with pytest.raises(ValueError, match="trainer.steps=6 is not beyond the checkpoint's step 6"):
         build_trainer(resume, tmp_path / "cut")
+    again = build_trainer(compose_cfg(RUN), tmp_path / "cut2")
+    again.strategies.append(SignalAt(6, signal.SIGINT))
+    with pytest.raises(TrainingInterrupted):
+        again.fit()
+    with pytest.raises(ValueError, match=r"is at its run's last step 6 with no final record: resume it in its own "
+                                         rf"folder to write that record \(hydra.run.dir={tmp_path / 'cut2'}\)"):
+        build_trainer(compose_cfg([*RUN, f"trainer.resume={tmp_path / 'cut2'}"]), tmp_path / "elsewhere")
 
 
 def _train_cmd(run_dir: Path, *extra: str) -> list[str]:
