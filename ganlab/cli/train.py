@@ -310,7 +310,19 @@ def check_no_sweep_under_torchrun() -> None:
 def main() -> None:
     """``ganlab-train``: :func:`check_arguments`, then the Hydra job :func:`train`. A sweep (``-m``) exits 1 when any
     job failed or never ran, and writes its ``summary.md`` also when it is interrupted
-    (:func:`ganlab.cli.sweep.sweep_interrupted`)."""
+    (:func:`ganlab.cli.sweep.sweep_interrupted`). Once it exits on a signal (130, 143), everything is saved and
+    printed, so a further Ctrl-C during the interpreter's exit is ignored (it only printed a traceback from an
+    atexit handler)."""
+    try:
+        _main()
+    except SystemExit as done:
+        if done.code in (INTERRUPTED_EXIT, 128 + signal.SIGTERM):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise
+
+
+def _main() -> None:
+    """:func:`main`'s work: the checks, the run or sweep, its exit status."""
     try:
         sys.argv[1:] = upgraded_arguments(sys.argv[1:])  # Hydra reads sys.argv: it composes the new keys
         check_arguments(sys.argv[1:])

@@ -308,6 +308,28 @@ def test_a_second_ctrl_c_stops_at_once_and_keeps_the_newest_checkpoint(tmp_path:
     assert ckpt["step"] >= 10
 
 
+@pytest.mark.parametrize(("code", "ignored"), [(130, True), (143, True), (0, False), (1, False)])
+def test_after_a_signal_exit_a_further_ctrl_c_is_ignored(code: int, ignored: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """ganlab-train exiting on a signal (130, 143) has saved and printed everything: a Ctrl-C while the interpreter
+    exits (atexit handlers) printed a traceback ("Exception ignored in atexit callback ... KeyboardInterrupt"), so
+    SIGINT is ignored from then on; other exits keep Python's handler."""
+    from ganlab.cli import train
+
+    def stop() -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(train, "_main", stop)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as done:
+            train.main()
+        assert done.value.code == code
+        assert (signal.getsignal(signal.SIGINT) is signal.SIG_IGN) is ignored
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def test_the_printed_command_splits_back_into_the_same_words() -> None:
     from ganlab.cli.train import hydra_value, shell_join
 
