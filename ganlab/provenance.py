@@ -1,6 +1,8 @@
 """What a result depends on, recorded in ``metrics.json`` under ``"provenance"``: the code (git commit, whether
-the work tree had uncommitted changes), the packages, the machine and the numerics (device, CPU threads,
-precision)."""
+the work tree had uncommitted changes), the packages, the machine and the numerics (device, CPU threads, the CPU's
+vector instruction set that torch's kernels use, precision). The last matters for reproducibility: the same seed
+and settings give other floats on a CPU with other vector units (AVX2 against AVX-512), and GAN training amplifies
+them, so a run repeats bit for bit only where ``cpu_capability`` is the same."""
 
 from __future__ import annotations
 
@@ -50,8 +52,10 @@ def provenance(device: torch.device, precision: str) -> dict[str, Any]:
 
     Returns:
         ``{"git_commit", "git_dirty", "packages": {name: version}, "python", "platform", "device",
-        "device_name", "threads", "precision"}``; ``git_commit``/``git_dirty`` are None outside a git checkout
-        (an installed wheel), ``git_dirty`` is True when tracked files differ from the commit.
+        "device_name", "cpu_capability", "threads", "precision"}``; ``git_commit``/``git_dirty`` are None outside
+        a git checkout (an installed wheel), ``git_dirty`` is True when tracked files differ from the commit;
+        ``cpu_capability`` is torch's ``torch.backends.cpu.get_cpu_capability()`` ("AVX2", "AVX512", "DEFAULT",
+        ...), the instruction set of the CPU kernels it dispatches to.
     """
     # an installed wheel inside some other checkout (a venv in a repository) must not report that checkout
     commit = _git("rev-parse", "HEAD") if _git("ls-files", "__init__.py") else None
@@ -60,4 +64,5 @@ def provenance(device: torch.device, precision: str) -> dict[str, Any]:
     return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None,
             "packages": {p: _version(p) for p in PACKAGES}, "python": platform.python_version(),
             "platform": platform.platform(), "device": str(device), "device_name": name,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "threads": torch.get_num_threads(), "precision": str(precision)}

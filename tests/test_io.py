@@ -100,3 +100,4 @@ def test_metrics_json_records_provenance(tmp_path) -> None:
     assert torch.__version__.startswith(metadata.version("torch"))
     assert prov["packages"]["ganlab"] == ganlab.__version__
     assert (prov["device"], prov["threads"], prov["precision"]) == ("cpu", 1, "32")
+    assert prov["cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # e.g. "AVX2" or "AVX512"
