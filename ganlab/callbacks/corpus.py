@@ -37,8 +37,6 @@ from ganlab.trainer.callback import Callback
 from ganlab.trainer.loop import Trainer
 from ganlab.trainer.stats import HEALTH
 
-LABELS_FILE, SIGNALS_FILE = CORPUS_LABELS_FILE, CORPUS_SIGNALS_FILE  # named in ganlab.layout
-
 
 def _append(path: Path, record: dict[str, Any]) -> None:
     append_jsonl(path, record)  # one short line; a torn last line is skipped when read
@@ -87,9 +85,9 @@ class CorpusRecorder(Callback):
         if not monitor or "collapse_risk" not in health or not trainer.dist.main:
             return
         signals = {k.removeprefix("risk/"): v for k, v in health.items() if k.startswith("risk/")}
-        _append(trainer.run_dir / SIGNALS_FILE, {"step": trainer.state.step, "collapse_risk": health["collapse_risk"],
-                                                 **{k: (None if not math.isfinite(v) else v)
-                                                    for k, v in signals.items()}})
+        _append(trainer.run_dir / CORPUS_SIGNALS_FILE,
+                {"step": trainer.state.step, "collapse_risk": health["collapse_risk"],
+                 **{k: (None if not math.isfinite(v) else v) for k, v in signals.items()}})
 
     @torch.no_grad()
     def after_eval(self, trainer: Trainer, generator: nn.Module, result: EvalResult) -> None:
@@ -99,5 +97,5 @@ class CorpusRecorder(Callback):
             x = torch.cat([generator(generator.sample_z(self.batch, gen)) for _ in range(self.samples // self.batch)])
         coverage, kl = self.statistics(trainer, x)
         if trainer.dist.main:
-            _append(trainer.run_dir / LABELS_FILE, {"step": step, "label_coverage": coverage, "label_kl": kl,
-                                                    **(self.data_stats or {})})
+            _append(trainer.run_dir / CORPUS_LABELS_FILE,
+                    {"step": step, "label_coverage": coverage, "label_kl": kl, **(self.data_stats or {})})

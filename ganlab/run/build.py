@@ -278,8 +278,7 @@ def check_steps_left(steps: int, at: int, checkpoint: Path, run_dir: str | Path)
     if steps > at:
         return
     run = checkpoint.parent.parent if checkpoint.parent.name == layout.CHECKPOINT_DIR else None
-    unfinished = run is not None and (layout.read_metrics(run) or {}).get("step", -1) < at
-    if steps == at and unfinished and run is not None:
+    if steps == at and run is not None and (layout.read_metrics(run) or {}).get("step", -1) < at:  # unfinished
         if run.resolve() == Path(run_dir).resolve():
             log.info("%s is at the run's last step %d: no step left, writing the run's final record", checkpoint, at)
             return
@@ -302,11 +301,10 @@ def build_trainer(cfg: DictConfig, run_dir: str | Path, data: GANData | None = N
     ``score_baseline=False`` leaves the evaluator's held-out ``data/`` baseline unscored
     (:meth:`~ganlab.metrics.evaluator.Evaluator.prepare_baseline` does it, or else the first evaluation).
     """
-    found = ckpt_io.find_checkpoint(cfg.trainer.resume) if cfg.trainer.get("resume") else None
-    ckpt = found[1] if found is not None else None
-    if found is not None and ckpt is not None:
+    path, ckpt = ckpt_io.find_checkpoint(cfg.trainer.resume) if cfg.trainer.get("resume") else (None, None)
+    if path is not None and ckpt is not None:
         if not finished_ok:
-            check_steps_left(int(cfg.trainer.steps), int(ckpt["step"]), found[0], run_dir)
+            check_steps_left(int(cfg.trainer.steps), int(ckpt["step"]), path, run_dir)
         adopted = adopt_checkpoint_config(cfg, ckpt["config"], explicit_overrides())
         if adopted:
             log.info("resuming with the checkpoint's %s", ", ".join(adopted))
