@@ -79,10 +79,12 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
         eta = "time left unknown (no run of the arms left has finished, and the study has no predicted cost)"
         unknown = 0
     elif parallel is None:
-        eta = f"{left_h:.2f} run-h left (est.)"
+        eta = f"{'at least ' if unknown else ''}{left_h:.2f} run-h left (est.)"
     else:
-        eta = f"about {minutes(3600 * left_h / max(parallel, 1))} left at {parallel} at once"
-    notes = [f"{guessed} from the predicted cost" if guessed else "", f"{unknown} of unknown cost" if unknown else ""]
+        eta = (f"{'at least' if unknown else 'about'} {minutes(3600 * left_h / max(parallel, 1))} left at "
+               f"{parallel} at once")
+    notes = [f"{guessed} from the predicted cost" if guessed else "",
+             f"{unknown} of unknown cost not counted" if unknown else ""]
     notes = [n for n in notes if n]
     return (f"ganlab-study: total: {'; '.join(parts)}; {spent:.2f} run-h spent; {eta}"
             + (f" ({', '.join(notes)})" if notes else ""))
