@@ -1,11 +1,12 @@
 """The collapse corpus's CSVs derived from its run folders (``ganlab-study collect`` of a study with ``detection``).
 
 Each finished run folder (a ``ganlab-train`` folder trained with ``callbacks=[default,collapse_corpus]``) gives one
-``runs.csv`` row, its ``evals.csv`` rows (``metrics.jsonl``'s scores and health joined with
-``corpus_labels.jsonl`` by step) and its ``signals.csv`` rows (``corpus_signals.jsonl``); the run's label is
-:func:`ganlab.study.labels.coverage_label` of its fresh-sample coverage. Runs already in the committed CSVs whose
-folder is absent stay as committed (their folders are not kept); a folder's run replaces a committed run of the same
-name. The three files are written atomically (:func:`ganlab.study.corpus.write_corpus`).
+``runs.csv`` row (``cpu``: the CPU capability it ran on, :func:`cpu_of`), its ``evals.csv`` rows
+(``metrics.jsonl``'s scores and health joined with ``corpus_labels.jsonl`` by step) and its ``signals.csv`` rows
+(``corpus_signals.jsonl``); the run's label is :func:`ganlab.study.labels.coverage_label` of its fresh-sample
+coverage. Runs already in the committed CSVs whose folder is absent stay as committed (their folders are not kept);
+a folder's run replaces a committed run of the same name. The three files are written atomically
+(:func:`ganlab.study.corpus.write_corpus`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ from ganlab.study.schema import StudySchema
 def run_name(job: Job) -> str:
     """``<arm>_s<seed>``: the corpus's run name (arms are named ``<data set>_<strategy>_lr<lr>``)."""
     return f"{job.arm}_s{job.seed}"
+
+
+def cpu_of(run_dir: Path) -> str:
+    """The CPU capability torch used for the run (``metrics.json``'s ``provenance.cpu_capability``: "AVX2",
+    "AVX512", ...; a run bitwise repeats only on the same one); "" when the run did not record it (runs before
+    provenance had it)."""
+    prov = (layout.read_metrics(run_dir) or {}).get("provenance") or {}
+    return str(prov.get("cpu_capability") or "")
 
 
 def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
@@ -52,8 +61,8 @@ def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:
                "lr": float(cfg.optim.discriminator.lr), "seed": job.seed, "steps": int(cfg.trainer.steps),
                "eval_every": int(cfg.trainer.eval_every), "monitor_every": int(cfg.monitor.every),
                "data_coverage": data_cov, "collapsed": int(collapsed), "drop_step": "" if drop is None else drop,
-               "cpu_s": "", "overrides": " ".join(overrides(study, job)),
-               "wall_s": round(sum(float(j.get("wall_s") or 0) for j in jobs), 1)}
+               "overrides": " ".join(overrides(study, job)),
+               "wall_s": round(sum(float(j.get("wall_s") or 0) for j in jobs), 1), "cpu": cpu_of(run_dir)}
     return {"summary": [summary], "evals": evals, "signals": signals}
 
 

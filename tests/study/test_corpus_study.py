@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,6 +59,7 @@ def test_a_tiny_corpus_study_trains_collects_and_reports(tmp_path):
     assert [(r["name"], r["strategy"], r["lr"], r["seed"], r["steps"]) for r in runs] == [
         ("ring8_plain_lr0.001_s0", "plain", "0.001", "0", "40"), ("ring8_r1_lr0.002_s1", "r1", "0.002", "1", "40")]
     assert all(r["data_coverage"] == "8.0" and r["collapsed"] in ("0", "1") for r in runs)
+    assert {r["cpu"] for r in runs} == {torch.backends.cpu.get_cpu_capability()}  # the CPU each run used: this one's
     evals = rows(results / "evals.csv")
     assert [(e["run"], e["step"]) for e in evals] == [(r["name"], step) for r in runs for step in ("20", "40")]
     assert all(e["label_coverage"] != "" and e["label_kl"] != "" and e["modes_covered"] != "" for e in evals)
