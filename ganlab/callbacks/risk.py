@@ -69,16 +69,16 @@ NODE = "callbacks.collapse_risk"
 
 # The shipped fit: sigmoid(bias + sum_i w_i (x_i - mean_i) / scale_i), fitted on the 28 ring8 runs of the collapse
 # corpus only (``ganlab-study report collapse_corpus`` writes the fit; docs/results/collapse_detection.md).
-RING8_BIAS = 0.6146
-RING8_WEIGHTS = {"d_gap": -0.6629, "d_loss_trend": -0.2717, "r_t": -0.1025, "r_v": 0.08008, "grad_cv_D": -0.5776,
-                 "grad_cv_G": 0.453, "loss_std_D": 0.6145, "loss_std_G": -0.1736, "update_ratio_G": 0.0001096,
-                 "diversity": -2.191}
-RING8_MEAN = {"d_gap": 0.2835, "d_loss_trend": 0.02247, "r_t": 0.2236, "r_v": 0.1635, "grad_cv_D": 0.3422,
-              "grad_cv_G": 0.3581, "loss_std_D": 0.03738, "loss_std_G": 0.07087, "update_ratio_G": 1,
-              "diversity": 0.8632}
-RING8_SCALE = {"d_gap": 0.421, "d_loss_trend": 0.3737, "r_t": 0.3249, "r_v": 0.7291, "grad_cv_D": 0.1269,
-               "grad_cv_G": 0.1314, "loss_std_D": 0.03865, "loss_std_G": 0.06925, "update_ratio_G": 0.001,
-               "diversity": 0.296}
+RING8_BIAS = -0.08987
+RING8_WEIGHTS = {"d_gap": -0.01486, "d_loss_trend": 0.003374, "r_t": 0.1593, "r_v": 0.05052, "grad_cv_D": 0.699,
+                 "grad_cv_G": -0.4843, "loss_std_D": 0.5525, "loss_std_G": -0.8851, "update_ratio_G": -2.014e-05,
+                 "diversity": -1.96}
+RING8_MEAN = {"d_gap": 0.2832, "d_loss_trend": 0.01502, "r_t": 0.2129, "r_v": 0.1826, "grad_cv_D": 0.3468,
+              "grad_cv_G": 0.3484, "loss_std_D": 0.03891, "loss_std_G": 0.07085, "update_ratio_G": 1,
+              "diversity": 0.8663}
+RING8_SCALE = {"d_gap": 0.4437, "d_loss_trend": 0.3651, "r_t": 0.3431, "r_v": 0.7679, "grad_cv_D": 0.1325,
+               "grad_cv_G": 0.1313, "loss_std_D": 0.04405, "loss_std_G": 0.07424, "update_ratio_G": 0.001,
+               "diversity": 0.286}
 
 
 @dataclass
@@ -97,11 +97,12 @@ class RiskConfig:
     n_d: int = 24          # of those (and of the fixed-code samples), how many D scores for r_v (its cost)
     window: int = 10       # monitored steps in the loss trend and fluctuation windows
     warmup: int = 1000     # no alert before this step (G starts near one point: every run looks collapsed)
-    # the smallest multiple of 0.01 that no healthy ring8 run of the corpus reaches after the warm-up
-    threshold: float = 0.85
+    # the smallest multiple of 0.01 that no healthy ring8 run of the corpus reaches after the warm-up, capped at
+    # 0.99 (one healthy ring8 run of the retrained corpus reaches 0.995, so none keeps every healthy run quiet)
+    threshold: float = 0.99
     # a second early warning: fixed-code diversity below this x its best since warmup (alert diversity_drop;
     # None: off); the largest multiple of 0.01 at which no healthy ring8 run of the corpus warns (fit_drop)
-    diversity_drop: float | None = 0.86
+    diversity_drop: float | None = 0.44
     bias: float = RING8_BIAS
     weights: dict[str, float] = field(default_factory=lambda: dict(RING8_WEIGHTS))
     mean: dict[str, float] = field(default_factory=lambda: dict(RING8_MEAN))

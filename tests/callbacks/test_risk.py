@@ -172,7 +172,7 @@ def test_training_is_unchanged_by_the_risk_and_resumes_exactly(tmp_path: Path) -
     off.fit()
     on_risk = on.callback("collapse_risk").risk
     assert off.callback("collapse_risk").risk is None and set(on_risk.last) == {"collapse_risk", *SIGNALS}
-    assert on_risk.drop is not None and on_risk.drop.fraction == 0.86  # RiskConfig's default
+    assert on_risk.drop is not None and on_risk.drop.fraction == 0.44  # RiskConfig's default
     # the loop logs the risk with the monitor's scalars at every monitored step (monitor.every=2)
     assert [s for s, _ in logger.logged["health/collapse_risk"]] == list(range(2, 13, 2))
     assert logger.logged["health/collapse_risk"][-1][1] == on_risk.last["collapse_risk"]

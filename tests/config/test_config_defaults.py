@@ -85,7 +85,7 @@ def test_each_default_is_written_once_and_composes_as_written(file: str, key: st
 def test_code_that_builds_the_settings_directly_gets_the_shipped_defaults() -> None:
     assert TrainerConfig().steps == 5000 and TrainerConfig().precision == "32"
     assert MonitorConfig().every == 20 and MonitorConfig().preflight.grad_norm_max == 100.0
-    assert RiskConfig().threshold == 0.85 and RiskConfig().weights["diversity"] == -2.191
+    assert RiskConfig().threshold == 0.99 and RiskConfig().weights["diversity"] == -1.96
     assert DetectorConfig().from_step == 1000
     assert AlarmConfig() == AlarmConfig(n_z=64, tau=0.9, patience=3)
     alarm = CollapseAlarmCallback()
