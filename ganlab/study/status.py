@@ -23,6 +23,7 @@ counted as unknown without one. A run stopped by Ctrl-C (``interrupted.json``) i
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -85,10 +86,15 @@ def folder_wall_s(run_dir: Path) -> float | None:
 
 
 def rows_wall_s(rows: Iterable[dict[str, Any]]) -> float | None:
-    """The wall seconds of the jobs behind committed rows: each distinct (commit, wall_s) once, summed (None when
-    no row has one)."""
-    chunks = {(r.get("commit"), r["wall_s"]) for r in rows if r.get("wall_s") is not None}
-    return sum(float(w) for _, w in chunks) if chunks else None
+    """The wall seconds of the jobs behind one run's committed rows (None when no row has one): each distinct
+    (commit, wall_s) of the study runner's rows once, summed (its jobs record their own chunk's time); rows without a
+    commit come from the former scripts, which recorded the run's wall seconds up to each chunk, so their largest
+    value is the run's (summing counted a two-chunk run's first chunk twice)."""
+    chunks = {(r.get("commit"), float(r["wall_s"])) for r in rows
+              if r.get("wall_s") is not None and not math.isnan(float(r["wall_s"]))}
+    runner = sum(w for commit, w in chunks if commit)
+    script = max((w for commit, w in chunks if not commit), default=0.0)
+    return runner + script if chunks else None
 
 
 def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = True) -> RunState:

@@ -147,3 +147,20 @@ def test_a_left_run_without_a_finished_one_of_its_arm_takes_the_prediction(inter
     tune, final = summarize(runs, {("ring8", DAMP): 0.25, ("ring8", GAN): 99.0})  # GAN's measured mean wins
     assert (final.left_hours, final.left_predicted, final.left_unknown) == (pytest.approx(1.5 + 0.5), 2, 0)
     assert format_status(interrupted, [tune, final]).splitlines()[3].split()[-3:] == ["2.00", "(2", "predicted)"]
+
+
+def test_committed_rows_count_each_run_s_wall_time_once():
+    """The study runner's rows carry their own chunk's wall seconds (summed once per distinct chunk); the former
+    scripts' rows (no commit) carry the run's wall seconds up to each chunk (pacgan_table's grid GAN seed 0: 962.4
+    at steps 2,500-10,000, 2,072.3 at 12,500-20,000), so the run took their largest, 2,072.3 s, not 3,034.7."""
+    from ganlab.study.status import rows_wall_s
+
+    script = [{"step": s, "commit": "", "wall_s": 962.4 if s <= 10000 else 2072.3} for s in range(2500, 20001, 2500)]
+    assert rows_wall_s(script) == 2072.3
+    runner = [{"step": s, "commit": "a" if s <= 10000 else "b", "wall_s": 900.0 if s <= 10000 else 1100.0}
+              for s in range(2500, 20001, 2500)]
+    assert rows_wall_s(runner) == 2000.0
+    # a script run continued by the runner: the script's time up to its last chunk plus the runner's chunk
+    assert rows_wall_s(script[:4] + runner[4:]) == 962.4 + 1100.0
+    assert rows_wall_s([{"step": 2500, "commit": "", "wall_s": float("nan")}]) is None
+    assert rows_wall_s([{"step": 2500, "commit": "a", "wall_s": None}]) is None
