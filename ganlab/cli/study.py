@@ -340,6 +340,7 @@ def check_study_keys(args: list[str]) -> None:
     Raises:
         StudyError: the override, the unknown key, the closest field and every field at that level.
     """
+    check_top_keys(args)
     for arg in args:
         if not arg.startswith("study.") or "=" not in arg:
             continue
@@ -360,6 +361,32 @@ def check_study_keys(args: list[str]) -> None:
             path = f"{path}.{part}"
             if schema is None:
                 break
+
+
+def check_top_keys(args: list[str]) -> None:
+    """Refuse an override whose first key is none of ``ganlab-study``'s own (``conf/ganlab_study.yaml``: action,
+    stage, arms, logdir; ``study`` and ``hydra``), with or without ``+``/``~``, before Hydra's message (which advises
+    ``+key=...``: a key nothing reads, so the command would run as if it had not been given). A key of the study
+    given without its ``study.`` prefix (``seeds=[0,1]``) is named with it.
+
+    Raises:
+        StudyError: the override, and the override to write instead or the keys there are.
+    """
+    top = {k for k in OmegaConf.load(Path(ganlab._config_dir()) / "ganlab_study.yaml") if k != "defaults"}
+    fields = list(typing.get_type_hints(StudySchema))
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        sign = arg[:len(arg) - len(arg.lstrip("+~"))]
+        key = arg[len(sign):].split("=", 1)[0]
+        head = key.split(".")[0].split("/")[0]
+        if head in top or head in ("study", "hydra"):
+            continue
+        if head in fields:
+            fix = ("~" if sign.startswith("~") else "") + f"study.{arg[len(sign):]}"  # a study key exists: no +
+            raise StudyError(f"{arg}: {head} is a key of the study: write {fix}")
+        raise StudyError(f"{arg}: {head} is no key of ganlab-study; it takes {', '.join(sorted(top - {'hydra'}))}, "
+                         f"hydra.* and the study's keys as study.<key>: {', '.join(fields)}")
 
 
 def check_name(name: str) -> None:

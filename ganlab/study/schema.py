@@ -373,8 +373,10 @@ def check_study(study: StudySchema) -> None:
     if study.power is not None:
         check_power(study)
     if extra := sorted(set(study.dataset_overrides) - set(study.datasets)):
+        drop = " ".join(f"~study.dataset_overrides.{d}" for d in extra)
         raise StudyError(f"study {study.name}: dataset_overrides names {extra}, which are not among datasets "
-                         f"{list(study.datasets)}")
+                         f"{list(study.datasets)} (a typo in the study file, or data sets left out on the command "
+                         f"line: then leave their overrides out too, {drop})")
     if study.published is not None and any(len(r) != len(study.published.header) for r in study.published.rows):
         raise StudyError(f"study {study.name}: every row of published.rows needs {len(study.published.header)} cells "
                          "(one per header entry)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import typing
 from pathlib import Path
 
 import pytest
@@ -411,6 +412,29 @@ def test_a_mistyped_study_key_is_refused_with_the_closest_key(key, message, monk
                           "study.arms.1.overrides=[]", "study.dataset_overrides.ring=[]"])
 
 
+@pytest.mark.parametrize("key,message", [
+    ("datasets=[ring]", "datasets is a key of the study: write study.datasets=[ring]"),
+    ("+seeds=[0]", "seeds is a key of the study: write study.seeds=[0]"),
+    ("~dataset_overrides.grid", "dataset_overrides is a key of the study: write ~study.dataset_overrides.grid"),
+    ("bogus=1", "bogus is no key of ganlab-study; it takes action, arms, logdir, stage, hydra.* and the study's keys "
+                "as study.<key>: " + ", ".join(typing.get_type_hints(StudySchema))),
+])
+def test_a_key_outside_the_study_is_refused_with_the_override_to_write(key, message, monkeypatch, capsys):
+    """Hydra's own message for a key ganlab-study lacks advises '+key=...', which composes and is then read by
+    nothing (the command runs as if it had not been given); a study key without its prefix is named with it, and the
+    override named works (a study's keys always exist, so never with '+')."""
+    from ganlab.cli import study as cli
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "smoke", key])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == f"ganlab-study: {key}: {message}\n"
+    cli.check_study_keys(["study=smoke", "action=check", "hydra.launcher.n_jobs=1", "hydra/launcher=basic",
+                          "logdir=/tmp/x", "arms=[a]", "~study.dataset_overrides.ring", "-m"])
+
+
 def test_check_leaves_no_folder_behind(tmp_path, monkeypatch, capsys):
     """Hydra makes the study's run folder as the command's own; ``check`` trains nothing, so it removes it again
     (only when empty: rmdir)."""
@@ -440,3 +464,20 @@ def test_the_note_names_the_primary_endpoint_as_it_is_computed():
             in tests_note(study(), 1))
     assert "Primary endpoint: modes_covered at the final evaluation of each seed. " in tests_note(
         study("study.endpoint.last=1"), 1)
+
+
+def test_a_data_set_left_out_on_the_command_line_names_the_override_that_drops_its_settings(monkeypatch, capsys):
+    """``study.datasets=[ring]`` on a study with settings for the grid too is refused naming
+    ``~study.dataset_overrides.grid``, and with that override the study checks (its 4 ring variants)."""
+    from ganlab.cli import study as cli
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "pacgan_table", "study.datasets=[ring]"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err.endswith("then leave their overrides out too, ~study.dataset_overrides.grid)\n")
+    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "pacgan_table", "study.datasets=[ring]",
+                                     "~study.dataset_overrides.grid"])
+    cli.main()
+    assert "pacgan_table: all 4 override variants pass ganlab-train's checks" in capsys.readouterr().out
