@@ -391,48 +391,41 @@ def test_an_unknown_study_name_is_refused_with_the_shipped_studies(monkeypatch, 
         in capsys.readouterr().err
 
 
+def cli_refusal(monkeypatch, capsys, *argv: str) -> str:
+    """``ganlab-study argv`` run in this process: assert it exits 1, return what it printed to stderr."""
+    from ganlab.cli import study as cli
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr("sys.argv", ["ganlab-study", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 1
+    return capsys.readouterr().err
+
+
 @pytest.mark.parametrize("key,message", [
     ("study.budget.stepz=10", "study.budget.stepz is not a key of the study; did you mean study.budget.steps? "
                               "study.budget takes: steps, eval_every, chunk"),
     ("study.tuning.axs.values=[1]", "study.tuning.axs is not a key of the study; did you mean study.tuning.axis? "
                                     "study.tuning takes: axis, seeds, tie_break"),
-])
-def test_a_mistyped_study_key_is_refused_with_the_closest_key(key, message, monkeypatch, capsys):
-    """A typo in a study key is named with the key it resembles (Hydra's own message advised '+study...', which the
-    schema refuses as well), before anything is composed."""
-    from ganlab.cli import study as cli
-
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "smoke", key])
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main()
-    assert exit_info.value.code == 1
-    assert capsys.readouterr().err == f"ganlab-study: {key}: {message}\n"
-    cli.check_study_keys(["study.budget.steps=10", "study.tuning.axis.values=[1]", "study.seeds=[1]", "stage=tune",
-                          "study.arms.1.overrides=[]", "study.dataset_overrides.ring=[]"])
-
-
-@pytest.mark.parametrize("key,message", [
     ("datasets=[ring]", "datasets is a key of the study: write study.datasets=[ring]"),
     ("+seeds=[0]", "seeds is a key of the study: write study.seeds=[0]"),
     ("~dataset_overrides.grid", "dataset_overrides is a key of the study: write ~study.dataset_overrides.grid"),
     ("bogus=1", "bogus is no key of ganlab-study; it takes action, arms, logdir, stage, hydra.* and the study's keys "
                 "as study.<key>: " + ", ".join(typing.get_type_hints(StudySchema))),
 ])
-def test_a_key_outside_the_study_is_refused_with_the_override_to_write(key, message, monkeypatch, capsys):
-    """Hydra's own message for a key ganlab-study lacks advises '+key=...', which composes and is then read by
-    nothing (the command runs as if it had not been given); a study key without its prefix is named with it, and the
-    override named works (a study's keys always exist, so never with '+')."""
+def test_a_key_the_study_lacks_is_refused_naming_the_override_to_write(key, message, monkeypatch, capsys):
+    """Before anything is composed: a typo in a study key is named with the key it resembles, and a key outside
+    the study with the override to write (a study key without its ``study.`` prefix: with it, never with ``+``, since
+    a study's keys always exist). Hydra's own messages advised ``+key=...``, which the schema refuses under
+    ``study`` and which outside it composes and is read by nothing (the command runs as if it had not been given)."""
     from ganlab.cli import study as cli
 
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "smoke", key])
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main()
-    assert exit_info.value.code == 1
-    assert capsys.readouterr().err == f"ganlab-study: {key}: {message}\n"
-    cli.check_study_keys(["study=smoke", "action=check", "hydra.launcher.n_jobs=1", "hydra/launcher=basic",
-                          "logdir=/tmp/x", "arms=[a]", "~study.dataset_overrides.ring", "-m"])
+    assert cli_refusal(monkeypatch, capsys, "check", "smoke", key) == f"ganlab-study: {key}: {message}\n"
+    cli.check_study_keys(["study.budget.steps=10", "study.tuning.axis.values=[1]", "study.seeds=[1]", "stage=tune",
+                          "study.arms.1.overrides=[]", "study.dataset_overrides.ring=[]", "study=smoke",
+                          "action=check", "hydra.launcher.n_jobs=1", "hydra/launcher=basic", "logdir=/tmp/x",
+                          "arms=[a]", "~study.dataset_overrides.ring", "-m"])
 
 
 def test_check_leaves_no_folder_behind(tmp_path, monkeypatch, capsys):
@@ -471,12 +464,8 @@ def test_a_data_set_left_out_on_the_command_line_names_the_override_that_drops_i
     ``~study.dataset_overrides.grid``, and with that override the study checks (its 4 ring variants)."""
     from ganlab.cli import study as cli
 
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "pacgan_table", "study.datasets=[ring]"])
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main()
-    assert exit_info.value.code == 1
-    assert capsys.readouterr().err.endswith("then leave their overrides out too, ~study.dataset_overrides.grid)\n")
+    err = cli_refusal(monkeypatch, capsys, "check", "pacgan_table", "study.datasets=[ring]")
+    assert err.endswith("then leave their overrides out too, ~study.dataset_overrides.grid)\n")
     monkeypatch.setattr("sys.argv", ["ganlab-study", "check", "pacgan_table", "study.datasets=[ring]",
                                      "~study.dataset_overrides.grid"])
     cli.main()
