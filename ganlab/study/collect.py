@@ -132,11 +132,14 @@ def to_train(study: StudySchema, jobs: Iterable[Job], recorded: Recorded) -> lis
 
 def collect(study: StudySchema, jobs: Iterable[Job], recorded: Recorded | None = None) -> list[dict[str, Any]]:
     """The rows of every job, in the order of ``jobs``: its folder's when it holds a run, else its ``recorded``
-    rows."""
+    rows; then the ``recorded`` rows of runs that are no job here, as recorded (a study narrowed on the command line,
+    ``study.datasets=[ring]``, or an arm since removed from its file): collecting never drops a committed run."""
     out: list[dict[str, Any]] = []
+    planned = set()
     for job in jobs:
+        planned.add(job_key(job))
         out += run_rows(study, job) if has_run(study, job) else (recorded or {}).get(job_key(job), [])
-    return out
+    return out + [row for key, rows in (recorded or {}).items() if key not in planned for row in rows]
 
 
 def to_csv(study: StudySchema, rows: list[dict[str, Any]]) -> str:

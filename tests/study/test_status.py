@@ -164,3 +164,20 @@ def test_committed_rows_count_each_run_s_wall_time_once():
     assert rows_wall_s(script[:4] + runner[4:]) == 962.4 + 1100.0
     assert rows_wall_s([{"step": 2500, "commit": "", "wall_s": float("nan")}]) is None
     assert rows_wall_s([{"step": 2500, "commit": "a", "wall_s": None}]) is None
+
+
+def test_collecting_a_narrowed_study_keeps_the_committed_rows_of_the_runs_it_leaves_out(interrupted):
+    """The smoke study narrowed to D lr damping's arm on the command line (``study.arms=[...]``, as
+    ``study.datasets=[ring]`` narrows pacgan_table) collects its own runs and keeps the GAN's committed reporting rows
+    as they were (it wrote only its planned runs' rows and dropped the others before)."""
+    import dataclasses
+
+    from ganlab.study.plan import all_jobs
+
+    s = interrupted
+    recorded = collect_mod.recorded_rows(s)
+    narrowed = dataclasses.replace(s, arms=[a for a in s.arms if a.name == DAMP])
+    rows = collect_mod.collect(narrowed, all_jobs(narrowed), recorded)
+    kept = [r for r in rows if r["arm"] == GAN]
+    assert kept == recorded[(GAN, "ring8", "final", 0, 3e-3)] and [r["step"] for r in kept] == [20, 40]
+    assert rows == kept  # damping has no evaluation yet (its tuning runs failed or run; no reporting run)
