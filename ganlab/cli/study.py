@@ -333,9 +333,10 @@ def study_main(cfg: DictConfig) -> None:
 
 
 def check_study_keys(args: list[str]) -> None:
-    """Refuse an override ``study.<key>...=value`` whose key path is no field of :class:`StudySchema` (walking nested
-    schema dataclasses; a list or mapping field ends the walk), naming the closest field, before Hydra's own message
-    (which advises ``+study...``, which the schema then refuses too). ``+``/``~`` lines are left to Hydra.
+    """Refuse an override whose first key is not ganlab-study's (:func:`check_top_keys`, first), then an override
+    ``study.<key>...=value`` whose key path is no field of :class:`StudySchema` (walking nested schema dataclasses; a
+    list or mapping field ends the walk), naming the closest field, before Hydra's own message (which advises
+    ``+study...``, which the schema then refuses too). ``+study...``/``~study...`` lines are left to Hydra.
 
     Raises:
         StudyError: the override, the unknown key, the closest field and every field at that level.

@@ -137,8 +137,9 @@ def collect(study: StudySchema, jobs: Iterable[Job], recorded: Recorded | None =
     out: list[dict[str, Any]] = []
     planned = set()
     for job in jobs:
-        planned.add(job_key(job))
-        out += run_rows(study, job) if has_run(study, job) else (recorded or {}).get(job_key(job), [])
+        key = job_key(job)
+        planned.add(key)
+        out += run_rows(study, job) if has_run(study, job) else (recorded or {}).get(key, [])
     return out + [row for key, rows in (recorded or {}).items() if key not in planned for row in rows]
 
 
