@@ -1,7 +1,8 @@
 """``ganlab-study report``: a study's table, curves and results page from its table of evaluations alone (no
 training): ``<results>/table.md``, ``<results>/choices.csv`` (the tuning stage's choice per arm and data set),
-``<results>/curves.png`` (when a run has more than one evaluation) and, when the folder has none,
-``<results>/README.md``; then every generated block that embeds one of these files is refreshed
+``<results>/curves.png`` (when a run has more than one evaluation), ``<results>/trials.csv`` (the last evaluation
+of each finished run; written by the folder's own study, the one without a ``suffix``) and, when the folder has
+none, ``<results>/README.md``; then every generated block that embeds one of these files is refreshed
 (:mod:`ganlab.study.blocks`)."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ganlab.io import atomic_write_text, md_row, md_rule
 from ganlab.layout import DATA_PREFIX
 from ganlab.stats import compare, factorial, holm, no_test_reason
 from ganlab.study import stats
+from ganlab.study.collect import columns, row_key
 from ganlab.study.plan import arm_of, steps_of
 from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
 
@@ -291,6 +293,28 @@ def plot(study: StudySchema, rows: Rows, chosen: dict[tuple[str, str], float], p
     plt.close(fig)
 
 
+#: The results folder's table of finished runs, one row each (:func:`trials_csv`).
+TRIALS = "trials.csv"
+
+
+def trials_csv(study: StudySchema, rows: Rows) -> str:
+    """CSV text: one row per finished run of ``rows`` (any arm, data set, stage and axis value; failed and
+    unfinished runs left out), its last evaluation, with the columns of ``evaluations.csv``
+    (:func:`ganlab.study.collect.columns`) less ``finished``, in the order of ``rows``. Its ``wall_s`` is, as there,
+    the wall seconds of the job that computed that evaluation (a run's last chunk when it ran in several)."""
+    last: dict[Any, dict[str, Any]] = {}
+    for r in rows:
+        key = row_key(study, r)
+        if r.get("finished") is True and (key not in last or r["step"] >= last[key]["step"]):
+            last[key] = r
+    head = [c for c in columns(study) if c != "finished"]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=head, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: ("" if r.get(k) is None else r[k]) for k in head} for r in last.values())
+    return buf.getvalue()
+
+
 def page(study: StudySchema, command: str | None = None) -> str:
     """A results page for a study that has none: its description, where its files are, the command that
     regenerates it (``command``, default ``ganlab-study report NAME``) and the table as a generated block."""
@@ -326,6 +350,9 @@ def report(study: StudySchema, rows: Rows, root: Path = Path("."), command: str 
     if study.budget.steps > study.budget.eval_every:  # one evaluation a run draws no curve
         plot(study, rows, chosen, out / f"curves{sfx}.png")
         written.append(out / f"curves{sfx}.png")
+    if not sfx:
+        atomic_write_text(out / TRIALS, trials_csv(study, rows))
+        written.append(out / TRIALS)
     if not (out / "README.md").is_file():
         atomic_write_text(out / "README.md", page(study, command))
         written.append(out / "README.md")

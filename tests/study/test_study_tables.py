@@ -91,6 +91,28 @@ def test_table_row_by_hand():
     assert compare([4, 6], [8, 6], "welch")[1] == pytest.approx(1 - 2 ** 0.5 / 2, abs=1e-12)
 
 
+def test_trials_csv_keeps_the_last_evaluation_of_each_finished_run_by_hand():
+    """Four runs: tuning lr 1e-3 seed 100 finished (steps 20, 40 -> the step-40 row), the same seed at lr 3e-3
+    (another run: its own row), seed 101 unfinished (left out), a failed run (left out); header as
+    evaluations.csv's less ``finished``, empty cells empty."""
+    from ganlab.study.collect import columns
+    from ganlab.study.report import trials_csv
+
+    s = study()
+    base = {"study": "smoke", "arm": "GAN (no strategy)", "dataset": "ring8", "stage": "tune", "commit": "abc"}
+    rows = [{**base, "lr": lr, "seed": seed, "step": step, "finished": done, "modes_covered": m, "wall_s": w}
+            for lr, seed, step, done, m, w in [(1e-3, 100, 20, True, 3.0, 1.5), (1e-3, 100, 40, True, 8.0, 2.5),
+                                               (3e-3, 100, 40, True, 7.0, 4.0), (1e-3, 101, 20, False, 5.0, 1.0),
+                                               (1e-3, 102, 20, "failed", None, 0.5)]]
+    lines = trials_csv(s, rows).splitlines()
+    head = [c for c in columns(s) if c != "finished"]
+    assert lines[0] == ",".join(head)
+    cells = [dict(zip(head, line.split(","))) for line in lines[1:]]
+    assert [(c["lr"], c["seed"], c["step"], c["modes_covered"], c["wall_s"]) for c in cells] == [
+        ("0.001", "100", "40", "8.0", "2.5"), ("0.003", "100", "40", "7.0", "4.0")]
+    assert cells[0]["hq_fraction"] == "" and cells[0]["commit"] == "abc"
+
+
 def test_excluded_seeds_leave_the_row_tests_and_note_by_hand():
     """Final modes over seeds 0, 1, 2: control [8, 6, 1] with seed 2 left out -> [8, 6] (mean 7, sd 1.41); arm B
     [8, 8, 8]: t = 1 / sqrt(2/2 + 0) = 1 on Welch df 1 (B's variance is 0), p = 0.5, the one test (Holm 0.5). With
@@ -296,14 +318,18 @@ def test_every_generated_block_of_the_docs_equals_its_file():
                                          ("stacked_table", ""), ("conditional_table", ""),
                                          ("update_scheme", ""), ("strategy_table", "")])
 def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
-    """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md and choices.csv."""
+    """``ganlab-study report <name>`` from ``evaluations.csv`` alone gives the committed table.md, choices.csv and
+    (the folder's own study) trials.csv."""
     from ganlab.study.collect import read_table
-    from ganlab.study.report import table_text
+    from ganlab.study.report import table_text, trials_csv
 
     s = study(f"study={name}")
     folder = ROOT / s.results
-    text, chosen = table_text(s, read_table(folder / "evaluations.csv"))
+    rows = read_table(folder / "evaluations.csv")
+    text, chosen = table_text(s, rows)
     assert text == (folder / f"table{suffix}.md").read_text()
+    if not suffix:
+        assert trials_csv(s, rows) == (folder / "trials.csv").read_text()
     if s.tuning is None:
         return
     committed = (folder / f"choices{suffix}.csv").read_text().splitlines()[1:]
