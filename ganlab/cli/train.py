@@ -201,9 +201,24 @@ def start_command(run_dir: Path) -> str:
     return shell_join([program("ganlab-train"), *task, hydra_override("hydra.run.dir", str(run_dir))])
 
 
-def _stopped(signal_name: str, step: int | None, checkpoint: Path | None) -> None:
+def _finished_at(run_dir: Path, cfg: DictConfig) -> int | None:
+    """The step of the run's final record when the run in ``run_dir`` finished this configuration: its
+    ``metrics.json`` (not a failed run's) at ``cfg.trainer.steps`` or beyond; else None (no record, or the record of
+    the shorter run this one extends)."""
+    from ganlab.run.session import finished_record
+
+    record = finished_record(run_dir) if cfg.trainer.get("ensemble") is None else None
+    step = None if record is None else record.get("step")
+    return int(step) if step is not None and int(step) >= int(cfg.trainer.steps) else None
+
+
+def _stopped(signal_name: str, step: int | None, checkpoint: Path | None, cfg: DictConfig) -> None:
     """A run stopped by a signal: mark its folder (:func:`ganlab.layout.record_interrupt`, not a failure)
     and log where it is and the command that continues it (shell-quoted, one line of its own to paste).
+
+    A signal after the run finished (:func:`_finished_at`: its final record written, while the rest of its end ran
+    or its scores were printed) marks nothing: the run is whole, and the command that would continue it would be
+    refused; the log says so and where its scores are.
 
     ``step``/``checkpoint`` None: the signal came outside the training loop (while the run was built or scored,
     or a second Ctrl-C); then the newest checkpoint already on disk (every file is written atomically) is the
@@ -217,6 +232,10 @@ def _stopped(signal_name: str, step: int | None, checkpoint: Path | None) -> Non
     if dist is not None and not dist.current().main:
         return
     layout.remove_interrupted_writes(run_dir, None)  # a write the signal cut off
+    if step is None and (done := _finished_at(run_dir, cfg)) is not None:
+        log.warning("%s after the run finished at generator step %d: nothing to continue, its final scores are in "
+                    "%s", signal_name, done, run_dir / layout.METRICS_FILE)
+        return
     saved = checkpoint is not None or any((run_dir / layout.CHECKPOINT_DIR).glob("*.pt"))
     if not saved:
         if not sweep.is_multirun() and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {
@@ -374,7 +393,7 @@ def train(cfg: DictConfig) -> float | None:
         if cfg.get("preflight"):
             print("ganlab-train: preflight interrupted", file=sys.stderr)
         else:
-            _stopped("SIGINT", None, None)
+            _stopped("SIGINT", None, None, cfg)
         sys.exit(INTERRUPTED_EXIT)
 
 
@@ -396,7 +415,7 @@ def _train(cfg: DictConfig) -> float | None:
     except StartError as err:
         return _failed_start(cfg, err)
     except TrainingInterrupted as stop:
-        _stopped(signal.Signals(stop.signum).name, stop.step, stop.checkpoint)
+        _stopped(signal.Signals(stop.signum).name, stop.step, stop.checkpoint, cfg)
         sys.exit(stop.exit_code)
     except Exception as err:
         multirun = sweep.is_multirun()  # a single run also marks its folder, so ganlab-compare tells it from a kill

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import math
 import os
 import random
@@ -255,6 +256,38 @@ def test_ctrl_c_saves_marks_the_folder_and_prints_a_pasteable_resume_command(tmp
     assert f"step_{info['step']:07d}.pt" in resumed.stdout + resumed.stderr  # continued from the saved step
     assert json.loads((run_dir / layout.METRICS_FILE).read_text())["step"] == 200
     assert not (run_dir / layout.INTERRUPTED_FILE).exists() and layout.job_failure(run_dir) is None
+
+
+def test_a_ctrl_c_after_the_run_finished_marks_nothing_and_says_where_its_scores_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A signal outside the loop once metrics.json is at trainer.steps (the run printing its table) leaves a
+    finished run: no interrupted.json, no resume command (it would be refused); the same folder under
+    trainer.steps=400 (a run extending it, stopped before it trained on) is marked interrupted with the command."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from ganlab import layout
+    from ganlab.cli import train
+
+    run_dir = tmp_path / "run"
+    (run_dir / layout.CHECKPOINT_DIR).mkdir(parents=True)
+    (run_dir / layout.CHECKPOINT_DIR / "step_0000200.pt").write_bytes(b"saved")
+    (run_dir / layout.METRICS_FILE).write_text(json.dumps({"step": 200, "scores": {"modes_covered": 8.0}}))
+    hydra = SimpleNamespace(runtime=SimpleNamespace(output_dir=str(run_dir)),
+                            overrides=SimpleNamespace(task=["trainer.steps=400"]))
+    monkeypatch.setattr(train, "HydraConfig", SimpleNamespace(get=lambda: hydra))
+    with caplog.at_level(logging.WARNING, logger="ganlab"):
+        train._stopped("SIGINT", None, None, OmegaConf.create({"trainer": {"steps": 200}}))
+    assert (f"SIGINT after the run finished at generator step 200: nothing to continue, its final scores are in "
+            f"{run_dir / layout.METRICS_FILE}") in caplog.text
+    assert not (run_dir / layout.INTERRUPTED_FILE).exists() and layout.job_failure(run_dir) is None
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ganlab"):
+        train._stopped("SIGINT", None, None, OmegaConf.create({"trainer": {"steps": 400}}))
+    info = json.loads((run_dir / layout.INTERRUPTED_FILE).read_text())
+    assert "trainer.steps=400" in info["resume"] and f"trainer.resume={run_dir}" in info["resume"]
+    assert "To continue the run:" in caplog.text
 
 
 @pytest.mark.e2e
