@@ -59,10 +59,11 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
     ``stage f/of finished, r running, x failed, l left`` per stage, run-hours spent, and the time left estimated as
     the module's text says with ``parallel`` runs at once (None: the run-hours left alone); no time left when no
     run is left or running."""
-    from ganlab.study.status import STATES, states, summarize
+    from ganlab.study.status import STATES, arm_steps, states, summarize
 
     runs = states(study, recorded)
-    lines = summarize(runs, predicted)
+    steps = arm_steps(study)
+    lines = summarize(runs, predicted, steps)
     stages: dict[str, dict[str, int]] = {}
     for line in lines:
         counts = stages.setdefault(line.stage, dict.fromkeys([*STATES, "of"], 0))
@@ -74,9 +75,10 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
     spent = sum(line.hours for line in lines)
     if not any(c["left"] or c["running"] for c in stages.values()):  # nothing left: no time left to estimate
         return f"ganlab-study: total: {'; '.join(parts)}; {spent:.2f} run-h spent"
-    left_h, unknown, guessed = _hours_left(runs, lines, predicted)
+    left_h, unknown, guessed, other = _hours_left(runs, lines, predicted, steps)
     if unknown and not left_h:
-        eta = "time left unknown (no run of the arms left has finished, and the study has no predicted cost)"
+        eta = ("time left unknown (no run of the arms or data sets left has finished, and the study has no predicted "
+               "cost)")
         unknown = 0
     elif parallel is None:
         eta = f"{'at least ' if unknown else ''}{left_h:.2f} run-h left (est.)"
@@ -84,31 +86,28 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
         eta = (f"{'at least' if unknown else 'about'} {minutes(3600 * left_h / max(parallel, 1))} left at "
                f"{parallel} at once")
     notes = [f"{guessed} from the predicted cost" if guessed else "",
+             f"{other} from other arms' runs per step" if other else "",
              f"{unknown} of unknown cost not counted" if unknown else ""]
     notes = [n for n in notes if n]
     return (f"ganlab-study: total: {'; '.join(parts)}; {spent:.2f} run-h spent; {eta}"
             + (f" ({', '.join(notes)})" if notes else ""))
 
 
-def _hours_left(runs: Sequence[Any], lines: Sequence[Any], predicted: dict[tuple[str, str], float]
-                ) -> tuple[float, int, int]:
-    """(run-hours left, runs of unknown cost, runs costed from the prediction): the left runs as
-    :func:`ganlab.study.status.summarize` estimates them, and each running run as one more run of its arm."""
+def _hours_left(runs: Sequence[Any], lines: Sequence[Any], predicted: dict[tuple[str, str], float],
+                steps: dict[str, int]) -> tuple[float, int, int, int]:
+    """(run-hours left, runs of unknown cost, runs costed from the prediction, runs costed from other arms' runs):
+    the left runs as :func:`ganlab.study.status.summarize` estimates them, and each running run as one more run of
+    its arm."""
     from ganlab.study.status import summarize
 
-    hours = sum(line.left_hours for line in lines)
-    unknown = sum(line.left_unknown for line in lines)
-    guessed = sum(line.left_predicted for line in lines)
     running = [r for r in runs if r.state == "running"]
     if running:  # the same estimate, as if each running run were left (the mean is over the finished runs)
         import dataclasses
 
         as_left = [dataclasses.replace(r, state="left") if r.state == "running" else r for r in runs]
-        again = summarize(as_left, predicted)
-        hours = sum(line.left_hours for line in again)
-        unknown = sum(line.left_unknown for line in again)
-        guessed = sum(line.left_predicted for line in again)
-    return hours, unknown, guessed
+        lines = summarize(as_left, predicted, steps)
+    return (sum(line.left_hours for line in lines), sum(line.left_unknown for line in lines),
+            sum(line.left_predicted for line in lines), sum(line.left_other for line in lines))
 
 
 class Watcher:

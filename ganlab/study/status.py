@@ -16,8 +16,11 @@ is what the runs recorded: the wall seconds of each job in a folder (``study_job
 committed rows), summed per run. No CPU time is recorded, so "run-hours" are wall hours of one run each (a run uses
 the threads its ``threads=`` gives it). The estimate of what is left is, per left run, the mean run-hours of the
 finished runs of its arm on its data set (either stage: the budget is the same), summed; a left run of an arm with
-no finished run yet takes the study's predicted cost of one run (:func:`ganlab.study.cost.predicted_hours`), or is
-counted as unknown without one. A run stopped by Ctrl-C (``interrupted.json``) is left: the study continues it.
+no finished run yet takes the study's predicted cost of one run (:func:`ganlab.study.cost.predicted_hours`), else
+the run-hours per generator step of the finished runs of the other arms on its data set times its arm's steps (a
+study whose arms are all settings of their own, as the collapse corpus, is priced from its first finished runs), or
+is counted as unknown when its data set has no finished run either. A run stopped by Ctrl-C (``interrupted.json``)
+is left: the study continues it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ganlab.study.collect import (
     recorded_rows,
     run_status,
 )
-from ganlab.study.plan import STAGES, Job, final_jobs, folder, tuning_jobs
+from ganlab.study.plan import STAGES, Job, final_jobs, folder, steps_of, tuning_jobs
 from ganlab.study.schema import StudySchema
 from ganlab.study.stats import FAILED
 
@@ -68,6 +71,7 @@ class Line:
     left_hours: float        # estimated run-hours of the left runs whose arm has a measured mean (or a prediction)
     left_unknown: int        # left runs whose arm has no finished run yet (and no prediction)
     left_predicted: int = 0  # left runs estimated from the study's predicted cost (no finished run of their arm)
+    left_other: int = 0      # left runs estimated per step from the other arms' finished runs on their data set
 
 
 def compose_study(name: str, overrides: Sequence[str] = ()) -> StudySchema:
@@ -142,16 +146,20 @@ def states(study: StudySchema, recorded: Recorded, folders: bool = True) -> list
     return out + [final_state(study, j, recorded, folders) for j in every]
 
 
-def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] | None = None) -> list[Line]:
+def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] | None = None,
+              steps: dict[str, int] | None = None) -> list[Line]:
     """The status table's lines (stage, then data set, in plan order) from the runs' states: counts per state, the
     run-hours of the finished runs, and the estimate for the left ones from the mean run-hours per (data set, arm)
     of the finished runs with a known cost; where a (data set, arm) has none, ``predicted`` (hours of one run, as
-    :func:`ganlab.study.cost.predicted_hours` gives) when it has the pair, else the run is unknown."""
+    :func:`ganlab.study.cost.predicted_hours` gives) when it has the pair, else, with ``steps`` (arm -> its budget
+    steps, :func:`ganlab.study.plan.steps_of`), the mean run-hours per step of the finished runs on that data set
+    times the arm's steps; else the run is unknown."""
     costs: dict[tuple[str, str], list[float]] = {}
     for r in runs:
         if r.state == "finished" and r.wall_s is not None:
             costs.setdefault((r.job.dataset, r.job.arm), []).append(r.wall_s / 3600)
     mean = {k: statistics.fmean(v) for k, v in costs.items()}
+    per_step = _hours_per_step(costs, steps or {})
     lines: dict[tuple[str, str], Line] = {}
     for r in sorted(runs, key=lambda r: STAGES.index(r.job.stage)):
         line = lines.setdefault((r.job.stage, r.job.dataset), Line(r.job.stage, r.job.dataset,
@@ -168,9 +176,22 @@ def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] 
             elif guess is not None:
                 line.left_hours += guess
                 line.left_predicted += 1
+            elif r.job.dataset in per_step and r.job.arm in (steps or {}):
+                line.left_hours += per_step[r.job.dataset] * (steps or {})[r.job.arm]
+                line.left_other += 1
             else:
                 line.left_unknown += 1
     return list(lines.values())
+
+
+def _hours_per_step(costs: dict[tuple[str, str], list[float]], steps: dict[str, int]) -> dict[str, float]:
+    """data set -> the mean run-hours per generator step of its finished runs with a known cost (each run weighs
+    the same), over the arms ``steps`` gives a budget."""
+    out: dict[str, list[float]] = {}
+    for (dataset, arm), hours in costs.items():
+        if steps.get(arm):
+            out.setdefault(dataset, []).extend(h / steps[arm] for h in hours)
+    return {d: statistics.fmean(v) for d, v in out.items()}
 
 
 def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
@@ -180,10 +201,13 @@ def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
     total = Line("all", "", {s: sum(line.counts[s] for line in lines) for s in STATES},
                  sum(line.planned for line in lines), sum(line.hours for line in lines),
                  sum(line.left_hours for line in lines), sum(line.left_unknown for line in lines),
-                 sum(line.left_predicted for line in lines))
+                 sum(line.left_predicted for line in lines), sum(line.left_other for line in lines))
 
     def cells(line: Line) -> list[str]:
-        left = (f"{line.left_hours:.2f}" + (f" ({line.left_predicted} predicted)" if line.left_predicted else "")
+        how = [f"{line.left_predicted} predicted" if line.left_predicted else "",
+               f"{line.left_other} from other arms" if line.left_other else ""]
+        how = [h for h in how if h]
+        left = (f"{line.left_hours:.2f}" + (f" ({', '.join(how)})" if how else "")
                 + (f" + {line.left_unknown} unknown" if line.left_unknown else ""))
         return [line.stage, line.dataset, *(str(line.counts[s]) for s in STATES), str(line.planned),
                 f"{line.hours:.2f}", left]
@@ -195,7 +219,8 @@ def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
              for row in table]
     text += ["run-h done: the finished runs' wall hours (study_jobs.jsonl, the table's wall_s), one run each;",
              "run-h left: per left run, the mean of its arm's finished runs on that data set (predicted: none yet, the",
-             "study's benchmark per run instead, CPU hours, docs/results/bench/study_cost/; unknown: neither);",
+             "study's benchmark per run instead, CPU hours, docs/results/bench/study_cost/; from other arms: neither,",
+             "the other arms' finished runs on that data set per generator step, times its steps; unknown: none);",
              "divide by the runs going at once for the time left."]
     return "\n".join(text) + "\n"
 
@@ -207,7 +232,12 @@ def status(study: StudySchema) -> str:
     from ganlab.study.reuse import reused_rows
 
     recorded = {**reused_rows(study, compose_study), **recorded_rows(study)}
-    return format_status(study, summarize(states(study, recorded), predicted_hours(study)))
+    return format_status(study, summarize(states(study, recorded), predicted_hours(study), arm_steps(study)))
+
+
+def arm_steps(study: StudySchema) -> dict[str, int]:
+    """arm -> its budget steps (:func:`ganlab.study.plan.steps_of`), for :func:`summarize`'s per-step estimate."""
+    return {a.name: steps_of(study, a.name) for a in study.arms}
 
 
 def main(argv: Sequence[str]) -> int:

@@ -81,6 +81,12 @@ def test_counts_and_estimate_by_hand(interrupted):
     assert final.stage == "final" and final.counts == {"finished": 1, "running": 0, "failed": 0, "left": 3}
     assert (final.planned, final.left_unknown) == (4, 2)
     assert final.hours == pytest.approx(1.5) and final.left_hours == pytest.approx(1.5)
+    # with the arms' steps (40 each), damping's 2 left runs take the GAN's ring8 runs per step: (1 + 2 + 1.5) h / 3
+    # runs / 40 steps x 40 steps = 1.5 h each
+    _, final = summarize(runs, None, {GAN: 40, DAMP: 40})
+    assert (final.left_hours, final.left_other, final.left_unknown) == (pytest.approx(1.5 + 3.0), 2, 0)
+    _, final = summarize(runs, None, {GAN: 40, DAMP: 20})  # an arm of half the steps: half the cost
+    assert final.left_hours == pytest.approx(1.5 + 1.5)
 
 
 def test_the_text(interrupted):
@@ -88,10 +94,13 @@ def test_the_text(interrupted):
     assert lines[1].split() == ["stage", "data", "set", "finished", "running", "failed", "left", "of", "run-h",
                                 "done", "run-h", "left", "(est.)"]
     assert lines[2].split() == ["tune", "ring8", "2", "1", "1", "0", "4", "3.00", "0.00"]
-    assert lines[3].split() == ["final", "ring8", "1", "0", "0", "3", "4", "1.50", "1.50", "+", "2", "unknown"]
-    assert lines[4].split() == ["all", "3", "1", "1", "3", "8", "4.50", "1.50", "+", "2", "unknown"]
+    assert lines[3].split() == ["final", "ring8", "1", "0", "0", "3", "4", "1.50", "4.50", "(2", "from", "other",
+                                "arms)"]
+    assert lines[4].split() == ["all", "3", "1", "1", "3", "8", "4.50", "4.50", "(2", "from", "other", "arms)"]
     assert lines == format_status(interrupted, summarize(states(interrupted, collect_mod.recorded_rows(
-        interrupted)))).splitlines()
+        interrupted)), None, {GAN: 40, DAMP: 40})).splitlines()
+    unpriced = format_status(interrupted, summarize(states(interrupted, collect_mod.recorded_rows(interrupted))))
+    assert unpriced.splitlines()[3].split()[-4:] == ["1.50", "+", "2", "unknown"]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -58,14 +58,15 @@ def test_the_total_counts_as_status_does_and_estimates_the_time_left(interrupted
     assert line == ("ganlab-study: total: tune 2/4 finished, 1 running, 1 failed, 0 left; final 1/4 finished, "
                     "0 running, 0 failed, 3 left; 4.50 run-h spent; about 1.12 h left at 2 at once (3 from the "
                     "predicted cost)")
+    # no prediction: the damping runs take the GAN's ring8 runs per step (1.5 h a 40-step run): 1.5 + 3 x 1.5 h
     assert total_line(s, recorded, None, {}).endswith(
-        "4.50 run-h spent; at least 1.50 run-h left (est.) (3 of unknown cost not counted)")
+        "4.50 run-h spent; 6.00 run-h left (est.) (3 from other arms' runs per step)")
 
 
 def test_no_finished_run_and_no_prediction_is_an_unknown_time(tmp_path):
     s = study(tmp_path)
-    assert total_line(s, {}, 2, {}).endswith("0.00 run-h spent; time left unknown (no run of the arms left has "
-                                             "finished, and the study has no predicted cost)")
+    assert total_line(s, {}, 2, {}).endswith("0.00 run-h spent; time left unknown (no run of the arms or data sets "
+                                             "left has finished, and the study has no predicted cost)")
 
 
 @pytest.mark.parametrize(("node", "jobs", "expected"), [
