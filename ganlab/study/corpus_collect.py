@@ -6,7 +6,9 @@ Each finished run folder (a ``ganlab-train`` folder trained with ``callbacks=[de
 (``corpus_signals.jsonl``); the run's label is :func:`ganlab.study.labels.coverage_label` of its fresh-sample
 coverage. Runs already in the committed CSVs whose folder is absent stay as committed (their folders are not kept);
 a folder's run replaces a committed run of the same name. The three files are written atomically
-(:func:`ganlab.study.corpus.write_corpus`).
+(:func:`ganlab.study.corpus.write_corpus`). The committed runs are the study's recorded rows
+(:func:`recorded_corpus`): the runner skips them and ``ganlab-study status`` counts them finished, as a study's
+committed ``evaluations.csv`` rows.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ganlab import layout
-from ganlab.study.collect import by_step
+from ganlab.study.collect import Recorded, by_step, job_key
 from ganlab.study.corpus import Row, read_raw, write_corpus
 from ganlab.study.labels import coverage_label
 from ganlab.study.plan import Job, final_jobs, folder, overrides, steps_of
@@ -77,3 +79,21 @@ def collect_corpus(study: StudySchema) -> list[Path]:
         if rec is not None:
             runs[run_name(job)] = rec
     return write_corpus(out, [runs[n] for n in sorted(runs)])
+
+
+def recorded_corpus(study: StudySchema) -> Recorded:
+    """The committed runs of ``study``'s corpus (``runs.csv``) as the study's recorded rows, by job: one row per run
+    recorded at its arm's budget (``steps`` at least :func:`ganlab.study.plan.steps_of`), finished at that step, its
+    ``wall_s`` (no commit: the run's whole wall time, as a former script's row); {} without a ``runs.csv``."""
+    assert study.detection is not None
+    committed = read_raw(Path(study.detection.corpus))
+    out: Recorded = {}
+    for job in final_jobs(study):
+        run = committed.get(run_name(job))
+        if run is None or int(float(run["summary"][0]["steps"])) < steps_of(study, job.arm):
+            continue
+        wall = run["summary"][0].get("wall_s") or ""
+        out[job_key(job)] = [{"study": study.name, "arm": job.arm, "dataset": job.dataset, "stage": job.stage,
+                              "seed": job.seed, "step": steps_of(study, job.arm), "finished": True, "commit": None,
+                              "wall_s": float(wall) if wall else None}]
+    return out

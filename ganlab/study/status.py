@@ -214,7 +214,9 @@ def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
 
     table = [head, *(cells(line) for line in lines), cells(total)]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    text = [f"{study.name}: runs in {study.runs}, committed rows in {Path(study.results) / TABLE}"]
+    committed = (Path(study.detection.corpus) / "runs.csv" if study.detection is not None
+                 else Path(study.results) / TABLE)
+    text = [f"{study.name}: runs in {study.runs}, committed rows in {committed}"]
     text += ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
              for row in table]
     text += ["run-h done: the finished runs' wall hours (study_jobs.jsonl, the table's wall_s), one run each;",

@@ -71,3 +71,29 @@ def test_a_tiny_corpus_study_trains_collects_and_reports(tmp_path):
     assert {s["step"] for s in signals} == {"20", "40"}
     table = (results / "table_mode_balance.md").read_text()
     assert table.startswith("| data set | runs (collapsed / healthy) |") and "| all | 2 (" in table
+
+
+def test_the_committed_corpus_counts_as_finished_and_is_not_trained_again(tmp_path):
+    """A fresh clone (no run folders): every run of the shipped corpus is in its committed runs.csv, so the status
+    counts all 76 finished at their wall hours and the runner trains none; a committed run short of its arm's budget
+    (runs.csv says 2,000 steps where the arm has 2,500) is trained again."""
+    from ganlab.study.collect import recorded_rows, to_train
+    from ganlab.study.plan import final_jobs
+    from ganlab.study.status import compose_study, status
+
+    s = compose_study("collapse_corpus", [f"study.runs={tmp_path / 'runs'}"])
+    committed = rows(ROOT / "docs/results/collapse_corpus/runs.csv")
+    assert to_train(s, final_jobs(s), recorded_rows(s)) == []
+    lines = status(s).splitlines()
+    assert lines[0].endswith("committed rows in docs/results/collapse_corpus/runs.csv")
+    total = sum(float(r["wall_s"]) for r in committed) / 3600
+    assert lines[5].split() == ["all", "76", "0", "0", "0", "76", f"{total:.2f}", "0.00"]
+    short = tmp_path / "corpus"
+    short.mkdir()
+    for name in ("runs", "evals", "signals"):
+        text = (ROOT / "docs/results/collapse_corpus" / f"{name}.csv").read_text()
+        (short / f"{name}.csv").write_text(text.replace(",2500,250,", ",2000,250,", 1) if name == "runs" else text)
+    s = compose_study("collapse_corpus", [f"study.runs={tmp_path / 'runs'}", f"study.detection.corpus={short}"])
+    left = to_train(s, final_jobs(s), recorded_rows(s))
+    first = next(r for r in committed if (r["steps"], r["eval_every"]) == ("2500", "250"))  # the one edited
+    assert [f"{j.arm}_s{j.seed}" for j in left] == [first["name"]]
