@@ -116,11 +116,11 @@ def _fail(err: Exception) -> None:
 
 
 def recorded_for(study: StudySchema) -> collect_mod.Recorded:
-    """The rows jobs without a run folder keep: those of other studies' runs that reusing arms take, then this
-    study's own table's (which win)."""
-    from ganlab.study.reuse import reused_rows
+    """The rows jobs without a run folder keep (:func:`ganlab.study.reuse.study_recorded`): those of other studies'
+    runs that reusing arms take, then this study's own committed rows (which win)."""
+    from ganlab.study.reuse import study_recorded
 
-    return {**reused_rows(study, load_study), **collect_mod.recorded_rows(study)}
+    return study_recorded(study, load_study)
 
 
 def write_collected(study: StudySchema, recorded: collect_mod.Recorded) -> str:

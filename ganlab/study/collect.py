@@ -106,12 +106,7 @@ Recorded = dict[Key, list[dict[str, Any]]]
 
 def recorded_rows(study: StudySchema, path: Path | None = None) -> Recorded:
     """The rows of the table already written (``<results>/evaluations.csv``, or ``path``), parsed, by job; {} when
-    there is none. A study with ``detection`` (no ``path``): its committed corpus's runs
-    (:func:`ganlab.study.corpus_collect.recorded_corpus`)."""
-    if study.detection is not None and path is None:
-        from ganlab.study.corpus_collect import recorded_corpus  # it imports this module
-
-        return recorded_corpus(study)
+    there is none."""
     path = path or Path(study.results) / TABLE
     out: Recorded = {}
     for row in read_table(path) if path.is_file() else []:

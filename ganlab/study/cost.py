@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ganlab.io import atomic_write_text
-from ganlab.study.collect import TABLE, recorded_rows
+from ganlab.study.collect import TABLE
 from ganlab.study.plan import STAGES
 from ganlab.study.schema import StudySchema
 
@@ -127,10 +127,10 @@ def spent_text(study: StudySchema, root: Path | None = None) -> str:
     Raises:
         ValueError: the prediction's file is not the benchmark's JSON (:func:`predicted_hours`).
     """
-    from ganlab.study.reuse import reused_rows
+    from ganlab.study.reuse import study_recorded
     from ganlab.study.status import compose_study, states
 
-    recorded = {**reused_rows(study, compose_study), **recorded_rows(study)}
+    recorded = study_recorded(study, compose_study)
     path = predicted_file(study, root)
     unit = json.loads(path.read_text()).get("unit", "CPU") if path.is_file() else "CPU"
     return spent_markdown(study, spent_rows(study, states(study, recorded, folders=False),

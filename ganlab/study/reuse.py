@@ -17,6 +17,7 @@ from typing import Any
 
 from ganlab.layout import DATA_PREFIX
 from ganlab.study.collect import TABLE, Recorded, job_key, recorded_rows
+from ganlab.study.corpus_collect import recorded_corpus
 from ganlab.study.plan import Job, all_jobs, overrides
 from ganlab.study.schema import StudyError, StudySchema
 
@@ -43,6 +44,19 @@ def twins(study: StudySchema, other: StudySchema, arm: str, other_arm: str) -> l
                              "reuse only runs with identical overrides (or drop reuse: to train them)")
         pairs.append((job, twin))
     return pairs
+
+
+def study_recorded(study: StudySchema, load_study: Callable[[str], StudySchema]) -> Recorded:
+    """The rows the jobs of ``study`` without a run folder keep, by job: its reusing arms' rows from other studies
+    (:func:`reused_rows`), then its own committed ones, which win: its table of evaluations
+    (:func:`ganlab.study.collect.recorded_rows`), or for a study with ``detection`` its corpus's committed runs
+    (:func:`ganlab.study.corpus_collect.recorded_corpus`).
+
+    Raises:
+        StudyError: as :func:`reused_rows`.
+    """
+    own = recorded_corpus(study) if study.detection is not None else recorded_rows(study)
+    return {**reused_rows(study, load_study), **own}
 
 
 def reused_rows(study: StudySchema, load_study: Callable[[str], StudySchema]) -> Recorded:

@@ -39,7 +39,6 @@ from ganlab.study.collect import (
     has_run,
     job_key,
     recorded_finished,
-    recorded_rows,
     run_status,
 )
 from ganlab.study.plan import STAGES, Job, final_jobs, folder, steps_of, tuning_jobs
@@ -231,9 +230,9 @@ def status(study: StudySchema) -> str:
     """``ganlab-study status``'s text for ``study``: its committed rows (and a reusing arm's other study's), its
     run folders' states, summed (:func:`summarize`) and formatted (:func:`format_status`)."""
     from ganlab.study.cost import predicted_hours
-    from ganlab.study.reuse import reused_rows
+    from ganlab.study.reuse import study_recorded
 
-    recorded = {**reused_rows(study, compose_study), **recorded_rows(study)}
+    recorded = study_recorded(study, compose_study)
     return format_status(study, summarize(states(study, recorded), predicted_hours(study), arm_steps(study)))
 
 

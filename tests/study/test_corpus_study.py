@@ -77,13 +77,14 @@ def test_the_committed_corpus_counts_as_finished_and_is_not_trained_again(tmp_pa
     """A fresh clone (no run folders): every run of the shipped corpus is in its committed runs.csv, so the status
     counts all 76 finished at their wall hours and the runner trains none; a committed run short of its arm's budget
     (runs.csv says 2,000 steps where the arm has 2,500) is trained again."""
-    from ganlab.study.collect import recorded_rows, to_train
+    from ganlab.study.collect import to_train
     from ganlab.study.plan import final_jobs
+    from ganlab.study.reuse import study_recorded
     from ganlab.study.status import compose_study, status
 
     s = compose_study("collapse_corpus", [f"study.runs={tmp_path / 'runs'}"])
     committed = rows(ROOT / "docs/results/collapse_corpus/runs.csv")
-    assert to_train(s, final_jobs(s), recorded_rows(s)) == []
+    assert to_train(s, final_jobs(s), study_recorded(s, compose_study)) == []
     lines = status(s).splitlines()
     assert lines[0].endswith("committed rows in docs/results/collapse_corpus/runs.csv")
     total = sum(float(r["wall_s"]) for r in committed) / 3600
@@ -94,6 +95,6 @@ def test_the_committed_corpus_counts_as_finished_and_is_not_trained_again(tmp_pa
         text = (ROOT / "docs/results/collapse_corpus" / f"{name}.csv").read_text()
         (short / f"{name}.csv").write_text(text.replace(",2500,250,", ",2000,250,", 1) if name == "runs" else text)
     s = compose_study("collapse_corpus", [f"study.runs={tmp_path / 'runs'}", f"study.detection.corpus={short}"])
-    left = to_train(s, final_jobs(s), recorded_rows(s))
+    left = to_train(s, final_jobs(s), study_recorded(s, compose_study))
     first = next(r for r in committed if (r["steps"], r["eval_every"]) == ("2500", "250"))  # the one edited
     assert [f"{j.arm}_s{j.seed}" for j in left] == [first["name"]]
