@@ -136,7 +136,8 @@ def read_ensemble(run_dir: str | Path) -> dict[str, Any] | None:
 
 def record_study_job(run_dir: str | Path, record: dict[str, Any]) -> None:
     """Append ``record`` (a ganlab-study job that ran in ``run_dir``: ``from_step``, ``to_step``, ``wall_s``,
-    ``commit``, ``error``, ``status``) to its ``study_jobs.jsonl`` as one line (:func:`ganlab.io.append_jsonl`)."""
+    ``commit``, ``cpu``, ``error``, ``status``) to its ``study_jobs.jsonl`` as one line
+    (:func:`ganlab.io.append_jsonl`)."""
     append_jsonl(Path(run_dir) / STUDY_JOBS_FILE, record)
 
 

@@ -7,8 +7,10 @@ collecting never drops a committed run, and a run recorded there as finished is 
 Columns (:func:`columns`): ``study, arm, dataset, stage, seed, <axis>`` (the tuning axis's value; absent without
 one), ``step, finished`` (``True`` when the run reached the budget, ``failed`` when it raised while training and
 stopped before it (its folder holds ``failure.json``), else ``False``), the study's ``scores``, ``data/<score>`` for its
-``data_scores``, and ``commit, wall_s``: the commit and the wall seconds of the job that computed the evaluation
-(one job covers the steps from the checkpoint it resumed to where it stopped: a chunk or more).
+``data_scores``, ``commit, wall_s``: the commit and the wall seconds of the job that computed the evaluation
+(one job covers the steps from the checkpoint it resumed to where it stopped: a chunk or more), and ``cpu``: the CPU
+capability torch used there ("AVX2", "AVX512", ...; the job's record, else the finished run's provenance; empty when
+neither says, as in rows collected before the column existed). A run repeats bit for bit only on the same one.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def columns(study: StudySchema) -> list[str]:
     """The CSV header of ``study`` (see the module docstring)."""
     axis = [study.tuning.axis.name] if study.tuning is not None else []
     return ["study", "arm", "dataset", "stage", "seed", *axis, "step", "finished", *study.scores,
-            *(f"{layout.DATA_PREFIX}{s}" for s in study.data_scores), "commit", "wall_s"]
+            *(f"{layout.DATA_PREFIX}{s}" for s in study.data_scores), "commit", "wall_s", "cpu"]
 
 
 def by_step(path: Path) -> list[dict[str, Any]]:
@@ -47,6 +49,14 @@ def by_step(path: Path) -> list[dict[str, Any]]:
 def _job_at(chunks: list[dict[str, Any]], step: int) -> dict[str, Any]:
     """The newest job record whose steps (from_step, to_step] hold ``step`` ({} when none does)."""
     return next((c for c in reversed(chunks) if c.get("from_step", 0) < step <= c.get("to_step", -1)), {})
+
+
+def cpu_of(run_dir: Path) -> str:
+    """The CPU capability torch used for the run (``metrics.json``'s ``provenance.cpu_capability``: "AVX2",
+    "AVX512", ...; a run bitwise repeats only on the same one); "" when the run has not finished or did not record
+    it (runs before provenance had it)."""
+    prov = (layout.read_metrics(run_dir) or {}).get("provenance") or {}
+    return str(prov.get("cpu_capability") or "")
 
 
 def run_status(study: StudySchema, job: Job) -> bool | str:
@@ -67,6 +77,7 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     done = run_status(study, job)
     chunks = layout.read_study_jobs(run_dir)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
+    ran_on = cpu_of(run_dir)
     rows = []
     for rec in layout.read_evaluations(run_dir):
         scores = rec["scores"]
@@ -77,13 +88,13 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
                      "seed": job.seed, **axis, "step": int(rec["step"]), "finished": done,
                      **{s: scores.get(s) for s in study.scores},
                      **{(d := f"{layout.DATA_PREFIX}{s}"): scores.get(d) for s in study.data_scores},
-                     "commit": chunk.get("commit"), "wall_s": chunk.get("wall_s")})
+                     "commit": chunk.get("commit"), "wall_s": chunk.get("wall_s"), "cpu": chunk.get("cpu") or ran_on})
     if not rows and done == FAILED:
         step = newest_checkpoint_step(run_dir) or 0
         chunk = _job_at(chunks, step) or (chunks[-1] if chunks else {})
         rows.append({"study": study.name, "arm": job.arm, "dataset": job.dataset, "stage": job.stage,
                      "seed": job.seed, **axis, "step": step, "finished": done,
-                     "commit": chunk.get("commit"), "wall_s": chunk.get("wall_s")})
+                     "commit": chunk.get("commit"), "wall_s": chunk.get("wall_s"), "cpu": chunk.get("cpu") or ran_on})
     return rows
 
 
@@ -169,9 +180,9 @@ def _number(text: str) -> int | float:
 
 
 def parse_row(raw: dict[str, str]) -> dict[str, Any]:
-    """A text row of a study table with its values parsed: ``study, arm, dataset, stage, commit`` text,
+    """A text row of a study table with its values parsed: ``study, arm, dataset, stage, commit, cpu`` text,
     ``finished`` bool (or ``failed``), empty cells None, numbers as :func:`_number` reads them."""
-    text = {"study", "arm", "dataset", "stage", "commit"}
+    text = {"study", "arm", "dataset", "stage", "commit", "cpu"}
     row: dict[str, Any] = {}
     for k, v in raw.items():
         if k in text:

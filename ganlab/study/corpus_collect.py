@@ -1,7 +1,7 @@
 """The collapse corpus's CSVs derived from its run folders (``ganlab-study collect`` of a study with ``detection``).
 
 Each finished run folder (a ``ganlab-train`` folder trained with ``callbacks=[default,collapse_corpus]``) gives one
-``runs.csv`` row (``cpu``: the CPU capability it ran on, :func:`cpu_of`), its ``evals.csv`` rows
+``runs.csv`` row (``cpu``: the CPU capability it ran on, :func:`ganlab.study.collect.cpu_of`), its ``evals.csv`` rows
 (``metrics.jsonl``'s scores and health joined with ``corpus_labels.jsonl`` by step) and its ``signals.csv`` rows
 (``corpus_signals.jsonl``); the run's label is :func:`ganlab.study.labels.coverage_label` of its fresh-sample
 coverage. Runs already in the committed CSVs whose folder is absent stay as committed (their folders are not kept);
@@ -18,7 +18,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ganlab import layout
-from ganlab.study.collect import Recorded, by_step, job_key
+from ganlab.study.collect import Recorded, by_step, cpu_of, job_key
 from ganlab.study.corpus import Row, read_raw, write_corpus
 from ganlab.study.labels import coverage_label
 from ganlab.study.plan import Job, final_jobs, folder, overrides, steps_of
@@ -29,14 +29,6 @@ from ganlab.study.schema import StudySchema
 def run_name(job: Job) -> str:
     """``<arm>_s<seed>``: the corpus's run name (arms are named ``<data set>_<strategy>_lr<lr>``)."""
     return f"{job.arm}_s{job.seed}"
-
-
-def cpu_of(run_dir: Path) -> str:
-    """The CPU capability torch used for the run (``metrics.json``'s ``provenance.cpu_capability``: "AVX2",
-    "AVX512", ...; a run bitwise repeats only on the same one); "" when the run did not record it (runs before
-    provenance had it)."""
-    prov = (layout.read_metrics(run_dir) or {}).get("provenance") or {}
-    return str(prov.get("cpu_capability") or "")
 
 
 def run_record(study: StudySchema, job: Job) -> dict[str, list[Row]] | None:

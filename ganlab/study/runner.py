@@ -76,8 +76,9 @@ def lock_job_folder(run_dir: Path) -> Any:
 def train_job(cfg: DictConfig) -> dict[str, Any]:
     """The launchers' task function: one ``ganlab-train`` run into the job's output folder (Hydra's
     ``runtime.output_dir``), then a line in its ``study_jobs.jsonl``: ``from_step`` (the checkpoint it resumed,
-    0 for a fresh run), ``to_step``, ``wall_s`` (seconds), ``commit``, ``error`` (None, or why it failed) and
-    ``status`` (``finished``, ``failed`` or ``interrupted``).
+    0 for a fresh run), ``to_step``, ``wall_s`` (seconds), ``commit``, ``cpu`` (torch's CPU capability in this
+    process: "AVX2", "AVX512", ...), ``error`` (None, or why it failed) and ``status`` (``finished``, ``failed`` or
+    ``interrupted``).
 
     Two study processes never train one folder at once: the job holds :data:`ganlab.layout.STUDY_LOCK_FILE`
     while it trains (and writes ``.hydra/`` then), and a job whose folder is locked by another process returns an
@@ -116,6 +117,13 @@ def not_started(run_dir: Path) -> dict[str, Any]:
     return {"from_step": None, "to_step": None, "wall_s": 0.0, "commit": None, "error": None, "status": "not started"}
 
 
+def _cpu() -> str:
+    """torch's CPU capability in this process ("AVX2", "AVX512", ...: the vector code path its math takes)."""
+    import torch
+
+    return str(torch.backends.cpu.get_cpu_capability())
+
+
 def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """:func:`train_job`'s work, its folder's lock held."""
     from ganlab import distributed
@@ -143,7 +151,7 @@ def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             with contextlib.suppress(Exception):
                 plt.close("all")
     record = {"from_step": start, "to_step": step, "wall_s": round(time.perf_counter() - t0, 3),
-              "commit": _commit(), "error": error, "status": status}
+              "commit": _commit(), "cpu": _cpu(), "error": error, "status": status}
     layout.record_study_job(run_dir, record)  # one short line; a torn last line is skipped when read
     return record
 

@@ -15,7 +15,7 @@ from ganlab.study.reuse import reused_rows
 from ganlab.study.schema import ReuseSchema, StudyError
 
 HEADER = ("study,arm,dataset,stage,seed,lr,step,finished,modes_covered,hq_fraction,reverse_kl,data/modes_covered,"
-          "commit,wall_s")
+          "commit,wall_s,cpu")
 
 
 def smoke(tmp_path: Path, *extra: str):
@@ -29,10 +29,11 @@ def write(tmp_path: Path, lines: list[str]) -> str:
     return text
 
 
-# the smoke study: budget 40 steps, evaluations at 20 and 40; an int score cell (8), a float one (8.0), nan, a lr
-ROWS = ["smoke,GAN (no strategy),ring8,final,0,0.001,20,True,8,0.344,nan,8.0,abc123,12.5",
-        "smoke,GAN (no strategy),ring8,final,0,0.001,40,True,7.0,0.5,0.07427509681238784,8.0,abc123,25.0",
-        "smoke,GAN (no strategy),ring8,final,1,0.001,20,False,6.0,0.1,0.2,8.0,,3.0"]
+# the smoke study: budget 40 steps, evaluations at 20 and 40; an int score cell (8), a float one (8.0), nan, a lr;
+# a cpu cell as text (AVX512), and empty (a row collected before the column)
+ROWS = ["smoke,GAN (no strategy),ring8,final,0,0.001,20,True,8,0.344,nan,8.0,abc123,12.5,AVX512",
+        "smoke,GAN (no strategy),ring8,final,0,0.001,40,True,7.0,0.5,0.07427509681238784,8.0,abc123,25.0,AVX512",
+        "smoke,GAN (no strategy),ring8,final,1,0.001,20,False,6.0,0.1,0.2,8.0,,3.0,"]
 
 
 def test_rows_of_jobs_without_a_folder_are_kept_byte_for_byte(tmp_path):

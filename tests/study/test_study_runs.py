@@ -49,12 +49,15 @@ def jobs_of(run: Path) -> list[dict]:
 
 def check_tuned_study(tmp_path: Path) -> None:
     """8 runs (2 arms x 2 lrs on tuning seed 100, then 2 arms x 2 seeds at the chosen lr), 2 evaluations each,
-    every row with its commit and wall time; the report's table from that CSV."""
+    every row with its commit, wall time and CPU; the report's table from that CSV."""
     rows = table(tmp_path)
     assert len(rows) == 16
     assert {(r["stage"], r["seed"]) for r in rows} == {("tune", "100"), ("final", "0"), ("final", "1")}
     assert {r["step"] for r in rows} == {"20", "40"} and all(r["finished"] == "True" for r in rows)
     assert all(float(r["wall_s"]) > 0 for r in rows)
+    import torch
+
+    assert {r["cpu"] for r in rows} == {torch.backends.cpu.get_cpu_capability()}  # the CPU the runs used: this one
     chosen = {r["arm"]: r["lr"] for r in rows if r["stage"] == "final"}
     assert set(chosen) == {"GAN (no strategy)", "D lr damping (x0.5)"}
     for arm, lr in chosen.items():  # the reporting runs sit at the lr the tuning rows choose
