@@ -69,7 +69,7 @@ def usage() -> str:
     actions = rows([("run", "check, train what is missing, write the table of evaluations (the default)"),
                     ("check", "the checks of every job's overrides only"),
                     ("collect", "the table from the run folders, no training"),
-                    ("report", "table.md, curves.png and the results page, from the table alone"),
+                    ("report", "table.md, curves.png, trials.csv and the results page, from the table alone"),
                     ("status", "runs finished, running, failed, left per stage and data set, run-hours spent and "
                                "an estimate of those left; from the folders and the table, no torch"),
                     ("tensorboard", "TensorBoard event files of every run, by arm, from the run folders (no "
@@ -262,6 +262,11 @@ def tensorboard(study: StudySchema, logdir: str | None) -> None:
     path = Path(logdir) if logdir else board.default_logdir(study)
     board.check_logdir(path)
     runs = board.job_rows(study, recorded_for(study))
+    if not runs and study.detection is not None:
+        raise StudyError(f"study {study.name}: no run folder under {study.runs}, and its committed corpus "
+                         f"({study.detection.corpus}) holds no event data; to see its runs in TensorBoard, train them "
+                         f"again: move runs.csv, evals.csv and signals.csv out of {study.detection.corpus}, then "
+                         f"{study_command('run', study.name)}")
     if not runs:
         raise StudyError(f"study {study.name}: no evaluation in its run folders under {study.runs} nor in its table "
                          f"of evaluations: train it first ({study_command('run', study.name)})")

@@ -9,8 +9,9 @@ one), ``step, finished`` (``True`` when the run reached the budget, ``failed`` w
 stopped before it (its folder holds ``failure.json``), else ``False``), the study's ``scores``, ``data/<score>`` for its
 ``data_scores``, ``commit, wall_s``: the commit and the wall seconds of the job that computed the evaluation
 (one job covers the steps from the checkpoint it resumed to where it stopped: a chunk or more), and ``cpu``: the CPU
-capability torch used there ("AVX2", "AVX512", ...; the job's record, else the finished run's provenance; empty when
-neither says, as in rows collected before the column existed). A run repeats bit for bit only on the same one.
+capability torch used there ("AVX2", "AVX512", ...; the job's record, else the finished run's provenance when one
+job made the whole run; empty when neither says, as in rows collected before the column existed). A run repeats bit
+for bit only on the same one.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def run_rows(study: StudySchema, job: Job) -> list[dict[str, Any]]:
     done = run_status(study, job)
     chunks = layout.read_study_jobs(run_dir)
     axis = {study.tuning.axis.name: job.value} if study.tuning is not None else {}
-    ran_on = cpu_of(run_dir)
+    ran_on = cpu_of(run_dir) if len(chunks) <= 1 else ""  # a run of several jobs: maybe on several machines
     rows = []
     for rec in layout.read_evaluations(run_dir):
         scores = rec["scores"]

@@ -8,8 +8,9 @@ compares each launched folder's number of records with the number it had at laun
 (:func:`watching`) and once more when the launch returns, so no job's line is missed. The total is ``ganlab-study
 status``'s counting (:mod:`ganlab.study.status`): finished / running / failed / left per stage, run-hours spent, and
 an estimate of the time left: per left or running run, the mean wall hours of its arm's finished runs on its data
-set, or the study's predicted hours of one run (:mod:`ganlab.study.cost`) while its arm has none, summed and divided
-by the runs going at once. Plain lines, a file's as a terminal's. No torch.
+set, or the study's predicted hours of one run (:mod:`ganlab.study.cost`) while its arm has none, else the other
+arms' finished runs on its data set per generator step times its steps (:func:`ganlab.study.status.summarize`),
+summed and divided by the runs going at once. Plain lines, a file's as a terminal's. No torch.
 """
 
 from __future__ import annotations

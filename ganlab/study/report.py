@@ -299,13 +299,18 @@ TRIALS = "trials.csv"
 
 def trials_csv(study: StudySchema, rows: Rows) -> str:
     """CSV text: one row per finished run of ``rows`` (any arm, data set, stage and axis value; failed and
-    unfinished runs left out), its last evaluation, with the columns of ``evaluations.csv``
-    (:func:`ganlab.study.collect.columns`) less ``finished``, in the order of ``rows``. Its ``wall_s`` is, as there,
-    the wall seconds of the job that computed that evaluation (a run's last chunk when it ran in several)."""
+    unfinished runs left out), its last evaluation up to its arm's budget (:func:`ganlab.study.plan.steps_of`; the
+    table's reading: a run another study extended past it counts at the budget), with the columns of
+    ``evaluations.csv`` (:func:`ganlab.study.collect.columns`) less ``finished``, in the order of ``rows``. Its
+    ``wall_s`` is, as there, the wall seconds of the job that computed that evaluation (a run's last chunk when it
+    ran in several)."""
+    budget = {a.name: steps_of(study, a.name) for a in study.arms}
     last: dict[Any, dict[str, Any]] = {}
     for r in rows:
         key = row_key(study, r)
-        if r.get("finished") is True and (key not in last or r["step"] >= last[key]["step"]):
+        if r.get("finished") is not True or r["step"] > budget.get(r["arm"], r["step"]):
+            continue
+        if key not in last or r["step"] >= last[key]["step"]:
             last[key] = r
     head = [c for c in columns(study) if c != "finished"]
     buf = io.StringIO()

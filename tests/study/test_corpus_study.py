@@ -98,3 +98,14 @@ def test_the_committed_corpus_counts_as_finished_and_is_not_trained_again(tmp_pa
     left = to_train(s, final_jobs(s), study_recorded(s, compose_study))
     first = next(r for r in committed if (r["steps"], r["eval_every"]) == ("2500", "250"))  # the one edited
     assert [f"{j.arm}_s{j.seed}" for j in left] == [first["name"]]
+
+
+def test_tensorboard_of_the_committed_corpus_says_how_to_get_its_runs(tmp_path):
+    """The committed corpus holds no event data and a clone no run folders: the advice names the files to move
+    aside before training again (the study command alone trains nothing: every run is committed)."""
+    res = subprocess.run([sys.executable, "-m", "ganlab.cli.study", "tensorboard", "collapse_corpus",
+                          f"study.runs={tmp_path / 'runs'}", f"logdir={tmp_path / 'tb'}"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1
+    assert "move runs.csv, evals.csv and signals.csv out of docs/results/collapse_corpus, then " in res.stderr
+    assert "ganlab-study run collapse_corpus study.runs=" in res.stderr, res.stderr[-2000:]

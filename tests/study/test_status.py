@@ -194,17 +194,21 @@ def test_collecting_a_narrowed_study_keeps_the_committed_rows_of_the_runs_it_lea
 
 def test_rows_name_the_cpu_of_their_job_else_of_the_finished_run(tmp_path):
     """The cpu cell: the job's record (``cpu``, which the runner writes) for the steps it covered, else the finished
-    run's provenance (``metrics.json``: runners before the column), else empty; read back as text."""
+    run's provenance (``metrics.json``: runners before the column) when one job made the whole run, else empty (a run
+    of several jobs may have moved machines); read back as text."""
     s = study(tmp_path)
-    job = Job(GAN, "ring8", "tune", 100, 1e-3)
-    finished_run(s, job, (4, 5), [10.0, 10.0])  # job records without cpu, metrics.json without provenance
+    job, two = Job(GAN, "ring8", "tune", 100, 1e-3), Job(GAN, "ring8", "tune", 100, 3e-3)
+    finished_run(s, job, (4, 5), [10.0])  # a job record without cpu, metrics.json without provenance
+    finished_run(s, two, (4, 5), [10.0, 10.0])  # two jobs
     assert [r["cpu"] for r in collect_mod.run_rows(s, job)] == ["", ""]
     run_dir = folder(s, job)
-    (run_dir / layout.METRICS_FILE).write_text(json.dumps({"step": 40, "provenance": {"cpu_capability": "AVX2"}}))
+    for d in (run_dir, folder(s, two)):
+        (d / layout.METRICS_FILE).write_text(json.dumps({"step": 40, "provenance": {"cpu_capability": "AVX2"}}))
     assert [r["cpu"] for r in collect_mod.run_rows(s, job)] == ["AVX2", "AVX2"]
+    assert [r["cpu"] for r in collect_mod.run_rows(s, two)] == ["", ""]
     layout.record_study_job(run_dir, {"from_step": 20, "to_step": 40, "wall_s": 5.0, "commit": "c1", "cpu": "AVX512",
                                       "error": None})  # the step-40 evaluation done again, on another CPU
     rows = collect_mod.run_rows(s, job)
-    assert [(r["step"], r["cpu"], r["commit"]) for r in rows] == [(20, "AVX2", "c0"), (40, "AVX512", "c1")]
+    assert [(r["step"], r["cpu"], r["commit"]) for r in rows] == [(20, "", "c0"), (40, "AVX512", "c1")]
     collect_mod.write_table(s, rows)
-    assert [r["cpu"] for r in collect_mod.read_table(tmp_path / "results" / collect_mod.TABLE)] == ["AVX2", "AVX512"]
+    assert [r["cpu"] for r in collect_mod.read_table(tmp_path / "results" / collect_mod.TABLE)] == [None, "AVX512"]

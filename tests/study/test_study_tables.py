@@ -92,9 +92,10 @@ def test_table_row_by_hand():
 
 
 def test_trials_csv_keeps_the_last_evaluation_of_each_finished_run_by_hand():
-    """Four runs: tuning lr 1e-3 seed 100 finished (steps 20, 40 -> the step-40 row), the same seed at lr 3e-3
-    (another run: its own row), seed 101 unfinished (left out), a failed run (left out); header as
-    evaluations.csv's less ``finished``, empty cells empty."""
+    """Four runs: tuning lr 1e-3 seed 100 finished (steps 20, 40 -> the step-40 row; its step-80 row, the run
+    extended past the budget of 40, is not this study's reading), the same seed at lr 3e-3 (another run: its own
+    row), seed 101 unfinished (left out), a failed run (left out); header as evaluations.csv's less ``finished``,
+    empty cells empty."""
     from ganlab.study.collect import columns
     from ganlab.study.report import trials_csv
 
@@ -102,6 +103,7 @@ def test_trials_csv_keeps_the_last_evaluation_of_each_finished_run_by_hand():
     base = {"study": "smoke", "arm": "GAN (no strategy)", "dataset": "ring8", "stage": "tune", "commit": "abc"}
     rows = [{**base, "lr": lr, "seed": seed, "step": step, "finished": done, "modes_covered": m, "wall_s": w}
             for lr, seed, step, done, m, w in [(1e-3, 100, 20, True, 3.0, 1.5), (1e-3, 100, 40, True, 8.0, 2.5),
+                                               (1e-3, 100, 80, True, 6.0, 9.0),
                                                (3e-3, 100, 40, True, 7.0, 4.0), (1e-3, 101, 20, False, 5.0, 1.0),
                                                (1e-3, 102, 20, "failed", None, 0.5)]]
     lines = trials_csv(s, rows).splitlines()
