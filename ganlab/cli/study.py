@@ -175,13 +175,24 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
         sys.exit(INTERRUPTED_EXIT)
     path = write_collected(study, recorded_for(study))
     failed = [r for r in done if r.get("status") == "failed" or r.get("error")]
-    print(f"ganlab-study: {len(done)} run(s) trained, {len(failed)} failed; every evaluation in {path}; "
-          f"the table: {study_command('report', study.name)}; the runs in TensorBoard: "
-          f"{study_command('tensorboard', study.name)}", flush=True)
+    print(done_line(study, done, path), flush=True)
     for r in failed:
         print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
     if failed:
         sys.exit(1)
+
+
+def done_line(study: StudySchema, done: list[dict[str, Any]], path: str) -> str:
+    """The line a study that ran to its end prints: the runs its jobs trained (``done``: their records), those that
+    failed, those that only wrote their final record (resumed from a checkpoint at the budget: no step trained), where
+    the table of evaluations is (``path``) and the commands for its table and TensorBoard."""
+    failed = [r for r in done if r.get("status") == "failed" or r.get("error")]
+    closed = [r for r in done if r not in failed and r.get("from_step") is not None
+              and r.get("from_step") == r.get("to_step")]
+    return (f"ganlab-study: {len(done) - len(closed)} run(s) trained, {len(failed)} failed"
+            + (f", {len(closed)} finished from a checkpoint at the budget (final record only)" if closed else "")
+            + f"; every evaluation in {path}; the table: {study_command('report', study.name)}; the runs in "
+            f"TensorBoard: {study_command('tensorboard', study.name)}")
 
 
 def _run_stages(study: StudySchema, cfg: DictConfig) -> tuple[list[dict[str, Any]], bool]:

@@ -41,6 +41,20 @@ def test_the_closing_hint_of_a_study_repeats_its_overrides(monkeypatch, capsys):
         f"{PROG} report {rest}; the runs in TensorBoard: {PROG} tensorboard {rest}\n")
 
 
+def test_the_closing_line_counts_runs_that_only_wrote_their_final_record_apart(monkeypatch):
+    """Records of 4 jobs: two trained (0 -> 40, 20 -> 40), one failed, one resumed at the budget's checkpoint
+    (40 -> 40: no step trained, its final record written): 3 trained, 1 failed, 1 finished from the checkpoint."""
+    study = cli.load_study("smoke", TYPED[1:])
+    monkeypatch.setattr(cli, "TYPED", [])
+    done = [{"from_step": 0, "to_step": 40, "status": "finished", "error": None},
+            {"from_step": 20, "to_step": 40, "status": "finished", "error": None},
+            {"from_step": 0, "to_step": 20, "status": "failed", "error": "RuntimeError: nan"},
+            {"from_step": 40, "to_step": 40, "status": "finished", "error": None}]
+    assert cli.done_line(study, done, "t.csv").startswith(
+        "ganlab-study: 3 run(s) trained, 1 failed, 1 finished from a checkpoint at the budget (final record only); "
+        "every evaluation in t.csv; the table: ")
+
+
 def smoke_rows() -> list[dict]:
     """The smoke study's table by hand: each arm tuned at lr 1e-3 and 3e-3 on seed 100 (1e-3 covers more modes),
     then seeds 0 and 1 at 1e-3; two evaluations a run."""
