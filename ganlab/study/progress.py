@@ -60,11 +60,12 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
     ``stage f/of finished, r running, x failed, l left`` per stage, run-hours spent, and the time left estimated as
     the module's text says with ``parallel`` runs at once (None: the run-hours left alone); no time left when no
     run is left or running."""
+    from ganlab.machine import cpu_capability
     from ganlab.study.status import STATES, arm_steps, states, summarize
 
     runs = states(study, recorded)
-    steps = arm_steps(study)
-    lines = summarize(runs, predicted, steps)
+    steps, cpu = arm_steps(study), cpu_capability()
+    lines = summarize(runs, predicted, steps, cpu)
     stages: dict[str, dict[str, int]] = {}
     for line in lines:
         counts = stages.setdefault(line.stage, dict.fromkeys([*STATES, "of"], 0))
@@ -76,7 +77,7 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
     spent = sum(line.hours for line in lines)
     if not any(c["left"] or c["running"] for c in stages.values()):  # nothing left: no time left to estimate
         return f"ganlab-study: total: {'; '.join(parts)}; {spent:.2f} run-h spent"
-    left_h, unknown, guessed, other = _hours_left(runs, lines, predicted, steps)
+    left_h, unknown, guessed, other = _hours_left(runs, lines, predicted, steps, cpu)
     if unknown and not left_h:
         eta = ("time left unknown (no run of the arms or data sets left has finished, and the study has no predicted "
                "cost)")
@@ -95,7 +96,7 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
 
 
 def _hours_left(runs: Sequence[Any], lines: Sequence[Any], predicted: dict[tuple[str, str], float],
-                steps: dict[str, int]) -> tuple[float, int, int, int]:
+                steps: dict[str, int], cpu: str | None = None) -> tuple[float, int, int, int]:
     """(run-hours left, runs of unknown cost, runs costed from the prediction, runs costed from other arms' runs):
     the left runs as :func:`ganlab.study.status.summarize` estimates them, and each running run as one more run of
     its arm."""
@@ -106,7 +107,7 @@ def _hours_left(runs: Sequence[Any], lines: Sequence[Any], predicted: dict[tuple
         import dataclasses
 
         as_left = [dataclasses.replace(r, state="left") if r.state == "running" else r for r in runs]
-        lines = summarize(as_left, predicted, steps)
+        lines = summarize(as_left, predicted, steps, cpu)
     return (sum(line.left_hours for line in lines), sum(line.left_unknown for line in lines),
             sum(line.left_predicted for line in lines), sum(line.left_other for line in lines))
 

@@ -19,8 +19,11 @@ finished runs of its arm on its data set (either stage: the budget is the same),
 no finished run yet takes the study's predicted cost of one run (:func:`ganlab.study.cost.predicted_hours`), else
 the run-hours per generator step of the finished runs of the other arms on its data set times its arm's steps (a
 study whose arms are all settings of their own, as the collapse corpus, is priced from its first finished runs), or
-is counted as unknown when its data set has no finished run either. A run stopped by Ctrl-C (``interrupted.json``)
-is left: the study continues it.
+is counted as unknown when its data set has no finished run either. Where an arm (or, for the per-step estimate, a
+data set) has finished runs on this machine's CPU path (:func:`ganlab.machine.cpu_capability`; a run's own is its
+jobs' ``cpu`` record, its provenance, or its rows' ``cpu`` column), those alone give the means: runs on other
+vector units take other times (on the AVX-512 machine a pacgan_table grid run took a third of the AVX2 one's). A
+run stopped by Ctrl-C (``interrupted.json``) is left: the study continues it.
 """
 
 from __future__ import annotations
@@ -33,9 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from ganlab import layout
+from ganlab.machine import cpu_capability
 from ganlab.study.collect import (
     TABLE,
     Recorded,
+    cpu_of,
     has_run,
     job_key,
     recorded_finished,
@@ -51,11 +56,13 @@ STATES = ("finished", "running", "failed", "left")
 
 @dataclasses.dataclass(frozen=True)
 class RunState:
-    """A planned run's state (one of :data:`STATES`) and, when known, its cost in wall seconds (None when not)."""
+    """A planned run's state (one of :data:`STATES`) and, when known, its cost in wall seconds and the CPU path it
+    ran on (``"AVX2"``, ``"AVX512"``; None when not known)."""
 
     job: Job
     state: str
     wall_s: float | None = None
+    cpu: str | None = None
 
 
 @dataclasses.dataclass
@@ -100,6 +107,19 @@ def rows_wall_s(rows: Iterable[dict[str, Any]]) -> float | None:
     return runner + script if chunks else None
 
 
+def folder_cpu(run_dir: Path) -> str | None:
+    """The CPU path of a finished run's folder: its last job's ``cpu`` record, else its provenance
+    (:func:`ganlab.study.collect.cpu_of`); None when neither says."""
+    jobs = layout.read_study_jobs(run_dir)
+    return (jobs[-1].get("cpu") if jobs else None) or cpu_of(run_dir) or None
+
+
+def rows_cpu(rows: Iterable[dict[str, Any]]) -> str | None:
+    """The CPU path of a run's committed rows: the ``cpu`` cell of its last evaluation (None when empty)."""
+    last = max(rows, key=lambda r: r["step"], default=None)
+    return (last or {}).get("cpu") or None
+
+
 def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = True) -> RunState:
     """The state of one planned run from its folder (when it holds a run) or else its committed rows
     (``folders=False``: from the committed rows alone, as a fresh clone sees the study; no run then is running)."""
@@ -107,7 +127,7 @@ def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = 
     if folders and (has_run(study, job) or not recorded.get(job_key(job))):
         done = run_status(study, job)
         if done is True:
-            return RunState(job, "finished", folder_wall_s(run_dir))
+            return RunState(job, "finished", folder_wall_s(run_dir), folder_cpu(run_dir))
         if layout.folder_in_use(run_dir, (layout.STUDY_LOCK_FILE, layout.LOCK_FILE)):
             return RunState(job, "running")
         failure = layout.job_failure(run_dir) if run_dir.is_dir() else None
@@ -116,7 +136,7 @@ def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = 
         return RunState(job, "left")
     rows = recorded.get(job_key(job), [])
     if recorded_finished(study, job, rows):
-        return RunState(job, "finished", rows_wall_s(rows))
+        return RunState(job, "finished", rows_wall_s(rows), rows_cpu(rows))
     if folders and layout.folder_in_use(run_dir, (layout.STUDY_LOCK_FILE, layout.LOCK_FILE)):
         return RunState(job, "running")
     if any(r.get("finished") == FAILED for r in rows):
@@ -146,19 +166,20 @@ def states(study: StudySchema, recorded: Recorded, folders: bool = True) -> list
 
 
 def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] | None = None,
-              steps: dict[str, int] | None = None) -> list[Line]:
+              steps: dict[str, int] | None = None, cpu: str | None = None) -> list[Line]:
     """The status table's lines (stage, then data set, in plan order) from the runs' states: counts per state, the
     run-hours of the finished runs, and the estimate for the left ones from the mean run-hours per (data set, arm)
     of the finished runs with a known cost; where a (data set, arm) has none, ``predicted`` (hours of one run, as
     :func:`ganlab.study.cost.predicted_hours` gives) when it has the pair, else, with ``steps`` (arm -> its budget
     steps, :func:`ganlab.study.plan.steps_of`), the mean run-hours per step of the finished runs on that data set
-    times the arm's steps; else the run is unknown."""
-    costs: dict[tuple[str, str], list[float]] = {}
+    times the arm's steps; else the run is unknown. With ``cpu`` (this machine's CPU path), a (data set, arm) or a
+    data set that has finished runs on it takes its means from those alone."""
+    costs: dict[tuple[str, str], list[tuple[float, str | None]]] = {}
     for r in runs:
         if r.state == "finished" and r.wall_s is not None:
-            costs.setdefault((r.job.dataset, r.job.arm), []).append(r.wall_s / 3600)
-    mean = {k: statistics.fmean(v) for k, v in costs.items()}
-    per_step = _hours_per_step(costs, steps or {})
+            costs.setdefault((r.job.dataset, r.job.arm), []).append((r.wall_s / 3600, r.cpu))
+    mean = {k: statistics.fmean(_on(v, cpu)) for k, v in costs.items()}
+    per_step = _hours_per_step(costs, steps or {}, cpu)
     lines: dict[tuple[str, str], Line] = {}
     for r in sorted(runs, key=lambda r: STAGES.index(r.job.stage)):
         line = lines.setdefault((r.job.stage, r.job.dataset), Line(r.job.stage, r.job.dataset,
@@ -183,17 +204,25 @@ def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] 
     return list(lines.values())
 
 
-def _hours_per_step(costs: dict[tuple[str, str], list[float]], steps: dict[str, int]) -> dict[str, float]:
+def _on(costs: list[tuple[float, str | None]], cpu: str | None) -> list[float]:
+    """The values of ``costs`` ((value, CPU path) pairs) made on ``cpu``, or all of them when none was (or no
+    ``cpu`` is given)."""
+    mine = [v for v, c in costs if cpu is not None and c == cpu]
+    return mine or [v for v, _ in costs]
+
+
+def _hours_per_step(costs: dict[tuple[str, str], list[tuple[float, str | None]]], steps: dict[str, int],
+                    cpu: str | None = None) -> dict[str, float]:
     """data set -> the mean run-hours per generator step of its finished runs with a known cost (each run weighs
-    the same), over the arms ``steps`` gives a budget."""
-    out: dict[str, list[float]] = {}
+    the same), over the arms ``steps`` gives a budget (those on ``cpu`` alone when it has some)."""
+    out: dict[str, list[tuple[float, str | None]]] = {}
     for (dataset, arm), hours in costs.items():
         if steps.get(arm):
-            out.setdefault(dataset, []).extend(h / steps[arm] for h in hours)
-    return {d: statistics.fmean(v) for d, v in out.items()}
+            out.setdefault(dataset, []).extend((h / steps[arm], c) for h, c in hours)
+    return {d: statistics.fmean(_on(v, cpu)) for d, v in out.items()}
 
 
-def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
+def format_status(study: StudySchema, lines: Sequence[Line], cpu: str | None = None) -> str:
     """The text ``ganlab-study status`` prints: a header naming the folders, one row per (stage, data set) and a
     total row."""
     head = ["stage", "data set", *STATES, "of", "run-h done", "run-h left (est.)"]
@@ -223,6 +252,8 @@ def format_status(study: StudySchema, lines: Sequence[Line]) -> str:
              "study's benchmark per run instead, CPU hours, docs/results/bench/study_cost/; from other arms: neither,",
              "the other arms' finished runs on that data set per generator step, times its steps; unknown: none);",
              "divide by the runs going at once for the time left."]
+    if cpu is not None:
+        text += [f"Means from the finished runs on this machine's CPU path ({cpu}) alone where there are some."]
     return "\n".join(text) + "\n"
 
 
@@ -233,7 +264,9 @@ def status(study: StudySchema) -> str:
     from ganlab.study.reuse import study_recorded
 
     recorded = study_recorded(study, compose_study)
-    return format_status(study, summarize(states(study, recorded), predicted_hours(study), arm_steps(study)))
+    cpu = cpu_capability()
+    lines = summarize(states(study, recorded), predicted_hours(study), arm_steps(study), cpu)
+    return format_status(study, lines, cpu)
 
 
 def arm_steps(study: StudySchema) -> dict[str, int]:

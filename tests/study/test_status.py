@@ -97,8 +97,10 @@ def test_the_text(interrupted):
     assert lines[3].split() == ["final", "ring8", "1", "0", "0", "3", "4", "1.50", "4.50", "(2", "from", "other",
                                 "arms)"]
     assert lines[4].split() == ["all", "3", "1", "1", "3", "8", "4.50", "4.50", "(2", "from", "other", "arms)"]
+    from ganlab.machine import cpu_capability
+
     assert lines == format_status(interrupted, summarize(states(interrupted, collect_mod.recorded_rows(
-        interrupted)), None, {GAN: 40, DAMP: 40})).splitlines()
+        interrupted)), None, {GAN: 40, DAMP: 40}), cpu_capability()).splitlines()
     unpriced = format_status(interrupted, summarize(states(interrupted, collect_mod.recorded_rows(interrupted))))
     assert unpriced.splitlines()[3].split()[-4:] == ["1.50", "+", "2", "unknown"]
 
@@ -212,3 +214,29 @@ def test_rows_name_the_cpu_of_their_job_else_of_the_finished_run(tmp_path):
     assert [(r["step"], r["cpu"], r["commit"]) for r in rows] == [(20, "", "c0"), (40, "AVX512", "c1")]
     collect_mod.write_table(s, rows)
     assert [r["cpu"] for r in collect_mod.read_table(tmp_path / "results" / collect_mod.TABLE)] == [None, "AVX512"]
+
+
+def test_the_estimate_takes_the_runs_on_this_machine_s_cpu_path_where_there_are_some(tmp_path):
+    """GAN's finished ring8 runs: 1 h and 3 h on AVX2, 0.5 h on AVX512 (40 steps each). Its left run: 0.5 h on an
+    AVX512 machine, 2 h on an AVX2 one, 1.5 h (all three) on another or an unknown path; the damping run (no
+    finished run of its own) per step from the same runs: 0.5 h / 40 steps x 40 on AVX512."""
+    from ganlab.study.status import RunState, folder_cpu, rows_cpu
+
+    done = [RunState(Job(GAN, "ring8", "tune", 100 + i, 1e-3), "finished", 3600.0 * h, c)
+            for i, (h, c) in enumerate([(1.0, "AVX2"), (3.0, "AVX2"), (0.5, "AVX512")])]
+    left = [RunState(Job(GAN, "ring8", "final", 0), "left"), RunState(Job(DAMP, "ring8", "final", 0), "left")]
+    steps = {GAN: 40, DAMP: 40}
+    for cpu, want in (("AVX512", 0.5 + 0.5), ("AVX2", 2.0 + 2.0), ("DEFAULT", 1.5 + 1.5), (None, 1.5 + 1.5)):
+        _, final = summarize(done + left, None, steps, cpu)
+        assert final.left_hours == pytest.approx(want), cpu
+    s = study(tmp_path)
+    job = Job(GAN, "ring8", "tune", 100, 1e-3)
+    finished_run(s, job, (4, 5), [10.0])
+    assert folder_cpu(folder(s, job)) is None
+    record = {"step": 40, "provenance": {"cpu_capability": "AVX2"}}
+    (folder(s, job) / layout.METRICS_FILE).write_text(json.dumps(record))
+    assert folder_cpu(folder(s, job)) == "AVX2"
+    layout.record_study_job(folder(s, job), {"from_step": 40, "to_step": 40, "wall_s": 1.0, "cpu": "AVX512"})
+    assert folder_cpu(folder(s, job)) == "AVX512"  # the last job's record
+    assert rows_cpu([{"step": 40, "cpu": "AVX2"}, {"step": 20, "cpu": "AVX512"}]) == "AVX2"
+    assert rows_cpu([{"step": 40, "cpu": None}]) is None and rows_cpu([]) is None
