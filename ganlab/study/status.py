@@ -22,7 +22,8 @@ study whose arms are all settings of their own, as the collapse corpus, is price
 is counted as unknown when its data set has no finished run either. Where an arm (or, for the per-step estimate, a
 data set) has finished runs on this machine's CPU path (:func:`ganlab.machine.cpu_capability`; a run's own is its
 jobs' ``cpu`` record, its provenance, or its rows' ``cpu`` column), those alone give the means: runs on other
-vector units take other times (on the AVX-512 machine a pacgan_table grid run took a third of the AVX2 one's). A
+vector units take other times (on the AVX-512 machine a pacgan_table grid run took a third of the AVX2 one's). An arm
+with finished runs on other paths only is scaled by how the data set's arms that ran on both compare there. A
 run stopped by Ctrl-C (``interrupted.json``) is left: the study continues it.
 """
 
@@ -173,12 +174,15 @@ def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] 
     :func:`ganlab.study.cost.predicted_hours` gives) when it has the pair, else, with ``steps`` (arm -> its budget
     steps, :func:`ganlab.study.plan.steps_of`), the mean run-hours per step of the finished runs on that data set
     times the arm's steps; else the run is unknown. With ``cpu`` (this machine's CPU path), a (data set, arm) or a
-    data set that has finished runs on it takes its means from those alone."""
+    data set that has finished runs on it takes its means from those alone; a (data set, arm) that has none there
+    takes its mean from the other paths times the data set's ratio (:func:`_cpu_ratio`), when it has one."""
     costs: dict[tuple[str, str], list[tuple[float, str | None]]] = {}
     for r in runs:
         if r.state == "finished" and r.wall_s is not None:
             costs.setdefault((r.job.dataset, r.job.arm), []).append((r.wall_s / 3600, r.cpu))
-    mean = {k: statistics.fmean(_on(v, cpu)) for k, v in costs.items()}
+    ratio = _cpu_ratio(costs, cpu)
+    mean = {k: statistics.fmean(_on(v, cpu)) * (1.0 if _has(v, cpu) else ratio.get(k[0], 1.0))
+            for k, v in costs.items()}
     per_step = _hours_per_step(costs, steps or {}, cpu)
     lines: dict[tuple[str, str], Line] = {}
     for r in sorted(runs, key=lambda r: STAGES.index(r.job.stage)):
@@ -209,6 +213,22 @@ def _on(costs: list[tuple[float, str | None]], cpu: str | None) -> list[float]:
     ``cpu`` is given)."""
     mine = [v for v, c in costs if cpu is not None and c == cpu]
     return mine or [v for v, _ in costs]
+
+
+def _has(costs: list[tuple[float, str | None]], cpu: str | None) -> bool:
+    return cpu is not None and any(c == cpu for _, c in costs)
+
+
+def _cpu_ratio(costs: dict[tuple[str, str], list[tuple[float, str | None]]], cpu: str | None) -> dict[str, float]:
+    """data set -> how much longer (or shorter) its runs take on ``cpu`` than on the other (or unrecorded) paths:
+    the geometric mean, over its arms with finished runs on both, of their mean hours on ``cpu`` over their mean
+    hours elsewhere ({} without ``cpu``; a data set with no such arm is absent)."""
+    logs: dict[str, list[float]] = {}
+    for (dataset, _), v in costs.items():
+        mine, other = [h for h, c in v if c == cpu], [h for h, c in v if c != cpu]
+        if cpu is not None and mine and other and min(mine + other) > 0:
+            logs.setdefault(dataset, []).append(math.log(statistics.fmean(mine) / statistics.fmean(other)))
+    return {d: math.exp(statistics.fmean(v)) for d, v in logs.items()}
 
 
 def _hours_per_step(costs: dict[tuple[str, str], list[tuple[float, str | None]]], steps: dict[str, int],
@@ -253,7 +273,8 @@ def format_status(study: StudySchema, lines: Sequence[Line], cpu: str | None = N
              "the other arms' finished runs on that data set per generator step, times its steps; unknown: none);",
              "divide by the runs going at once for the time left."]
     if cpu is not None:
-        text += [f"Means from the finished runs on this machine's CPU path ({cpu}) alone where there are some."]
+        text += [f"Means from the finished runs on this machine's CPU path ({cpu}) alone where there are some; an arm",
+                 "with runs on other paths only is scaled by the ratio of the arms that ran on both."]
     return "\n".join(text) + "\n"
 
 

@@ -217,16 +217,20 @@ def test_rows_name_the_cpu_of_their_job_else_of_the_finished_run(tmp_path):
 
 
 def test_the_estimate_takes_the_runs_on_this_machine_s_cpu_path_where_there_are_some(tmp_path):
-    """GAN's finished ring8 runs: 1 h and 3 h on AVX2, 0.5 h on AVX512 (40 steps each). Its left run: 0.5 h on an
-    AVX512 machine, 2 h on an AVX2 one, 1.5 h (all three) on another or an unknown path; the damping run (no
-    finished run of its own) per step from the same runs: 0.5 h / 40 steps x 40 on AVX512."""
+    """GAN's finished ring8 runs: 1 h and 3 h on AVX2, 0.5 h on AVX512; arm X's: 4 h on AVX2 (40 steps each).
+    Left: one run of GAN, of X and of damping (no finished run of its own: per step from the others' runs).
+    AVX512: GAN 0.5; X 4 h x (0.5 / 2, GAN's ratio of AVX512 to elsewhere) = 1; damping from the AVX512 runs alone,
+    0.5. AVX2: GAN 2; X 4; damping (1 + 3 + 4) / 3. DEFAULT (no run there) or unknown: GAN 1.5 (all), X 4, damping
+    (1 + 3 + 0.5 + 4) / 4 = 2.125."""
     from ganlab.study.status import RunState, folder_cpu, rows_cpu
 
-    done = [RunState(Job(GAN, "ring8", "tune", 100 + i, 1e-3), "finished", 3600.0 * h, c)
-            for i, (h, c) in enumerate([(1.0, "AVX2"), (3.0, "AVX2"), (0.5, "AVX512")])]
-    left = [RunState(Job(GAN, "ring8", "final", 0), "left"), RunState(Job(DAMP, "ring8", "final", 0), "left")]
-    steps = {GAN: 40, DAMP: 40}
-    for cpu, want in (("AVX512", 0.5 + 0.5), ("AVX2", 2.0 + 2.0), ("DEFAULT", 1.5 + 1.5), (None, 1.5 + 1.5)):
+    done = [RunState(Job(arm, "ring8", "tune", 100 + i, 1e-3), "finished", 3600.0 * h, c)
+            for i, (arm, h, c) in enumerate([(GAN, 1.0, "AVX2"), (GAN, 3.0, "AVX2"), (GAN, 0.5, "AVX512"),
+                                             ("X", 4.0, "AVX2")])]
+    left = [RunState(Job(arm, "ring8", "final", 0), "left") for arm in (GAN, DAMP, "X")]
+    steps = {GAN: 40, DAMP: 40, "X": 40}
+    for cpu, want in (("AVX512", 0.5 + 0.5 + 1.0), ("AVX2", 2.0 + 8 / 3 + 4.0), ("DEFAULT", 1.5 + 2.125 + 4.0),
+                      (None, 1.5 + 2.125 + 4.0)):
         _, final = summarize(done + left, None, steps, cpu)
         assert final.left_hours == pytest.approx(want), cpu
     s = study(tmp_path)
