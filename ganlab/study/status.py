@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from ganlab.study.collect import (
     recorded_finished,
     run_status,
 )
+from ganlab.study.estimate import Costs, hours_per_run, hours_per_step
 from ganlab.study.plan import STAGES, Job, final_jobs, folder, steps_of, tuning_jobs
 from ganlab.study.schema import StudySchema
 from ganlab.study.stats import FAILED
@@ -175,15 +175,12 @@ def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] 
     steps, :func:`ganlab.study.plan.steps_of`), the mean run-hours per step of the finished runs on that data set
     times the arm's steps; else the run is unknown. With ``cpu`` (this machine's CPU path), a (data set, arm) or a
     data set that has finished runs on it takes its means from those alone; a (data set, arm) that has none there
-    takes its mean from the other paths times the data set's ratio (:func:`_cpu_ratio`), when it has one."""
-    costs: dict[tuple[str, str], list[tuple[float, str | None]]] = {}
+    takes its mean from the other paths times the data set's ratio (:func:`ganlab.study.estimate.cpu_ratio`)."""
+    costs: Costs = {}
     for r in runs:
         if r.state == "finished" and r.wall_s is not None:
             costs.setdefault((r.job.dataset, r.job.arm), []).append((r.wall_s / 3600, r.cpu))
-    ratio = _cpu_ratio(costs, cpu)
-    mean = {k: statistics.fmean(_on(v, cpu)) * (1.0 if _has(v, cpu) else ratio.get(k[0], 1.0))
-            for k, v in costs.items()}
-    per_step = _hours_per_step(costs, steps or {}, cpu)
+    mean, per_step = hours_per_run(costs, cpu), hours_per_step(costs, steps or {}, cpu)
     lines: dict[tuple[str, str], Line] = {}
     for r in sorted(runs, key=lambda r: STAGES.index(r.job.stage)):
         line = lines.setdefault((r.job.stage, r.job.dataset), Line(r.job.stage, r.job.dataset,
@@ -206,40 +203,6 @@ def summarize(runs: Sequence[RunState], predicted: dict[tuple[str, str], float] 
             else:
                 line.left_unknown += 1
     return list(lines.values())
-
-
-def _on(costs: list[tuple[float, str | None]], cpu: str | None) -> list[float]:
-    """The values of ``costs`` ((value, CPU path) pairs) made on ``cpu``, or all of them when none was (or no
-    ``cpu`` is given)."""
-    mine = [v for v, c in costs if cpu is not None and c == cpu]
-    return mine or [v for v, _ in costs]
-
-
-def _has(costs: list[tuple[float, str | None]], cpu: str | None) -> bool:
-    return cpu is not None and any(c == cpu for _, c in costs)
-
-
-def _cpu_ratio(costs: dict[tuple[str, str], list[tuple[float, str | None]]], cpu: str | None) -> dict[str, float]:
-    """data set -> how much longer (or shorter) its runs take on ``cpu`` than on the other (or unrecorded) paths:
-    the geometric mean, over its arms with finished runs on both, of their mean hours on ``cpu`` over their mean
-    hours elsewhere ({} without ``cpu``; a data set with no such arm is absent)."""
-    logs: dict[str, list[float]] = {}
-    for (dataset, _), v in costs.items():
-        mine, other = [h for h, c in v if c == cpu], [h for h, c in v if c != cpu]
-        if cpu is not None and mine and other and min(mine + other) > 0:
-            logs.setdefault(dataset, []).append(math.log(statistics.fmean(mine) / statistics.fmean(other)))
-    return {d: math.exp(statistics.fmean(v)) for d, v in logs.items()}
-
-
-def _hours_per_step(costs: dict[tuple[str, str], list[tuple[float, str | None]]], steps: dict[str, int],
-                    cpu: str | None = None) -> dict[str, float]:
-    """data set -> the mean run-hours per generator step of its finished runs with a known cost (each run weighs
-    the same), over the arms ``steps`` gives a budget (those on ``cpu`` alone when it has some)."""
-    out: dict[str, list[tuple[float, str | None]]] = {}
-    for (dataset, arm), hours in costs.items():
-        if steps.get(arm):
-            out.setdefault(dataset, []).extend((h / steps[arm], c) for h, c in hours)
-    return {d: statistics.fmean(_on(v, cpu)) for d, v in out.items()}
 
 
 def format_status(study: StudySchema, lines: Sequence[Line], cpu: str | None = None) -> str:
