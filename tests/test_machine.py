@@ -18,6 +18,8 @@ def test_capability_by_hand():
     assert capability_of(avx2 | {"avx512f", "avx512vl", "avx512bw", "avx512dq"}) == "AVX512"
     assert capability_of({"avx2"}) == "DEFAULT" and capability_of(set()) == "DEFAULT"
     assert capability_of(avx2, override="default") == "DEFAULT"
+    assert capability_of(avx2, override="AVX512") == "AVX2"  # ATen compares exactly: upper case is ignored
+    assert capability_of(avx2, override="foo") == "AVX2"
 
 
 def test_this_machine_agrees_with_torch(monkeypatch):
@@ -37,3 +39,5 @@ def test_no_cpuinfo_is_unknown_unless_overridden(tmp_path, monkeypatch):
     assert cpu_capability(tmp_path / "x86") == "AVX2"
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
     assert cpu_capability(tmp_path / "absent") == "AVX2"
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "AVX2")  # not ATen's spelling: ignored, as torch ignores it
+    assert cpu_capability(tmp_path / "absent") is None and cpu_capability(tmp_path / "x86") == "AVX2"

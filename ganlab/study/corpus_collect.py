@@ -76,7 +76,8 @@ def collect_corpus(study: StudySchema) -> list[Path]:
 def recorded_corpus(study: StudySchema) -> Recorded:
     """The committed runs of ``study``'s corpus (``runs.csv``) as the study's recorded rows, by job: one row per run
     recorded at its arm's budget (``steps`` at least :func:`ganlab.study.plan.steps_of`), finished at that step, its
-    ``wall_s`` (no commit: the run's whole wall time, as a former script's row); {} without a ``runs.csv``."""
+    ``wall_s`` (no commit: the run's whole wall time, as a former script's row) and ``cpu``; {} without a
+    ``runs.csv``."""
     assert study.detection is not None
     committed = read_raw(Path(study.detection.corpus))
     out: Recorded = {}
@@ -87,5 +88,6 @@ def recorded_corpus(study: StudySchema) -> Recorded:
         wall = run["summary"][0].get("wall_s") or ""
         out[job_key(job)] = [{"study": study.name, "arm": job.arm, "dataset": job.dataset, "stage": job.stage,
                               "seed": job.seed, "step": steps_of(study, job.arm), "finished": True, "commit": None,
-                              "wall_s": float(wall) if wall else None}]
+                              "wall_s": float(wall) if wall else None,
+                              "cpu": run["summary"][0].get("cpu") or None}]
     return out

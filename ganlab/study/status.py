@@ -108,17 +108,27 @@ def rows_wall_s(rows: Iterable[dict[str, Any]]) -> float | None:
     return runner + script if chunks else None
 
 
+def _one(paths: Iterable[str | None]) -> str | None:
+    """The one CPU path all of ``paths`` name; None when they are none, disagree or one is unknown."""
+    found = set(paths)
+    return next(iter(found)) if len(found) == 1 else None
+
+
 def folder_cpu(run_dir: Path) -> str | None:
-    """The CPU path of a finished run's folder: its last job's ``cpu`` record, else its provenance
-    (:func:`ganlab.study.collect.cpu_of`); None when neither says."""
+    """The CPU path of a finished run's folder: the one its jobs that trained steps record (``cpu``), else, for a
+    run of one job, its provenance (:func:`ganlab.study.collect.cpu_of`); None when they disagree (a run resumed
+    on another machine) or do not say."""
     jobs = layout.read_study_jobs(run_dir)
-    return (jobs[-1].get("cpu") if jobs else None) or cpu_of(run_dir) or None
+    trained = [j for j in jobs if (j.get("to_step") or 0) > (j.get("from_step") or 0)] or jobs
+    if any(j.get("cpu") for j in trained):
+        return _one(j.get("cpu") or None for j in trained)
+    return (cpu_of(run_dir) or None) if len(jobs) <= 1 else None
 
 
 def rows_cpu(rows: Iterable[dict[str, Any]]) -> str | None:
-    """The CPU path of a run's committed rows: the ``cpu`` cell of its last evaluation (None when empty)."""
-    last = max(rows, key=lambda r: r["step"], default=None)
-    return (last or {}).get("cpu") or None
+    """The CPU path of a run's committed rows: the one their ``cpu`` cells name (None when empty anywhere or
+    disagreeing)."""
+    return _one(r.get("cpu") or None for r in rows)
 
 
 def run_state(study: StudySchema, job: Job, recorded: Recorded, folders: bool = True) -> RunState:

@@ -240,7 +240,17 @@ def test_the_estimate_takes_the_runs_on_this_machine_s_cpu_path_where_there_are_
     record = {"step": 40, "provenance": {"cpu_capability": "AVX2"}}
     (folder(s, job) / layout.METRICS_FILE).write_text(json.dumps(record))
     assert folder_cpu(folder(s, job)) == "AVX2"
+    # the folder has two jobs now: a closing one (no step trained) on AVX512 does not name the run's path
     layout.record_study_job(folder(s, job), {"from_step": 40, "to_step": 40, "wall_s": 1.0, "cpu": "AVX512"})
-    assert folder_cpu(folder(s, job)) == "AVX512"  # the last job's record
-    assert rows_cpu([{"step": 40, "cpu": "AVX2"}, {"step": 20, "cpu": "AVX512"}]) == "AVX2"
+    assert folder_cpu(folder(s, job)) is None  # no trained job says, and the run is more than one job
+    layout.record_study_job(folder(s, job), {"from_step": 0, "to_step": 40, "wall_s": 9.0, "cpu": "AVX512"})
+    assert folder_cpu(folder(s, job)) is None  # a trained job without a record beside one on AVX512: unknown
+    other = Job(GAN, "ring8", "tune", 101, 1e-3)
+    finished_run(s, other, (4, 5), [10.0])
+    layout.record_study_job(folder(s, other), {"from_step": 40, "to_step": 40, "wall_s": 1.0, "cpu": "AVX512"})
+    (folder(s, other) / "study_jobs.jsonl").write_text((folder(s, other) / "study_jobs.jsonl").read_text().replace(
+        '"commit": "c0"', '"commit": "c0", "cpu": "AVX2"'))
+    assert folder_cpu(folder(s, other)) == "AVX2"  # the job that trained, not the closing one
+    assert rows_cpu([{"step": 40, "cpu": "AVX2"}, {"step": 20, "cpu": "AVX2"}]) == "AVX2"
+    assert rows_cpu([{"step": 40, "cpu": "AVX2"}, {"step": 20, "cpu": "AVX512"}]) is None  # moved machines
     assert rows_cpu([{"step": 40, "cpu": None}]) is None and rows_cpu([]) is None
