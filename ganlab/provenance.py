@@ -43,6 +43,12 @@ def _version(name: str) -> str | None:
         return None
 
 
+def torch_cpu_capability() -> str:
+    """torch's ``torch.backends.cpu.get_cpu_capability()`` in this process ("AVX2", "AVX512", "DEFAULT", ...): the
+    instruction set of the CPU kernels it dispatches to."""
+    return str(torch.backends.cpu.get_cpu_capability())
+
+
 def provenance(device: torch.device, precision: str) -> dict[str, Any]:
     """The provenance record.
 
@@ -64,5 +70,5 @@ def provenance(device: torch.device, precision: str) -> dict[str, Any]:
     return {"git_commit": commit, "git_dirty": bool(status) if status is not None else None,
             "packages": {p: _version(p) for p in PACKAGES}, "python": platform.python_version(),
             "platform": platform.platform(), "device": str(device), "device_name": name,
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_capability": torch_cpu_capability(),
             "threads": torch.get_num_threads(), "precision": str(precision)}

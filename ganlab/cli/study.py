@@ -174,7 +174,7 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
         report_stopped(study, done)
         sys.exit(INTERRUPTED_EXIT)
     path = write_collected(study, recorded_for(study))
-    failed = [r for r in done if r.get("status") == "failed" or r.get("error")]
+    failed = failed_records(done)
     print(done_line(study, done, path), flush=True)
     for r in failed:
         print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
@@ -182,11 +182,16 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
         sys.exit(1)
 
 
+def failed_records(done: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of ``done`` (the study's job records) whose run failed (``status`` failed, or an ``error``)."""
+    return [r for r in done if r.get("status") == "failed" or r.get("error")]
+
+
 def done_line(study: StudySchema, done: list[dict[str, Any]], path: str) -> str:
     """The line a study that ran to its end prints: the runs its jobs trained (``done``: their records), those that
     failed, those that only wrote their final record (resumed from a checkpoint at the budget: no step trained), where
     the table of evaluations is (``path``) and the commands for its table and TensorBoard."""
-    failed = [r for r in done if r.get("status") == "failed" or r.get("error")]
+    failed = failed_records(done)
     closed = [r for r in done if r not in failed and r.get("from_step") is not None
               and r.get("from_step") == r.get("to_step")]
     return (f"ganlab-study: {len(done) - len(closed)} run(s) trained, {len(failed)} failed"

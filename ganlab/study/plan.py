@@ -53,6 +53,11 @@ def steps_of(study: StudySchema, arm: str) -> int:
     return int(own) if own is not None else int(study.budget.steps)
 
 
+def arm_steps(study: StudySchema) -> dict[str, int]:
+    """arm -> its budget steps (:func:`steps_of`), for every arm of ``study``."""
+    return {a.name: steps_of(study, a.name) for a in study.arms}
+
+
 def runs_on(arm, dataset: str) -> bool:  # arm: ArmSchema
     """Whether the arm runs on ``dataset`` (its ``datasets``, every data set when null)."""
     return arm.datasets is None or dataset in arm.datasets

@@ -61,7 +61,8 @@ def total_line(study: StudySchema, recorded: Recorded, parallel: int | None,
     the module's text says with ``parallel`` runs at once (None: the run-hours left alone); no time left when no
     run is left or running."""
     from ganlab.machine import cpu_capability
-    from ganlab.study.status import STATES, arm_steps, states, summarize
+    from ganlab.study.plan import arm_steps
+    from ganlab.study.status import STATES, states, summarize
 
     runs = states(study, recorded)
     steps, cpu = arm_steps(study), cpu_capability()

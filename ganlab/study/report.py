@@ -19,7 +19,7 @@ from ganlab.layout import DATA_PREFIX
 from ganlab.stats import compare, factorial, holm, no_test_reason
 from ganlab.study import stats
 from ganlab.study.collect import columns, row_key
-from ganlab.study.plan import arm_of, steps_of
+from ganlab.study.plan import arm_of, arm_steps, steps_of
 from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
 
 Rows = list[dict[str, Any]]
@@ -304,7 +304,7 @@ def trials_csv(study: StudySchema, rows: Rows) -> str:
     ``evaluations.csv`` (:func:`ganlab.study.collect.columns`) less ``finished``, in the order of ``rows``. Its
     ``wall_s`` is, as there, the wall seconds of the job that computed that evaluation (a run's last chunk when it
     ran in several)."""
-    budget = {a.name: steps_of(study, a.name) for a in study.arms}
+    budget = arm_steps(study)
     last: dict[Any, dict[str, Any]] = {}
     for r in rows:
         key = row_key(study, r)

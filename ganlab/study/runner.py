@@ -117,16 +117,10 @@ def not_started(run_dir: Path) -> dict[str, Any]:
     return {"from_step": None, "to_step": None, "wall_s": 0.0, "commit": None, "error": None, "status": "not started"}
 
 
-def _cpu() -> str:
-    """torch's CPU capability in this process ("AVX2", "AVX512", ...: the vector code path its math takes)."""
-    import torch
-
-    return str(torch.backends.cpu.get_cpu_capability())
-
-
 def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """:func:`train_job`'s work, its folder's lock held."""
     from ganlab import distributed
+    from ganlab.provenance import torch_cpu_capability
     from ganlab.run.session import StartError, train_run
     from ganlab.trainer.interrupt import TrainingInterrupted
 
@@ -151,7 +145,7 @@ def _train_locked(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             with contextlib.suppress(Exception):
                 plt.close("all")
     record = {"from_step": start, "to_step": step, "wall_s": round(time.perf_counter() - t0, 3),
-              "commit": _commit(), "cpu": _cpu(), "error": error, "status": status}
+              "commit": _commit(), "cpu": torch_cpu_capability(), "error": error, "status": status}
     layout.record_study_job(run_dir, record)  # one short line; a torn last line is skipped when read
     return record
 

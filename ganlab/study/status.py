@@ -47,7 +47,7 @@ from ganlab.study.collect import (
     run_status,
 )
 from ganlab.study.estimate import Costs, hours_per_run, hours_per_step
-from ganlab.study.plan import STAGES, Job, final_jobs, folder, steps_of, tuning_jobs
+from ganlab.study.plan import STAGES, Job, arm_steps, final_jobs, folder, tuning_jobs
 from ganlab.study.schema import StudySchema
 from ganlab.study.stats import FAILED
 
@@ -261,11 +261,6 @@ def status(study: StudySchema) -> str:
     cpu = cpu_capability()
     lines = summarize(states(study, recorded), predicted_hours(study), arm_steps(study), cpu)
     return format_status(study, lines, cpu)
-
-
-def arm_steps(study: StudySchema) -> dict[str, int]:
-    """arm -> its budget steps (:func:`ganlab.study.plan.steps_of`), for :func:`summarize`'s per-step estimate."""
-    return {a.name: steps_of(study, a.name) for a in study.arms}
 
 
 def main(argv: Sequence[str]) -> int:
