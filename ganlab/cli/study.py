@@ -204,7 +204,7 @@ def _run_stages(study: StudySchema, cfg: DictConfig) -> tuple[list[dict[str, Any
     """:func:`run_study`'s stages: the records of the jobs launched, and whether a Ctrl-C stopped the study."""
     from hydra.core.hydra_config import HydraConfig
 
-    from ganlab.study import stats, stopping
+    from ganlab.study import edges, stats, stopping
     from ganlab.study.check import check_jobs
     from ganlab.study.runner import launch
 
@@ -222,6 +222,8 @@ def _run_stages(study: StudySchema, cfg: DictConfig) -> tuple[list[dict[str, Any
     if cfg.stage in ("all", "final") and not stopping.requested():
         tuned = collect_mod.collect(study, tuning_jobs(study), recorded)
         chosen = stats.choices(study, tuned) if study.tuning else None
+        if chosen is not None:
+            edges.check_edges(study, {k: v for k, v in chosen.items() if arms is None or k[0] in arms})
         done += launch(study, collect_mod.to_train(study, final_jobs(study, chosen, arms), recorded), launcher,
                        recorded)
     return done, stopping.requested()

@@ -69,11 +69,14 @@ class TuningSchema:
     """The tuning stage: every value of ``axis`` on every tuning seed; the best mean primary endpoint wins.
 
     ``tie_break``: applied in order when means tie; a score name (its mean over the tuning seeds, at the endpoint's
-    window, better by its direction), ``-value`` (the lower axis value) or ``value`` (the higher one)."""
+    window, better by its direction), ``-value`` (the lower axis value) or ``value`` (the higher one).
+    ``edge``: ``allow`` or ``stop``: whether the reporting stage runs while a choice sits at the first or last axis
+    value (:mod:`ganlab.study.edges`)."""
 
     axis: AxisSchema = MISSING
     seeds: List[int] = MISSING
     tie_break: List[str] = dataclasses.field(default_factory=lambda: ["-value"])
+    edge: str = "allow"
 
 
 @dataclasses.dataclass
@@ -324,8 +327,8 @@ def check_power(study: StudySchema) -> None:
 def check_study(study: StudySchema) -> None:
     """What the types cannot check: unique arm names and data sets, the control among the arms, reporting seeds
     disjoint from the tuning seeds and no override pinning a seed key (:func:`check_seed_overrides`), positive
-    budget with ``steps`` a multiple of ``eval_every`` and ``chunk``, a ``{value}`` in every axis override, known
-    tests and correction, windows >= 1, ``exclude_seeds`` naming arms and reporting seeds.
+    budget with ``steps`` a multiple of ``eval_every`` and ``chunk``, a ``{value}`` in every axis override, a known
+    ``tuning.edge``, known tests and correction, windows >= 1, ``exclude_seeds`` naming arms and reporting seeds.
 
     Raises:
         StudyError: naming the first problem and how to fix it.
@@ -363,6 +366,8 @@ def check_study(study: StudySchema) -> None:
             if not axis or not all("{value}" in o for o in axis):
                 raise StudyError(f"study {study.name}, arm {arm.name!r}: every axis override must contain "
                                  f"{{value}} (got {list(axis)})")
+        if t.edge not in ("allow", "stop"):
+            raise StudyError(f"study {study.name}: tuning.edge must be allow or stop (got {t.edge!r})")
         for key in t.tie_break:
             if key.lstrip("-") != "value" and key.lstrip("-") not in study.scores:
                 raise StudyError(f"study {study.name}: tuning.tie_break entry {key!r} is neither value, -value "

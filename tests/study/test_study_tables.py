@@ -445,7 +445,7 @@ def cli_refusal(monkeypatch, capsys, *argv: str) -> str:
     ("study.budget.stepz=10", "study.budget.stepz is not a key of the study; did you mean study.budget.steps? "
                               "study.budget takes: steps, eval_every, chunk"),
     ("study.tuning.axs.values=[1]", "study.tuning.axs is not a key of the study; did you mean study.tuning.axis? "
-                                    "study.tuning takes: axis, seeds, tie_break"),
+                                    "study.tuning takes: axis, seeds, tie_break, edge"),
     ("datasets=[ring]", "datasets is a key of the study: write study.datasets=[ring]"),
     ("+seeds=[0]", "seeds is a key of the study: write study.seeds=[0]"),
     ("~dataset_overrides.grid", "dataset_overrides is a key of the study: write ~study.dataset_overrides.grid"),
