@@ -19,6 +19,7 @@ from ganlab.layout import DATA_PREFIX
 from ganlab.stats import compare, factorial, holm, no_test_reason
 from ganlab.study import stats
 from ganlab.study.collect import columns, row_key
+from ganlab.study.edges import edge_choices
 from ganlab.study.plan import arm_of, arm_steps, steps_of
 from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
 
@@ -238,6 +239,22 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
     return "\n".join(lines) + "\n"
 
 
+def edge_note(study: StudySchema, chosen: dict[tuple[str, str], float]) -> str:
+    """The line under the tuning table that names each choice at the first or last axis value (the best value may
+    lie beyond the grid: :mod:`ganlab.study.edges`), or says every choice is interior; empty for a grid of one
+    value or no choice."""
+    assert study.tuning is not None
+    values = sorted(float(v) for v in study.tuning.axis.values)
+    if len(values) < 2 or not chosen:
+        return ""
+    axis, edges = study.tuning.axis.name, edge_choices(study, chosen)
+    if not edges:
+        return (f"\nEvery choice is interior to the grid ({axis} {values[0]:g} to {values[-1]:g}).\n")
+    listed = "; ".join(f"{arm} on {d} ({axis} {v:g}, the {side})" for arm, d, v, side in edges)
+    return (f"\nChosen at an edge of the grid ({axis} {values[0]:g} to {values[-1]:g}), so the best value may lie "
+            f"beyond it: {len(edges)} of {len(chosen)} choices, {listed}.\n")
+
+
 def table_text(study: StudySchema, rows: Rows) -> tuple[str, dict[tuple[str, str], float]]:
     """``table.md``'s text and the tuning choices it used."""
     chosen = stats.choices(study, rows) if study.tuning is not None else {}
@@ -246,7 +263,7 @@ def table_text(study: StudySchema, rows: Rows) -> tuple[str, dict[tuple[str, str
     if study.tuning is not None:
         text += (f"\nTuning stage (seeds {', '.join(map(str, study.tuning.seeds))}; chosen: the best mean "
                  f"{_label(study.endpoint)}, ties broken by {', '.join(study.tuning.tie_break)}):\n\n"
-                 + tuning_table(study, rows))
+                 + tuning_table(study, rows) + edge_note(study, chosen))
     if study.power is not None:
         from ganlab.study.power import power_table
 

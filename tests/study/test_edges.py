@@ -88,3 +88,14 @@ def test_the_reporting_stage_launches_nothing_while_a_choice_sits_at_an_edge(mon
     # the arms asked for decide: the plain GAN alone has an interior choice, so its reporting runs launch
     cli._run_stages(study, OmegaConf.create({"stage": "final", "arms": [GAN]}))
     assert [(j.arm, j.dataset, j.value) for j in launched[0]] == [(GAN, "ring8", 0.003)] * 5
+
+
+def test_the_table_says_which_choices_sit_at_an_edge_or_that_all_are_interior():
+    from ganlab.study.report import edge_note
+
+    study = compose_study("fair_table_v2", [GRID])
+    assert edge_note(study, {(GAN, "ring8"): 0.003, (DAMPING, "grid25"): 0.01}) == (
+        "\nChosen at an edge of the grid (lr 0.0001 to 0.01), so the best value may lie beyond it: 1 of 2 choices, "
+        f"{DAMPING} on grid25 (lr 0.01, the top).\n")
+    assert edge_note(study, {(GAN, "ring8"): 0.003}) == "\nEvery choice is interior to the grid (lr 0.0001 to 0.01).\n"
+    assert edge_note(study, {}) == ""
