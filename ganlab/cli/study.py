@@ -169,7 +169,7 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
     from ganlab.study import stopping
 
     with stopping.catching_ctrl_c(Path(study.runs), resume_command()):
-        done, stopped = _run_stages(study, cfg)
+        done, stopped, refused = _run_stages(study, cfg)
     if stopped:
         report_stopped(study, done)
         sys.exit(INTERRUPTED_EXIT)
@@ -178,7 +178,9 @@ def run_study(study: StudySchema, cfg: DictConfig) -> None:
     print(done_line(study, done, path), flush=True)
     for r in failed:
         print(f"  failed: {r['job']}: {r['error']}", file=sys.stderr)
-    if failed:
+    if refused:
+        print(f"ganlab-study: {refused}", file=sys.stderr)
+    if failed or refused:
         sys.exit(1)
 
 
@@ -200,8 +202,10 @@ def done_line(study: StudySchema, done: list[dict[str, Any]], path: str) -> str:
             f"TensorBoard: {study_command('tensorboard', study.name)}")
 
 
-def _run_stages(study: StudySchema, cfg: DictConfig) -> tuple[list[dict[str, Any]], bool]:
-    """:func:`run_study`'s stages: the records of the jobs launched, and whether a Ctrl-C stopped the study."""
+def _run_stages(study: StudySchema, cfg: DictConfig) -> tuple[list[dict[str, Any]], bool, str | None]:
+    """:func:`run_study`'s stages: the records of the jobs launched, whether a Ctrl-C stopped the study, and why the
+    reporting stage did not run when a tuning choice sits at an edge of the grid (:func:`ganlab.study.edges.refusal`;
+    None otherwise)."""
     from hydra.core.hydra_config import HydraConfig
 
     from ganlab.study import edges, stats, stopping
@@ -222,11 +226,12 @@ def _run_stages(study: StudySchema, cfg: DictConfig) -> tuple[list[dict[str, Any
     if cfg.stage in ("all", "final") and not stopping.requested():
         tuned = collect_mod.collect(study, tuning_jobs(study), recorded)
         chosen = stats.choices(study, tuned) if study.tuning else None
-        if chosen is not None:
-            edges.check_edges(study, {k: v for k, v in chosen.items() if arms is None or k[0] in arms})
+        if chosen is not None and (refused := edges.refusal(
+                study, {k: v for k, v in chosen.items() if arms is None or k[0] in arms}, tuned)):
+            return done, stopping.requested(), refused
         done += launch(study, collect_mod.to_train(study, final_jobs(study, chosen, arms), recorded), launcher,
                        recorded)
-    return done, stopping.requested()
+    return done, stopping.requested(), None
 
 
 #: The exit status of a study stopped by Ctrl-C (128 + SIGINT, as ``ganlab-train``'s).

@@ -239,20 +239,28 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def edge_note(study: StudySchema, chosen: dict[tuple[str, str], float]) -> str:
-    """The line under the tuning table that names each choice at the first or last axis value (the best value may
-    lie beyond the grid: :mod:`ganlab.study.edges`), or says every choice is interior; empty for a grid of one
-    value or no choice."""
+def edge_note(study: StudySchema, chosen: dict[tuple[str, str], float], rows: Rows) -> str:
+    """The line under the tuning table: the choices at the smallest or largest axis value (the best value may lie
+    beyond the grid: :mod:`ganlab.study.edges`), those at an edge only by the tie-break, or that every choice is
+    interior; empty for a grid of one value or no choice."""
     assert study.tuning is not None
     values = sorted(float(v) for v in study.tuning.axis.values)
     if len(values) < 2 or not chosen:
         return ""
-    axis, edges = study.tuning.axis.name, edge_choices(study, chosen)
-    if not edges:
-        return (f"\nEvery choice is interior to the grid ({axis} {values[0]:g} to {values[-1]:g}).\n")
-    listed = "; ".join(f"{arm} on {d} ({axis} {v:g}, the {side})" for arm, d, v, side in edges)
-    return (f"\nChosen at an edge of the grid ({axis} {values[0]:g} to {values[-1]:g}), so the best value may lie "
-            f"beyond it: {len(edges)} of {len(chosen)} choices, {listed}.\n")
+    axis, edges = study.tuning.axis.name, edge_choices(study, chosen, rows)
+    grid = f"{axis} {values[0]:g} to {values[-1]:g}"
+    strict, tied = [e for e in edges if not e.tied], [e for e in edges if e.tied]
+
+    def names(found: list) -> str:
+        return "; ".join(f"{e.arm} on {e.dataset} ({axis} {e.value:g}, the {e.side})" for e in found)
+
+    text = (f"Chosen at an edge of the grid ({grid}), so the best value may lie beyond it: {len(strict)} of "
+            f"{len(chosen)} choices, {names(strict)}." if strict else f"No choice is at an edge of the grid ({grid})"
+            + (" but by the tie-break." if tied else "; every choice is interior."))
+    if tied:
+        text += (" At an edge by the value tie-break only (equal to the next value inward on every score the choice "
+                 f"reads): {names(tied)}.")
+    return f"\n{text}\n"
 
 
 def table_text(study: StudySchema, rows: Rows) -> tuple[str, dict[tuple[str, str], float]]:
@@ -263,7 +271,7 @@ def table_text(study: StudySchema, rows: Rows) -> tuple[str, dict[tuple[str, str
     if study.tuning is not None:
         text += (f"\nTuning stage (seeds {', '.join(map(str, study.tuning.seeds))}; chosen: the best mean "
                  f"{_label(study.endpoint)}, ties broken by {', '.join(study.tuning.tie_break)}):\n\n"
-                 + tuning_table(study, rows) + edge_note(study, chosen))
+                 + tuning_table(study, rows) + edge_note(study, chosen, rows))
     if study.power is not None:
         from ganlab.study.power import power_table
 

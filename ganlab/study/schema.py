@@ -328,7 +328,8 @@ def check_study(study: StudySchema) -> None:
     """What the types cannot check: unique arm names and data sets, the control among the arms, reporting seeds
     disjoint from the tuning seeds and no override pinning a seed key (:func:`check_seed_overrides`), positive
     budget with ``steps`` a multiple of ``eval_every`` and ``chunk``, a ``{value}`` in every axis override, a known
-    ``tuning.edge``, known tests and correction, windows >= 1, ``exclude_seeds`` naming arms and reporting seeds.
+    ``tuning.edge`` (``stop``: positive axis values), known tests and correction, windows >= 1, ``exclude_seeds``
+    naming arms and reporting seeds.
 
     Raises:
         StudyError: naming the first problem and how to fix it.
@@ -368,6 +369,10 @@ def check_study(study: StudySchema) -> None:
                                  f"{{value}} (got {list(axis)})")
         if t.edge not in ("allow", "stop"):
             raise StudyError(f"study {study.name}: tuning.edge must be allow or stop (got {t.edge!r})")
+        if t.edge == "stop" and min(t.axis.values) <= 0:
+            raise StudyError(f"study {study.name}: tuning.edge stop extends the grid by its ratios, so every "
+                             f"tuning.axis.values entry must be positive (got {list(t.axis.values)}); use "
+                             "tuning.edge: allow for a grid with 0 or negative values")
         for key in t.tie_break:
             if key.lstrip("-") != "value" and key.lstrip("-") not in study.scores:
                 raise StudyError(f"study {study.name}: tuning.tie_break entry {key!r} is neither value, -value "

@@ -57,6 +57,14 @@ def select(study: StudySchema, rows: Rows, arm: str, dataset: str) -> float | No
     mean HQ fraction with ``tie_break: [hq_fraction, -value]``, then to the lower lr; 8.0 at 1e-2 with a NaN reverse
     KL in a tie-break, or a failed seed, loses to both.
     """
+    keys = value_keys(study, rows, arm, dataset)
+    return max(keys, key=keys.__getitem__) if keys else None
+
+
+def value_keys(study: StudySchema, rows: Rows, arm: str, dataset: str) -> dict[float, tuple[float, ...]] | None:
+    """:func:`select`'s ranking of (arm, data set): each sound axis value (every tuning run finished with finite
+    scores) -> its key, the mean primary endpoint signed so that larger is better, then one entry per
+    ``tuning.tie_break``; None until every tuning run of the pair has reached the budget or failed."""
     assert study.tuning is not None
     axis, steps = study.tuning.axis.name, steps_of(study, arm)
     keys: dict[float, tuple[float, ...]] = {}
@@ -69,7 +77,7 @@ def select(study: StudySchema, rows: Rows, arm: str, dataset: str) -> float | No
             return None
         if _finite(runs, [study.endpoint.score, *(tb.lstrip("-") for tb in study.tuning.tie_break)]):
             keys[float(value)] = _rank_key(study, runs, float(value))
-    return max(keys, key=keys.__getitem__) if keys else None
+    return keys
 
 
 def failed_seeds(rows: Rows, **match: Any) -> list[int]:

@@ -31,7 +31,7 @@ def test_a_follow_up_command_is_the_typed_one_with_its_action_word_replaced(monk
 def test_the_closing_hint_of_a_study_repeats_its_overrides(monkeypatch, capsys):
     study = cli.load_study("smoke", TYPED[1:])
     monkeypatch.setattr(cli, "TYPED", TYPED)
-    monkeypatch.setattr(cli, "_run_stages", lambda study, cfg: ([], False))
+    monkeypatch.setattr(cli, "_run_stages", lambda study, cfg: ([], False, None))
     monkeypatch.setattr(cli, "recorded_for", lambda study: {})
     monkeypatch.setattr(cli, "write_collected", lambda study, recorded: "/tmp/nu/res2/evaluations.csv")
     cli.run_study(study, None)
