@@ -20,7 +20,7 @@ from ganlab.stats import compare, factorial, holm, no_test_reason
 from ganlab.study import stats
 from ganlab.study.collect import columns, row_key
 from ganlab.study.edges import edge_choices
-from ganlab.study.plan import arm_of, arm_steps, steps_of
+from ganlab.study.plan import arm_of, arm_steps, runs_on, steps_of
 from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
 
 Rows = list[dict[str, Any]]
@@ -260,6 +260,10 @@ def edge_note(study: StudySchema, chosen: dict[tuple[str, str], float], rows: Ro
     if tied:
         text += (" At an edge by the value tie-break only (equal to the next value inward on every score the choice "
                  f"reads): {names(tied)}.")
+    pairs = sum(1 for a in study.arms for d in study.datasets if runs_on(a, d))
+    if len(chosen) < pairs:
+        text += (f" {pairs - len(chosen)} of the {pairs} (arm, data set) pairs have no choice (their tuning runs are "
+                 "missing or unfinished), so this reads the choices made so far.")
     return f"\n{text}\n"
 
 

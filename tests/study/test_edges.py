@@ -136,13 +136,16 @@ def test_the_table_says_which_choices_sit_at_an_edge_or_that_all_are_interior():
     from ganlab.study.report import edge_note
 
     study = compose_study("fair_table_v2", GRID)
-    assert edge_note(study, {(GAN, "ring8"): 0.003, (DAMPING, "grid25"): 0.01}, ROWS) == (
-        "\nChosen at an edge of the grid (lr 0.0001 to 0.01), so the best value may lie beyond it: 1 of 2 choices, "
-        f"{DAMPING} on grid25 (lr 0.01, the top).\n")
+    study = compose_study("fair_table_v2", [*GRID, "study.arms=[{name:'GAN (no strategy)'}]", "study.datasets=[ring8]"])
+    assert edge_note(study, {(GAN, "ring8"): 0.01}, ROWS) == (
+        "\nChosen at an edge of the grid (lr 0.0001 to 0.01), so the best value may lie beyond it: 1 of 1 choices, "
+        f"{GAN} on ring8 (lr 0.01, the top).\n")
     assert edge_note(study, {(GAN, "ring8"): 0.003}, ROWS) == (
         "\nNo choice is at an edge of the grid (lr 0.0001 to 0.01); every choice is interior.\n")
-    assert edge_note(study, {("R1 (positive control)", "ring8"): 0.01}, ROWS) == (
+    assert edge_note(study, {}, ROWS) == ""
+    full = compose_study("fair_table_v2", GRID)  # 8 arms x 2 data sets: the pairs without a choice are counted
+    assert edge_note(full, {("R1 (positive control)", "ring8"): 0.01}, ROWS) == (
         "\nNo choice is at an edge of the grid (lr 0.0001 to 0.01) but by the tie-break. At an edge by the value "
         "tie-break only (equal to the next value inward on every score the choice reads): R1 (positive control) on "
-        "ring8 (lr 0.01, the top).\n")
-    assert edge_note(study, {}, ROWS) == ""
+        "ring8 (lr 0.01, the top). 15 of the 16 (arm, data set) pairs have no choice (their tuning runs are missing "
+        "or unfinished), so this reads the choices made so far.\n")
