@@ -24,8 +24,11 @@ from typing import NamedTuple
 from ganlab.study import stats
 from ganlab.study.schema import StudySchema
 
-#: What the runner does when a tuning choice sits at the edge of ``tuning.axis.values`` (see the module's text).
-EDGES = ("allow", "stop")
+
+def grid_values(study: StudySchema) -> list[float]:
+    """``tuning.axis.values`` as floats, smallest first (its edges: the first and the last)."""
+    assert study.tuning is not None
+    return sorted(float(v) for v in study.tuning.axis.values)
 
 
 class Edge(NamedTuple):
@@ -50,7 +53,7 @@ def edge_choices(study: StudySchema, chosen: dict[tuple[str, str], float | None]
     7.2 at 0.1 and 6.9 at 0.01 give [Edge("GAN", "ring8", 0.1, "top", False)].
     """
     assert study.tuning is not None
-    values = sorted(float(v) for v in study.tuning.axis.values)
+    values = grid_values(study)
     if len(values) < 2:
         return []
     inward = {values[0]: (values[1], "bottom"), values[-1]: (values[-2], "top")}
@@ -98,7 +101,7 @@ def refusal(study: StudySchema, chosen: dict[tuple[str, str], float | None], row
     edges = [e for e in edge_choices(study, chosen, rows) if not e.tied]
     if study.tuning.edge != "stop" or not edges:
         return None
-    axis, values = study.tuning.axis.name, sorted(float(v) for v in study.tuning.axis.values)
+    axis, values = study.tuning.axis.name, grid_values(study)
     added = sorted({beyond(values, e.side) for e in edges})
     listed = "; ".join(f"{e.arm} on {e.dataset} chose {axis} {e.value!r}, the {e.side}" for e in edges)
     grid = ",".join(repr(v) for v in sorted(values + added))

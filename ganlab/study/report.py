@@ -19,7 +19,7 @@ from ganlab.layout import DATA_PREFIX
 from ganlab.stats import compare, factorial, holm, no_test_reason
 from ganlab.study import stats
 from ganlab.study.collect import columns, row_key
-from ganlab.study.edges import edge_choices
+from ganlab.study.edges import edge_choices, grid_values
 from ganlab.study.plan import arm_of, arm_steps, runs_on, steps_of
 from ganlab.study.schema import ColumnSchema, StudySchema, arm_score
 
@@ -244,7 +244,7 @@ def edge_note(study: StudySchema, chosen: dict[tuple[str, str], float], rows: Ro
     beyond the grid: :mod:`ganlab.study.edges`), those at an edge only by the tie-break, or that every choice is
     interior; empty for a grid of one value or no choice."""
     assert study.tuning is not None
-    values = sorted(float(v) for v in study.tuning.axis.values)
+    values = grid_values(study)
     if len(values) < 2 or not chosen:
         return ""
     axis, edges = study.tuning.axis.name, edge_choices(study, chosen, rows)

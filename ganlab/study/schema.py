@@ -70,8 +70,8 @@ class TuningSchema:
 
     ``tie_break``: applied in order when means tie; a score name (its mean over the tuning seeds, at the endpoint's
     window, better by its direction), ``-value`` (the lower axis value) or ``value`` (the higher one).
-    ``edge``: ``allow`` or ``stop``: whether the reporting stage runs while a choice sits at the first or last axis
-    value (:mod:`ganlab.study.edges`)."""
+    ``edge``: ``allow`` or ``stop``: whether the reporting stage runs while a choice sits at the smallest or largest
+    axis value (:data:`EDGES`)."""
 
     axis: AxisSchema = MISSING
     seeds: List[int] = MISSING
@@ -97,6 +97,9 @@ SPREADS = ("std", "ci95", "se", "none")
 REDUCES = ("window", "best")
 #: How each arm is compared with the control arm (:class:`TestsSchema`).
 TESTS = ("welch", "paired", "none")
+#: What the runner does when a tuning choice sits at the smallest or largest axis value (:mod:`ganlab.study.edges`):
+#: ``allow`` reports it as it is, ``stop`` runs no reporting run until every choice is interior.
+EDGES = ("allow", "stop")
 
 
 @dataclasses.dataclass
@@ -367,8 +370,8 @@ def check_study(study: StudySchema) -> None:
             if not axis or not all("{value}" in o for o in axis):
                 raise StudyError(f"study {study.name}, arm {arm.name!r}: every axis override must contain "
                                  f"{{value}} (got {list(axis)})")
-        if t.edge not in ("allow", "stop"):
-            raise StudyError(f"study {study.name}: tuning.edge must be allow or stop (got {t.edge!r})")
+        if t.edge not in EDGES:
+            raise StudyError(f"study {study.name}: tuning.edge must be {' or '.join(EDGES)} (got {t.edge!r})")
         if t.edge == "stop" and min(t.axis.values) <= 0:
             raise StudyError(f"study {study.name}: tuning.edge stop extends the grid by its ratios, so every "
                              f"tuning.axis.values entry must be positive (got {list(t.axis.values)}); use "

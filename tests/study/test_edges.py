@@ -135,7 +135,6 @@ def test_a_refused_study_writes_its_table_then_exits_1_with_the_reason(monkeypat
 def test_the_table_says_which_choices_sit_at_an_edge_or_that_all_are_interior():
     from ganlab.study.report import edge_note
 
-    study = compose_study("fair_table_v2", GRID)
     study = compose_study("fair_table_v2", [*GRID, "study.arms=[{name:'GAN (no strategy)'}]", "study.datasets=[ring8]"])
     assert edge_note(study, {(GAN, "ring8"): 0.01}, ROWS) == (
         "\nChosen at an edge of the grid (lr 0.0001 to 0.01), so the best value may lie beyond it: 1 of 1 choices, "
