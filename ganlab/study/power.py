@@ -121,7 +121,8 @@ def power_table(study, rows, chosen, family: int) -> str:
     deviations of the primary endpoint (arm, control), the observed difference, the smallest difference detectable
     with probability ``power.level`` at Holm's first threshold alpha / m and at alpha, and, where ``power.published``
     gives a paper's difference for the data set, the seeds per arm it would need at alpha / m. ``-`` where an arm
-    or the control has fewer than two seeds, or both are constant.
+    or the control has fewer than two seeds, or both are constant; one sentence instead of the table while no arm
+    other than the control has reporting runs (a study part-way through its tuning stage).
 
     ``family``: the number of the table's tests with a p value, Holm's m (``MainTable.family`` of
     :func:`ganlab.study.report.main_table`, which counts them); m = 1 without Holm's correction."""
@@ -159,6 +160,9 @@ def power_table(study, rows, chosen, family: int) -> str:
                 need = seeds_needed(delta, sds[0], sds[1], first, pw.level) if delta is not None else None
                 row.append("-" if delta is None else f"{fmt(delta)}: {need if need is not None else '> 10,000'}")
             lines.append(md_row(row))
+    if len(lines) == 2:  # no arm beside the control has reporting runs: no test, so no power to state
+        return ("\nPower: not stated yet: no arm other than the control has finished reporting runs, so the table "
+                "has no test.\n")
     source = f" Published differences: {pw.source}." if pw.published and pw.source else ""
     return ("\n".join(lines) + "\n\n" + f"Power: the smallest true difference of {ep.label or ep.score} that Welch's "
             f"two-sided test detects with probability {pw.level:g}, from each row's sample standard deviations and "

@@ -83,6 +83,19 @@ def test_power_table_by_hand():
     assert float(c[0]) > float(c[1]) > 2.0  # two seeds a side cannot detect the 2-mode difference they show
 
 
+def test_power_without_reporting_runs_is_one_sentence_not_an_empty_table():
+    """Part-way through tuning (only the control's reporting runs, or none): no test, so no 'alpha / m = 0.05 / 0'
+    and no table without rows."""
+    s = study("study.endpoint.last=1", "study.columns=[]", "study.arms=[{name: ctrl}, {name: B}]",
+              "study.control=ctrl")
+    s.power, s.tuning = PowerSchema(), None
+    rows = [{"arm": "ctrl", "dataset": "ring8", "stage": "final", "lr": 1e-3, "seed": seed, "step": 40,
+             "modes_covered": 8.0, "data/modes_covered": 8.0} for seed in (0, 1)]
+    text, _ = table_text(s, rows)
+    assert "Power: not stated yet: no arm other than the control has finished reporting runs" in text
+    assert "/ 0" not in text and "| data | arm | seeds (arm, control)" not in text
+
+
 @pytest.mark.parametrize("node, test, message", [
     (PowerSchema(level=0.01), "welch", "power.level must lie between"),
     (PowerSchema(published={"grid25": 7.3}), "welch", "power.published names"),
