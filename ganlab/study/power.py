@@ -161,7 +161,7 @@ def power_table(study, rows, chosen, family: int) -> str:
                 row.append("-" if delta is None else f"{fmt(delta)}: {need if need is not None else '> 10,000'}")
             lines.append(md_row(row))
     if len(lines) == 2:  # no arm beside the control has reporting runs: no test, so no power to state
-        return ("\nPower: not stated yet: no arm other than the control has finished reporting runs, so the table "
+        return ("Power: not stated yet: no arm other than the control has finished reporting runs, so the table "
                 "has no test.\n")
     source = f" Published differences: {pw.source}." if pw.published and pw.source else ""
     return ("\n".join(lines) + "\n\n" + f"Power: the smallest true difference of {ep.label or ep.score} that Welch's "

@@ -242,13 +242,19 @@ def tuning_table(study: StudySchema, rows: Rows) -> str:
 def edge_note(study: StudySchema, chosen: dict[tuple[str, str], float], rows: Rows) -> str:
     """The line under the tuning table: the choices at the smallest or largest axis value (the best value may lie
     beyond the grid: :mod:`ganlab.study.edges`), those at an edge only by the tie-break, or that every choice is
-    interior; empty for a grid of one value or no choice."""
+    interior; empty for a grid of one value. Without any choice (every pair's tuning runs missing or unfinished
+    at some value, e.g. while a value added to the grid runs), it says so."""
     assert study.tuning is not None
     values = grid_values(study)
-    if len(values) < 2 or not chosen:
+    if len(values) < 2:
         return ""
-    axis, edges = study.tuning.axis.name, edge_choices(study, chosen, rows)
+    axis = study.tuning.axis.name
     grid = f"{axis} {values[0]:g} to {values[-1]:g}"
+    pairs = sum(1 for a in study.arms for d in study.datasets if runs_on(a, d))
+    if not chosen:
+        return (f"\nNo (arm, data set) pair has a choice yet: each has tuning runs missing or unfinished somewhere on "
+                f"the grid ({grid}), so no choice is read against its edges.\n")
+    edges = edge_choices(study, chosen, rows)
     strict, tied = [e for e in edges if not e.tied], [e for e in edges if e.tied]
 
     def names(found: list) -> str:
@@ -260,7 +266,6 @@ def edge_note(study: StudySchema, chosen: dict[tuple[str, str], float], rows: Ro
     if tied:
         text += (" At an edge by the value tie-break only (equal to the next value inward on every score the choice "
                  f"reads): {names(tied)}.")
-    pairs = sum(1 for a in study.arms for d in study.datasets if runs_on(a, d))
     if len(chosen) < pairs:
         text += (f" {pairs - len(chosen)} of the {pairs} (arm, data set) pairs have no choice (their tuning runs are "
                  "missing or unfinished), so this reads the choices made so far.")

@@ -141,7 +141,11 @@ def test_the_table_says_which_choices_sit_at_an_edge_or_that_all_are_interior():
         f"{GAN} on ring8 (lr 0.01, the top).\n")
     assert edge_note(study, {(GAN, "ring8"): 0.003}, ROWS) == (
         "\nNo choice is at an edge of the grid (lr 0.0001 to 0.01); every choice is interior.\n")
-    assert edge_note(study, {}, ROWS) == ""
+    assert edge_note(study, {}, ROWS) == (  # no choice yet (a value added to the grid still running): said
+        "\nNo (arm, data set) pair has a choice yet: each has tuning runs missing or unfinished somewhere on the grid "
+        "(lr 0.0001 to 0.01), so no choice is read against its edges.\n")
+    one = compose_study("fair_table_v2", ["study.tuning.axis.values=[0.001]", "study.datasets=[ring8]"])
+    assert edge_note(one, {}, ROWS) == ""  # a grid of one value has no edges to read
     full = compose_study("fair_table_v2", GRID)  # 8 arms x 2 data sets: the pairs without a choice are counted
     assert edge_note(full, {("R1 (positive control)", "ring8"): 0.01}, ROWS) == (
         "\nNo choice is at an edge of the grid (lr 0.0001 to 0.01) but by the tie-break. At an edge by the value "
