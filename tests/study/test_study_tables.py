@@ -317,6 +317,7 @@ def test_every_generated_block_of_the_docs_equals_its_file():
                                          ("rollback_study_reread", "_reread"), ("rollback_study_last5", "_last5"),
                                          ("rollback_study_reread_heldout", "_reread_heldout"),
                                          ("fair_table_last5", "_last5"),
+                                         ("fair_table_v2", ""),
                                          ("stacked_table", ""), ("conditional_table", ""),
                                          ("update_scheme", ""), ("strategy_table", "")])
 def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
