@@ -123,15 +123,25 @@ def recorded_for(study: StudySchema) -> collect_mod.Recorded:
     return study_recorded(study, load_study)
 
 
-def write_collected(study: StudySchema, recorded: collect_mod.Recorded) -> str:
+def write_collected(study: StudySchema, recorded: collect_mod.Recorded, refuse_empty: bool = False) -> str:
     """Write the study's table of evaluations from its run folders and, for jobs without one, the ``recorded`` rows
     (a study with ``detection``: its corpus CSVs, :func:`ganlab.study.corpus_collect.collect_corpus`, which keeps
-    committed runs itself); returns what was written."""
+    committed runs itself); returns what was written.
+
+    Raises:
+        StudyError: ``refuse_empty`` and no row to write (no run folder holds an evaluation, none is recorded): the
+            ``collect`` action of a study never trained here, which would otherwise write a header-only table.
+    """
     if study.detection is not None:
         from ganlab.study.corpus_collect import collect_corpus
 
         return ", ".join(map(str, collect_corpus(study)))
-    return str(collect_mod.write_table(study, collect_mod.collect(study, all_jobs(study), recorded)))
+    rows = collect_mod.collect(study, all_jobs(study), recorded)
+    if not rows and refuse_empty:
+        raise StudyError(f"{study.name}: no run to collect: none of its run folders under {study.runs} holds an "
+                         f"evaluation and no table of evaluations ({Path(study.results) / collect_mod.TABLE}) records "
+                         f"one; train it first ({study_command('run', study.name)}); nothing was written")
+    return str(collect_mod.write_table(study, rows))
 
 
 #: The command line as typed (before :func:`hydra_argv` rewrote it): the command that resumes a stopped study.
@@ -320,7 +330,7 @@ def study_main(cfg: DictConfig) -> None:
         elif cfg.action == "collect":
             check_study(study)
             check_folders(study)
-            print(f"ganlab-study: wrote {write_collected(study, recorded_for(study))}")
+            print(f"ganlab-study: wrote {write_collected(study, recorded_for(study), refuse_empty=True)}")
         elif cfg.action == "tensorboard":
             tensorboard(study, cfg.get("logdir"))
         elif cfg.action == "status":
@@ -347,7 +357,11 @@ def study_main(cfg: DictConfig) -> None:
                 raise StudyError(f"no table of evaluations at {table}: run the study "
                                  f"({study_command('run', study.name)}) or collect its run folders "
                                  f"({study_command('collect', study.name)}) first")
-            for p in report(study, collect_mod.read_table(table), command=study_command("report", study.name)):
+            rows = collect_mod.read_table(table)
+            if not rows:
+                raise StudyError(f"{table} holds no evaluation: run the study ({study_command('run', study.name)}), "
+                                 "which writes it; nothing was reported")
+            for p in report(study, rows, command=study_command("report", study.name)):
                 print(f"wrote {p}")
         else:
             raise StudyError(f"action={cfg.action}: choose one of {', '.join(ACTIONS)}")

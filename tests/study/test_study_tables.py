@@ -509,3 +509,30 @@ def test_a_data_set_left_out_on_the_command_line_names_the_override_that_drops_i
                                      "~study.dataset_overrides.grid"])
     cli.main()
     assert "pacgan_table: all 4 override variants pass ganlab-train's checks" in capsys.readouterr().out
+
+
+def test_collect_and_report_refuse_a_study_with_no_run_and_write_nothing(tmp_path, monkeypatch, capsys):
+    """A fresh clone of a study whose runs were never collected: collect finds no run folder and no recorded row, so
+    it refuses instead of writing a header-only table; a header-only table is refused by report (no empty table, no
+    blank curves)."""
+    from ganlab.cli import study as cli
+
+    monkeypatch.chdir(tmp_path)
+    res = tmp_path / "res"
+
+    def run(action: str) -> str:
+        monkeypatch.setattr("sys.argv", ["ganlab-study", action, "smoke", f"study.results={res}",
+                                         f"study.runs={tmp_path}/runs"])
+        with pytest.raises(SystemExit) as exc:
+            cli.main()
+        assert exc.value.code == 1
+        return capsys.readouterr().err
+
+    err = run("collect")
+    assert "smoke: no run to collect" in err and "ganlab-study run smoke" in err and "nothing was written" in err
+    assert not (res / "evaluations.csv").exists()
+    res.mkdir()
+    (res / "evaluations.csv").write_text("study,arm,dataset,stage,seed,step,finished\n")
+    err = run("report")
+    assert "holds no evaluation" in err and "ganlab-study run smoke" in err
+    assert sorted(p.name for p in res.iterdir()) == ["evaluations.csv"]
