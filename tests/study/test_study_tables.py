@@ -318,6 +318,7 @@ def test_every_generated_block_of_the_docs_equals_its_file():
                                          ("rollback_study_reread_heldout", "_reread_heldout"),
                                          ("fair_table_last5", "_last5"),
                                          ("fair_table_v2", ""),
+                                         ("fair_table_v2_confirm", ""),
                                          ("stacked_table", ""), ("conditional_table", ""),
                                          ("update_scheme", ""), ("strategy_table", "")])
 def test_report_regenerates_the_committed_table_from_the_committed_evaluations(name, suffix):
